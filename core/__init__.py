@@ -1,0 +1,71 @@
+"""rewardkit: the reward layer for RL post-training.
+
+Providers score whole groups of candidate completions behind one contract; plugins contribute
+them through entry points of group ``rewardkit``; the catalog resolves them by name with
+revision and identity hash.
+"""
+
+from __future__ import annotations
+
+from rewardkit.binding import BoundProvider
+from rewardkit.catalog import Catalog, ProviderEntry, resolve_catalog
+from rewardkit.contracts import (
+    MetricContribution,
+    RewardCandidate,
+    RewardCandidateResult,
+    RewardContext,
+    RewardGroupRequest,
+    RewardGroupResult,
+    RewardProvider,
+    RewardProviderResult,
+    RewardProviderSpec,
+    is_length_verdict,
+)
+from rewardkit.credentials import CredentialRef
+from rewardkit.errors import (
+    IdentityMismatchError,
+    PluginLoadError,
+    PreflightError,
+    ProviderError,
+    RegistrationError,
+    RewardContractError,
+    RewardkitError,
+    UnknownNameError,
+)
+from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
+from rewardkit.hookspecs import hookimpl
+from rewardkit.plugins import DEFAULT_PLUGINS, load_plugins, reset_plugins
+from rewardkit.pointwise import map_candidates
+
+__all__ = [
+    "DEFAULT_PLUGINS",
+    "BoundProvider",
+    "Catalog",
+    "CredentialRef",
+    "IdentityMismatchError",
+    "MetricContribution",
+    "PluginLoadError",
+    "PreflightError",
+    "ProviderEntry",
+    "ProviderError",
+    "RegistrationError",
+    "RewardCandidate",
+    "RewardCandidateResult",
+    "RewardContext",
+    "RewardContractError",
+    "RewardGroupRequest",
+    "RewardGroupResult",
+    "RewardProvider",
+    "RewardProviderResult",
+    "RewardProviderSpec",
+    "RewardkitError",
+    "ServingStrategySpec",
+    "TrainerBindingSpec",
+    "UnknownNameError",
+    "hookimpl",
+    "is_length_verdict",
+    "load_plugins",
+    "map_candidates",
+    "reset_plugins",
+    "resolve_catalog",
+]

@@ -1,0 +1,331 @@
+"""The framework-owned bound adapter: the only path by which rewardkit calls provider code.
+
+Before the provider runs it builds an immutable ``RewardGroupRequest`` from a trainer's rollouts
+and rejects anything malformed; after the provider returns it checks the result against the spec.
+Every failure is a ``RewardContractError`` naming the group, the candidate and the rule broken.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rewardkit.contracts import (
+    RewardCandidate,
+    RewardContext,
+    RewardGroupRequest,
+    RewardGroupResult,
+    RewardProvider,
+    RewardProviderResult,
+    RewardProviderSpec,
+)
+from rewardkit.errors import ProviderError, RewardContractError
+from rewardkit.frozen import NotJSONError, freeze, strictly_equal
+
+_STATUSES = ("scored", "skipped", "error")
+
+
+def _group_label(group_id: object) -> str:
+    return group_id if isinstance(group_id, str) else repr(group_id)
+
+
+class BoundProvider:
+    """A constructed provider bound to its spec, parameters and identity."""
+
+    __slots__ = ("_declared_diagnostics", "_declared_terms", "identity", "params", "provider", "spec")
+
+    def __init__(
+        self,
+        spec: RewardProviderSpec,
+        provider: RewardProvider,
+        params: Mapping[str, Any],
+        identity: str,
+    ) -> None:
+        self.spec = spec
+        self.provider = provider
+        self.params = dict(params)
+        self.identity = identity
+        self._declared_terms = frozenset(spec.terms)
+        self._declared_diagnostics = frozenset(spec.diagnostics)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    # -- before the provider -------------------------------------------------------------------
+
+    def prepare(
+        self,
+        group_id: str,
+        rollouts: Sequence[Mapping[str, Any]],
+        expected_size: int | None = None,
+    ) -> RewardGroupRequest:
+        """Build the frozen request for one complete group of rollouts.
+
+        A rollout is a mapping with ``trajectory_id``, ``completion`` and optionally ``group_id``,
+        ``prompt``, ``reference``, ``completion_token_count`` and ``finish_reason``.
+        """
+        if not isinstance(group_id, str) or not group_id:
+            raise RewardContractError(
+                f"group_id must be a non-empty string, got {group_id!r}",
+                group_id=_group_label(group_id),
+                rule="group-id",
+            )
+        if isinstance(rollouts, (str, bytes, Mapping)) or not isinstance(rollouts, Sequence):
+            raise RewardContractError(
+                f"rollouts must be a sequence of mappings, got {type(rollouts).__name__}",
+                group_id=group_id,
+                rule="group-shape",
+            )
+        count = len(rollouts)
+        if count == 0:
+            raise RewardContractError(
+                "the group has no candidates", group_id=group_id, rule="incomplete-group"
+            )
+        if expected_size is not None and count != expected_size:
+            raise RewardContractError(
+                f"the group has {count} candidates, expected {expected_size}",
+                group_id=group_id,
+                rule="incomplete-group",
+            )
+        candidates = []
+        seen: set[str] = set()
+        for index, rollout in enumerate(rollouts):
+            candidate = _candidate(group_id, index, rollout)
+            if candidate.trajectory_id in seen:
+                raise RewardContractError(
+                    f"trajectory_id appears twice in the group (again at position {index})",
+                    group_id=group_id,
+                    trajectory_id=candidate.trajectory_id,
+                    rule="duplicate-trajectory-id",
+                )
+            seen.add(candidate.trajectory_id)
+            candidates.append(candidate)
+        context = RewardContext(
+            **{need: self._common_input(group_id, need, rollouts, candidates) for need in self.spec.needs}
+        )
+        return RewardGroupRequest(group_id=group_id, candidates=tuple(candidates), context=context)
+
+    def _common_input(
+        self,
+        group_id: str,
+        need: str,
+        rollouts: Sequence[Mapping[str, Any]],
+        candidates: list[RewardCandidate],
+    ) -> Any:
+        first = rollouts[0].get(need)
+        for candidate, rollout in zip(candidates, rollouts):
+            value = rollout.get(need)
+            if value is None:
+                raise RewardContractError(
+                    f"provider {self.name!r} needs {need!r} but this candidate has none",
+                    group_id=group_id,
+                    trajectory_id=candidate.trajectory_id,
+                    rule="missing-input",
+                )
+            if not strictly_equal(value, first):
+                raise RewardContractError(
+                    f"{need!r} differs from the group's first candidate "
+                    f"({candidates[0].trajectory_id!r}); common inputs must be identical in "
+                    "value and JSON type (1, 1.0 and true differ)",
+                    group_id=group_id,
+                    trajectory_id=candidate.trajectory_id,
+                    rule="inconsistent-common-input",
+                )
+        try:
+            return freeze(first, f"${need}")
+        except NotJSONError as error:
+            raise RewardContractError(
+                f"{need!r} is not JSON-compatible at {error.path}: {error.reason}",
+                group_id=group_id,
+                trajectory_id=candidates[0].trajectory_id,
+                rule="json-input",
+            ) from None
+
+    def check_request(
+        self, request: RewardGroupRequest, expected_size: int | None = None
+    ) -> RewardGroupRequest:
+        """Validate a request built elsewhere (service, tests) and return a frozen copy of it."""
+        if not isinstance(request, RewardGroupRequest):
+            raise RewardContractError(
+                f"expected a RewardGroupRequest, got {type(request).__name__}", rule="request-type"
+            )
+        if not isinstance(request.candidates, (tuple, list)):
+            raise RewardContractError(
+                "candidates must be a sequence", group_id=_group_label(request.group_id), rule="group-shape"
+            )
+        rollouts = []
+        for index, candidate in enumerate(request.candidates):
+            if not isinstance(candidate, RewardCandidate):
+                raise RewardContractError(
+                    f"candidate at position {index} is a {type(candidate).__name__}, not a RewardCandidate",
+                    group_id=_group_label(request.group_id),
+                    rule="candidate-type",
+                )
+            rollout: dict[str, Any] = {
+                "trajectory_id": candidate.trajectory_id,
+                "completion": candidate.completion,
+                "completion_token_count": candidate.completion_token_count,
+                "finish_reason": candidate.finish_reason,
+            }
+            for need in self.spec.needs:
+                rollout[need] = getattr(request.context, need)
+            rollouts.append(rollout)
+        return self.prepare(request.group_id, rollouts, expected_size)
+
+    # -- calling the provider --------------------------------------------------------------------
+
+    def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
+        """Call the provider on an already prepared request and check what it returns."""
+        try:
+            result = self.provider.evaluate(request)
+        except RewardContractError:
+            raise
+        except Exception as error:
+            raise ProviderError(
+                f"provider {self.name!r} raised {type(error).__name__}: {error}",
+                group_id=request.group_id,
+            ) from error
+        return self.check_result(request, result)
+
+    def score_group(
+        self,
+        group_id: str,
+        rollouts: Sequence[Mapping[str, Any]],
+        expected_size: int | None = None,
+    ) -> RewardGroupResult:
+        """Prepare, evaluate and check one group."""
+        return self.evaluate(self.prepare(group_id, rollouts, expected_size))
+
+    # -- after the provider ----------------------------------------------------------------------
+
+    def check_result(self, request: RewardGroupRequest, result: object) -> RewardGroupResult:
+        group_id = request.group_id
+        if not isinstance(result, RewardGroupResult):
+            raise RewardContractError(
+                f"provider {self.name!r} returned {type(result).__name__}, not a RewardGroupResult",
+                group_id=group_id,
+                rule="result-type",
+            )
+        if result.group_id != group_id:
+            raise RewardContractError(
+                f"provider {self.name!r} answered for group {result.group_id!r}",
+                group_id=group_id,
+                rule="result-group-id",
+            )
+        items = result.items
+        candidates = request.candidates
+        if not isinstance(items, (tuple, list)) or len(items) != len(candidates):
+            count = len(items) if isinstance(items, (tuple, list)) else type(items).__name__
+            raise RewardContractError(
+                f"provider {self.name!r} returned {count} items for {len(candidates)} candidates",
+                group_id=group_id,
+                rule="result-cardinality",
+            )
+        for position, (item, candidate) in enumerate(zip(items, candidates)):
+            expected_id = candidate.trajectory_id
+            if getattr(item, "trajectory_id", None) != expected_id:
+                raise RewardContractError(
+                    f"result at position {position} is for "
+                    f"{getattr(item, 'trajectory_id', None)!r}; results must repeat the "
+                    "request's trajectory ids in order",
+                    group_id=group_id,
+                    trajectory_id=expected_id,
+                    rule="result-order",
+                )
+            self._check_provider_result(group_id, expected_id, getattr(item, "result", None))
+        if not isinstance(items, tuple):
+            result = RewardGroupResult(group_id=group_id, items=tuple(items))
+        return result
+
+    def _check_provider_result(self, group_id: str, trajectory_id: str, result: object) -> None:
+        def fail(message: str, rule: str) -> RewardContractError:
+            return RewardContractError(
+                f"provider {self.name!r}: {message}",
+                group_id=group_id,
+                trajectory_id=trajectory_id,
+                rule=rule,
+            )
+
+        if not isinstance(result, RewardProviderResult):
+            raise fail(f"result is {type(result).__name__}, not a RewardProviderResult", "result-type")
+        if result.status not in _STATUSES:
+            raise fail(f"status {result.status!r} is not one of {_STATUSES}", "result-status")
+        terms = result.terms
+        if result.status == "scored":
+            if terms.keys() != self._declared_terms:
+                missing = sorted(self._declared_terms - terms.keys())
+                extra = sorted(terms.keys() - self._declared_terms)
+                raise fail(
+                    f"scored result must carry exactly the declared terms; missing {missing}, "
+                    f"undeclared {extra}",
+                    "declared-terms",
+                )
+            for term, value in terms.items():
+                if type(value) is not float and (type(value) is not int):
+                    raise fail(f"term {term!r} is {type(value).__name__}, not a number", "finite-terms")
+                if not math.isfinite(value):
+                    raise fail(f"term {term!r} is {value!r}, not finite", "finite-terms")
+        elif terms:
+            raise fail(f"a {result.status} result must not carry terms", "declared-terms")
+        for contribution in result.diagnostics:
+            name = getattr(contribution, "name", None)
+            if name not in self._declared_diagnostics:
+                raise fail(
+                    f"undeclared diagnostic {name!r}; declared: {sorted(self._declared_diagnostics)}",
+                    "declared-diagnostics",
+                )
+            for attr in ("value", "weight"):
+                value = getattr(contribution, attr)
+                if type(value) not in (float, int) or not math.isfinite(value):
+                    raise fail(f"diagnostic {name!r} {attr} is {value!r}, not finite", "finite-diagnostics")
+
+
+def _candidate(group_id: str, index: int, rollout: object) -> RewardCandidate:
+    if not isinstance(rollout, Mapping):
+        raise RewardContractError(
+            f"rollout at position {index} is a {type(rollout).__name__}, not a mapping",
+            group_id=group_id,
+            rule="rollout-type",
+        )
+    trajectory_id = rollout.get("trajectory_id")
+    if not isinstance(trajectory_id, str) or not trajectory_id:
+        raise RewardContractError(
+            f"rollout at position {index} has no trajectory_id (got {trajectory_id!r})",
+            group_id=group_id,
+            rule="missing-trajectory-id",
+        )
+    rollout_group = rollout.get("group_id", group_id)
+    if rollout_group != group_id:
+        raise RewardContractError(
+            f"rollout says it belongs to group {rollout_group!r}",
+            group_id=group_id,
+            trajectory_id=trajectory_id,
+            rule="group-id-disagreement",
+        )
+    completion = rollout.get("completion")
+    if type(completion) is not str:
+        raise RewardContractError(
+            f"completion must be a string, got {type(completion).__name__}",
+            group_id=group_id,
+            trajectory_id=trajectory_id,
+            rule="missing-completion",
+        )
+    token_count = rollout.get("completion_token_count")
+    if token_count is not None and (type(token_count) is not int or token_count < 0):
+        raise RewardContractError(
+            f"completion_token_count must be a non-negative integer or null, got {token_count!r}",
+            group_id=group_id,
+            trajectory_id=trajectory_id,
+            rule="token-count",
+        )
+    finish_reason = rollout.get("finish_reason")
+    if finish_reason is not None and type(finish_reason) is not str:
+        raise RewardContractError(
+            f"finish_reason must be a string or null, got {finish_reason!r}",
+            group_id=group_id,
+            trajectory_id=trajectory_id,
+            rule="finish-reason",
+        )
+    return RewardCandidate(trajectory_id, completion, token_count, finish_reason)

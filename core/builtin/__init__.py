@@ -1,0 +1,1 @@
+"""rewardkit's built-in plugins. They use the same hooks as any installed plugin."""

@@ -1,0 +1,236 @@
+"""The provider catalog: built-ins, installed plugins and an optional run-bound catalog.
+
+``resolve_catalog(ref)`` returns every provider a run may select. ``ref`` names a catalog
+registered through ``register_catalogs`` or is a dotted ``package.module:factory`` path to a
+zero-argument factory returning ``RewardProviderSpec``s. A run persists ``ref`` so the driver,
+every reward actor and a resumed run resolve exactly the same catalog.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rewardkit.binding import BoundProvider
+from rewardkit.contracts import KNOWN_NEEDS, RewardProviderSpec, check_name
+from rewardkit.errors import PreflightError, RegistrationError, UnknownNameError
+from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
+from rewardkit.frozen import NotJSONError
+from rewardkit.identity import canonical_json, code_fingerprint, provider_identity
+from rewardkit.plugins import PluginInfo, PluginManager, import_module_attribute, load_plugins
+from rewardkit.registry import Registered, Registry, owner_label
+
+CatalogFactory = Callable[[], Iterable[RewardProviderSpec]]
+
+
+@dataclass(frozen=True)
+class ProviderEntry:
+    """A catalog entry with the plugin that owns it."""
+
+    spec: RewardProviderSpec
+    owner: PluginInfo
+
+    @functools.cached_property
+    def identity(self) -> str:
+        return provider_identity(self.spec)
+
+    @functools.cached_property
+    def code_fingerprint(self) -> str:
+        return code_fingerprint(self.spec)
+
+    def describe(self) -> dict[str, Any]:
+        """The row ``rewardkit providers --json`` prints."""
+        spec = self.spec
+        return {
+            "name": spec.name,
+            "distribution": self.owner.distribution,
+            "version": self.owner.version,
+            "plugin": self.owner.name,
+            "builtin": self.owner.builtin,
+            "revision": spec.revision,
+            "identity": self.identity,
+            "code_fingerprint": self.code_fingerprint,
+            "needs": list(spec.needs),
+            "terms": list(spec.terms),
+            "diagnostics": list(spec.diagnostics),
+            "semantic_identity": spec.semantic_identity,
+            "description": spec.description,
+        }
+
+
+class Catalog:
+    """Every provider a run can select, by name."""
+
+    def __init__(self, providers: Registry[RewardProviderSpec], ref: str | None) -> None:
+        self._providers = providers
+        self.ref = ref
+
+    def names(self) -> list[str]:
+        return [entry.name for entry in self._providers]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._providers
+
+    def entry(self, name: str) -> ProviderEntry:
+        registered = self._providers.get(name)
+        return _entry(registered)
+
+    def entries(self) -> list[ProviderEntry]:
+        return [_entry(registered) for registered in self._providers]
+
+    def bind(
+        self,
+        name: str,
+        params: Mapping[str, Any] | None = None,
+        available_inputs: Sequence[str] = KNOWN_NEEDS,
+    ) -> BoundProvider:
+        """Construct provider ``name`` with ``params`` and bind it to its spec (preflight).
+
+        Fails with ``PreflightError`` when the factory rejects the params or returns something
+        without ``evaluate``, or when the provider needs an input the data does not supply.
+        """
+        entry = self.entry(name)
+        spec = entry.spec
+        params = dict(params or {})
+        missing = [need for need in spec.needs if need not in available_inputs]
+        if missing:
+            raise PreflightError(
+                f"provider {name!r} needs {missing} but the data supplies only "
+                f"{list(available_inputs)}; map a column to it (rl.data.prompt_column / "
+                "rl.data.response_column)"
+            )
+        try:
+            canonical_json(params, f"params of {name!r}")
+        except NotJSONError as error:
+            raise PreflightError(f"provider {name!r}: params are not JSON ({error})") from None
+        try:
+            provider = spec.factory(**params)
+        except TypeError as error:
+            raise PreflightError(
+                f"provider {name!r} from {owner_label(entry.owner)} rejected params {sorted(params)}: {error}"
+            ) from error
+        except Exception as error:
+            raise PreflightError(
+                f"provider {name!r} from {owner_label(entry.owner)} failed to construct: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+        if not callable(getattr(provider, "evaluate", None)):
+            raise PreflightError(
+                f"factory of provider {name!r} returned {type(provider).__name__}, which has no "
+                "evaluate(request) method; a factory must return a provider"
+            )
+        identity = provider_identity(spec, params) if params else entry.identity
+        return BoundProvider(spec, provider, params, identity)
+
+
+def _entry(registered: Registered[RewardProviderSpec]) -> ProviderEntry:
+    return ProviderEntry(registered.value, registered.owner)
+
+
+# -- building registries from plugins ----------------------------------------------------------
+
+
+def _collect(
+    manager: PluginManager, hook: str, registry: Registry[Any], name_of: Callable[[Any], str]
+) -> None:
+    for owner, function in manager.impls(hook):
+        function(register=registry.registrar(owner, name_of))
+
+
+def _cached(manager: PluginManager, key: str, build: Callable[[], Any]) -> Any:
+    if key not in manager.cache:
+        manager.cache[key] = build()
+    return manager.cache[key]
+
+
+def installed_providers(manager: PluginManager | None = None) -> Registry[RewardProviderSpec]:
+    manager = manager or load_plugins()
+
+    def build() -> Registry[RewardProviderSpec]:
+        registry: Registry[RewardProviderSpec] = Registry("provider", RewardProviderSpec)
+        _collect(manager, "register_reward_providers", registry, lambda spec: spec.name)
+        return registry
+
+    return _cached(manager, "providers", build)
+
+
+def catalog_factories(manager: PluginManager | None = None) -> Registry[Callable[[], Any]]:
+    manager = manager or load_plugins()
+
+    def build() -> Registry[Callable[[], Any]]:
+        registry: Registry[Callable[[], Any]] = Registry("catalog", object)
+        for owner, function in manager.impls("register_catalogs"):
+
+            def register(name: str, factory: Callable[[], Any], owner: PluginInfo = owner) -> None:
+                check_name("catalog", name)
+                if not callable(factory):
+                    raise RegistrationError(f"{owner_label(owner)}: catalog {name!r} factory is not callable")
+                registry.add(name, factory, owner)
+
+            function(register=register)
+        return registry
+
+    return _cached(manager, "catalogs", build)
+
+
+def serving_strategies(manager: PluginManager | None = None) -> Registry[ServingStrategySpec]:
+    manager = manager or load_plugins()
+
+    def build() -> Registry[ServingStrategySpec]:
+        registry: Registry[ServingStrategySpec] = Registry("serving strategy", ServingStrategySpec)
+        _collect(manager, "register_serving_strategies", registry, lambda spec: spec.name)
+        return registry
+
+    return _cached(manager, "serving", build)
+
+
+def trainer_bindings(manager: PluginManager | None = None) -> Registry[TrainerBindingSpec]:
+    manager = manager or load_plugins()
+
+    def build() -> Registry[TrainerBindingSpec]:
+        registry: Registry[TrainerBindingSpec] = Registry("trainer binding", TrainerBindingSpec)
+        _collect(manager, "register_trainer_bindings", registry, lambda spec: spec.name)
+        return registry
+
+    return _cached(manager, "bindings", build)
+
+
+def resolve_catalog(ref: str | None = None, manager: PluginManager | None = None) -> Catalog:
+    """Built-in and installed providers, plus those of catalog ``ref`` when given."""
+    manager = manager or load_plugins()
+    base = installed_providers(manager)
+    if not ref:
+        return Catalog(base, None)
+    return _cached(manager, f"catalog:{ref}", lambda: _with_catalog(manager, base, ref))
+
+
+def _with_catalog(manager: PluginManager, base: Registry[RewardProviderSpec], ref: str) -> Catalog:
+    factories = catalog_factories(manager)
+    if ":" in ref:
+        owner = PluginInfo(ref, f"catalog {ref}", "-", builtin=False)
+        try:
+            factory = import_module_attribute(ref)
+        except Exception as error:
+            raise PreflightError(
+                f"cannot import catalog {ref!r}: {type(error).__name__}: {error}; the module "
+                "must be importable on the driver and on every reward actor"
+            ) from error
+    elif ref in factories:
+        registered = factories.get(ref)
+        factory, owner = registered.value, registered.owner
+    else:
+        raise UnknownNameError("catalog", ref, [entry.name for entry in factories])
+    if not callable(factory):
+        raise PreflightError(f"catalog {ref!r} is {type(factory).__name__}, not a zero-argument factory")
+    try:
+        specs = list(factory())
+    except Exception as error:
+        raise PreflightError(f"catalog factory {ref!r} raised {type(error).__name__}: {error}") from error
+    registry = base.copy()
+    for spec in specs:
+        if not isinstance(spec, RewardProviderSpec):
+            raise PreflightError(f"catalog {ref!r} yielded {spec!r}, not a RewardProviderSpec")
+        registry.add(spec.name, spec, owner)
+    return Catalog(registry, ref)

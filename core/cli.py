@@ -1,0 +1,128 @@
+"""The ``rewardkit`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rewardkit.catalog import resolve_catalog
+from rewardkit.errors import RewardkitError
+from rewardkit.plugins import load_plugins
+
+Command = Callable[[argparse.Namespace], int]
+_COMMANDS: dict[str, Command] = {}
+
+
+def command(name: str) -> Callable[[Command], Command]:
+    def decorate(function: Command) -> Command:
+        _COMMANDS[name] = function
+        return function
+
+    return decorate
+
+
+def format_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+    """A plain, aligned text table."""
+    cells = [[str(value) for value in row] for row in rows]
+    widths = [max([len(header)] + [len(row[index]) for row in cells]) for index, header in enumerate(headers)]
+    lines = ["  ".join(header.ljust(width) for header, width in zip(headers, widths)).rstrip()]
+    lines.append("  ".join("-" * width for width in widths))
+    lines.extend("  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip() for row in cells)
+    return "\n".join(lines)
+
+
+@command("providers")
+def cmd_providers(args: argparse.Namespace) -> int:
+    rows = [entry.describe() for entry in resolve_catalog(args.catalog).entries()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = [
+        (
+            row["name"],
+            f"{row['distribution']} {row['version']}",
+            row["revision"],
+            row["identity"][:16],
+            ",".join(row["needs"]) or "-",
+            ",".join(row["terms"]),
+        )
+        for row in rows
+    ]
+    print(format_table(table, ("name", "distribution", "revision", "identity", "needs", "terms")))
+    return 0
+
+
+@command("show")
+def cmd_show(args: argparse.Namespace) -> int:
+    entry = resolve_catalog(args.catalog).entry(args.name)
+    row = entry.describe()
+    if args.json:
+        print(json.dumps(row, indent=2))
+        return 0
+    width = max(len(key) for key in row)
+    for key, value in row.items():
+        if isinstance(value, (list, dict)) or value is None:
+            value = json.dumps(value)
+        print(f"{key.ljust(width)}  {value}")
+    return 0
+
+
+@command("plugins")
+def cmd_plugins(args: argparse.Namespace) -> int:
+    rows = load_plugins().describe()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = [
+        (
+            row["name"],
+            f"{row['distribution']} {row['version']}",
+            row["status"],
+            ",".join(row["hooks"]) or row.get("error", ""),
+        )
+        for row in rows
+    ]
+    print(format_table(table, ("plugin", "distribution", "status", "hooks / error")))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rewardkit", description="The reward layer for RL post-training.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    providers = sub.add_parser("providers", help="list installed reward providers")
+    providers.add_argument("--json", action="store_true", help="print a JSON list")
+    providers.add_argument("--catalog", help="also list a catalog (name or package.module:factory)")
+
+    show = sub.add_parser("show", help="show one provider")
+    show.add_argument("name")
+    show.add_argument("--json", action="store_true")
+    show.add_argument("--catalog", help="catalog name or package.module:factory")
+
+    plugins = sub.add_parser("plugins", help="list loaded plugins, their hooks and load failures")
+    plugins.add_argument("--json", action="store_true")
+
+    for extend in _PARSER_EXTENSIONS:
+        extend(sub)
+    return parser
+
+
+_PARSER_EXTENSIONS: list[Callable[[Any], None]] = []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args)
+    except RewardkitError as error:
+        print(f"rewardkit: error: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+"""The typed, frozen values that cross the boundary between rewardkit and a reward provider.
+
+A provider receives one ``RewardGroupRequest`` holding every ordered candidate of one group and
+returns one ``RewardGroupResult`` with one ``RewardCandidateResult`` per candidate, in order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from rewardkit.errors import RegistrationError
+
+Need = Literal["prompt", "reference"]
+KNOWN_NEEDS: tuple[str, ...] = ("prompt", "reference")
+Status = Literal["scored", "skipped", "error"]
+
+# Names become metric path segments (train/reward_provider/<provider>/<diagnostic>) and CLI words.
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+LENGTH_VERDICT = "length"
+
+
+def is_length_verdict(finish_reason: str | None) -> bool:
+    """True only when the engine said it cut the completion at its token budget.
+
+    ``None`` (no verdict recorded) reads as "not known to be truncated", never as "stopped".
+    """
+    return finish_reason == LENGTH_VERDICT
+
+
+def check_name(kind: str, name: object) -> str:
+    """Return ``name`` if it is a valid path segment, else raise ``RegistrationError``."""
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise RegistrationError(
+            f"invalid {kind} name {name!r}: use 1-64 characters of lower-case letters, digits, "
+            "'_', '-' or '.', starting with a letter or digit"
+        )
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class RewardCandidate:
+    """One completion of a group, with what the rollout engine recorded about how it ended."""
+
+    trajectory_id: str
+    completion: str
+    completion_token_count: int | None = None
+    finish_reason: str | None = None
+
+    @property
+    def is_length_truncated(self) -> bool:
+        """Whether the engine's verdict is exactly ``"length"`` (cut at the token budget)."""
+        return is_length_verdict(self.finish_reason)
+
+
+@dataclass(frozen=True, slots=True)
+class RewardContext:
+    """The inputs common to a whole group, deep-frozen; only the ones the provider declared."""
+
+    prompt: Any = None
+    reference: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class RewardGroupRequest:
+    """Every ordered candidate of exactly one group, and the group's common inputs."""
+
+    group_id: str
+    candidates: tuple[RewardCandidate, ...]
+    context: RewardContext = field(default_factory=RewardContext)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricContribution:
+    """A reporting-only value; it never enters the reward or the advantage.
+
+    Contributions merge by weighted mean: ``sum(value * weight) / sum(weight)``.
+    """
+
+    name: str
+    value: float
+    weight: float = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class RewardProviderResult:
+    """What a provider says about one candidate.
+
+    ``status`` is ``scored`` (``terms`` holds every declared term), ``skipped`` (the reward does
+    not apply to this candidate; not an error) or ``error`` (it should apply but could not be
+    computed; the composition's ``onError`` decides). ``reason`` explains a skip or an error.
+    """
+
+    terms: Mapping[str, float] = field(default_factory=dict)
+    diagnostics: tuple[MetricContribution, ...] = ()
+    status: Status = "scored"
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.terms, MappingProxyType):
+            object.__setattr__(self, "terms", MappingProxyType(dict(self.terms)))
+        if not isinstance(self.diagnostics, tuple):
+            object.__setattr__(self, "diagnostics", tuple(self.diagnostics))
+
+    @classmethod
+    def skip(cls, reason: str, diagnostics: tuple[MetricContribution, ...] = ()) -> RewardProviderResult:
+        """A result saying the reward does not apply to this candidate."""
+        return cls(terms={}, diagnostics=diagnostics, status="skipped", reason=reason)
+
+    @classmethod
+    def fail(cls, reason: str, diagnostics: tuple[MetricContribution, ...] = ()) -> RewardProviderResult:
+        """A result saying the reward applies but could not be computed (e.g. ``timeout``)."""
+        return cls(terms={}, diagnostics=diagnostics, status="error", reason=reason)
+
+
+@dataclass(frozen=True, slots=True)
+class RewardCandidateResult:
+    """A provider result explicitly correlated with the candidate it scores."""
+
+    trajectory_id: str
+    result: RewardProviderResult
+
+
+@dataclass(frozen=True, slots=True)
+class RewardGroupResult:
+    """One result per candidate of the request, in the request's order."""
+
+    group_id: str
+    items: tuple[RewardCandidateResult, ...]
+
+
+@runtime_checkable
+class RewardProvider(Protocol):
+    """Anything with a synchronous, group-native ``evaluate``."""
+
+    def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult: ...
+
+
+ProviderFactory = Callable[..., RewardProvider]
+
+
+@dataclass(frozen=True)
+class RewardProviderSpec:
+    """A catalog entry: how to build a provider and what it promises to return.
+
+    ``factory(**params)`` must be deterministic, light, CPU-only and free of side effects
+    (no network, no model loading): it runs during preflight, before any scoring.
+    Change ``revision`` whenever the provider's code changes what it scores.
+    ``semantic_identity`` is JSON describing anything else that changes scores (judge model,
+    prompt hash, timeouts, credential *references*); it is hashed into the identity.
+    """
+
+    name: str
+    factory: ProviderFactory
+    needs: tuple[str, ...]
+    revision: str
+    terms: tuple[str, ...]
+    diagnostics: tuple[str, ...] = ()
+    semantic_identity: Any = None
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        check_name("provider", self.name)
+        where = f"provider {self.name!r}"
+        if not callable(self.factory):
+            raise RegistrationError(f"{where}: factory {self.factory!r} is not callable")
+        for attr in ("needs", "terms", "diagnostics"):
+            value = getattr(self, attr)
+            if isinstance(value, str) or not isinstance(value, (tuple, list)):
+                raise RegistrationError(f"{where}: {attr} must be a tuple of names, got {value!r}")
+            object.__setattr__(self, attr, tuple(value))
+        unknown = [need for need in self.needs if need not in KNOWN_NEEDS]
+        if unknown:
+            raise RegistrationError(
+                f"{where}: unknown needs {unknown}; a provider may need {list(KNOWN_NEEDS)}"
+            )
+        if not isinstance(self.revision, str) or not self.revision.strip():
+            raise RegistrationError(f"{where}: revision must be a non-empty string")
+        if not self.terms:
+            raise RegistrationError(f"{where}: declare at least one term")
+        for attr in ("needs", "terms", "diagnostics"):
+            names = getattr(self, attr)
+            for item in names:
+                check_name(f"{where} {attr[:-1]}", item)
+            if len(set(names)) != len(names):
+                raise RegistrationError(f"{where}: duplicate entries in {attr}: {names}")
+
+    @property
+    def default_term(self) -> str:
+        """The term a composition reads when a component does not name one."""
+        return self.terms[0]

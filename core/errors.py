@@ -1,0 +1,75 @@
+"""Every error rewardkit raises on purpose. Each message says what is wrong, where, and what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class RewardkitError(Exception):
+    """Base class of rewardkit's own errors."""
+
+
+class RewardContractError(RewardkitError):
+    """A request, a result or a provider broke the reward contract.
+
+    ``group_id`` and ``trajectory_id`` say where, when known, and also appear in the message.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        group_id: str | None = None,
+        trajectory_id: str | None = None,
+        rule: str | None = None,
+    ) -> None:
+        where = []
+        if group_id is not None:
+            where.append(f"group {group_id!r}")
+        if trajectory_id is not None:
+            where.append(f"candidate {trajectory_id!r}")
+        prefix = f"[{', '.join(where)}] " if where else ""
+        tag = f" (rule: {rule})" if rule else ""
+        super().__init__(f"{prefix}{message}{tag}")
+        self.group_id = group_id
+        self.trajectory_id = trajectory_id
+        self.rule = rule
+
+
+class RegistrationError(RewardkitError):
+    """A plugin registered something invalid, or a name twice."""
+
+
+class UnknownNameError(RewardkitError, LookupError):
+    """A name asked for is not registered at this extension point."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
+        known_list = sorted(known)
+        shown = ", ".join(known_list) if known_list else "(none)"
+        super().__init__(
+            f"unknown {kind} {name!r}; known {kind}s: {shown}. "
+            f"Is the plugin that provides {name!r} installed? (`rewardkit plugins` lists what loaded)"
+        )
+        self.kind = kind
+        self.name = name
+        self.known = tuple(known_list)
+
+
+class PluginLoadError(RewardkitError):
+    """A plugin failed to import or register while strict plugin loading was on."""
+
+
+class IdentityMismatchError(RewardkitError):
+    """Pending work was recorded under one provider identity and is being resumed under another."""
+
+
+class ProviderError(RewardkitError):
+    """A provider raised while scoring a group; the original exception is the ``__cause__``."""
+
+    def __init__(self, message: str, *, group_id: str | None = None) -> None:
+        super().__init__(f"[group {group_id!r}] {message}" if group_id is not None else message)
+        self.group_id = group_id
+
+
+class PreflightError(RewardkitError):
+    """A selected provider cannot be constructed or cannot be fed by the configured data."""

@@ -1,0 +1,48 @@
+"""Registry entries for the extension points other than reward providers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from rewardkit.contracts import check_name
+from rewardkit.errors import RegistrationError
+
+
+@dataclass(frozen=True)
+class ServingStrategySpec:
+    """A way to serve a checkpoint so an evaluation can reach it.
+
+    ``factory(**params)`` returns an object whose ``serve(checkpoint)`` context manager yields
+    the base URL of an OpenAI-compatible endpoint for that checkpoint.
+    """
+
+    name: str
+    factory: Callable[..., Any]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        check_name("serving strategy", self.name)
+        if not callable(self.factory):
+            raise RegistrationError(f"serving strategy {self.name!r}: factory is not callable")
+
+
+@dataclass(frozen=True)
+class TrainerBindingSpec:
+    """An adapter that hands a resolved reward to a trainer.
+
+    ``target`` is the binding's entry function or a dotted ``module:attribute`` path to it,
+    imported only when the binding is used (trainers are heavy, optional dependencies).
+    """
+
+    name: str
+    target: Callable[..., Any] | str
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        check_name("trainer binding", self.name)
+        if not (callable(self.target) or (isinstance(self.target, str) and ":" in self.target)):
+            raise RegistrationError(
+                f"trainer binding {self.name!r}: target must be callable or 'module:attribute'"
+            )

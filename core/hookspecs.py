@@ -1,0 +1,72 @@
+"""rewardkit's extension points: the pluggy markers and the hook specifications, nothing else.
+
+Every hook has the shape ``register_<things>(register)``: rewardkit calls it once per plugin while
+it builds its registries, and the plugin calls ``register`` once per thing it contributes.
+``register`` checks types and refuses a name that another plugin already registered, naming both.
+An implementation may leave out parameters, so specs can grow without breaking plugins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+
+PROJECT_NAME = "rewardkit"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+__all__ = [
+    "PROJECT_NAME",
+    "hookimpl",
+    "hookspec",
+    "register_catalogs",
+    "register_reward_providers",
+    "register_serving_strategies",
+    "register_trainer_bindings",
+]
+
+
+@hookspec
+def register_reward_providers(register: Callable[[Any], None]) -> None:
+    """Contribute reward providers.
+
+    Called once per plugin when rewardkit first builds its provider catalog (``rewardkit
+    providers``, ``rewardkit.load``, the Reward Service and each reward actor at start-up).
+    ``register(spec)`` takes a ``rewardkit.RewardProviderSpec``. Return value: ignored.
+    Since 0.1.
+    """
+
+
+@hookspec
+def register_catalogs(register: Callable[[str, Callable[[], Any]], None]) -> None:
+    """Contribute named run-bound catalogs.
+
+    Called once per plugin when a configuration or command selects a catalog by name
+    (``rl.reward.catalog``). ``register(name, factory)`` takes a zero-argument factory that
+    returns an iterable of ``RewardProviderSpec``; it must be deterministic, light, CPU-only and
+    free of side effects. A catalog adds provider names; it can never override a built-in.
+    Return value: ignored. Since 0.1.
+    """
+
+
+@hookspec
+def register_serving_strategies(register: Callable[[Any], None]) -> None:
+    """Contribute ways to serve a checkpoint for evaluation (vllm-serve, vllm-lora, endpoint).
+
+    Called once per plugin when checkpoint evaluation resolves ``checkpoints.serving``.
+    ``register(spec)`` takes a ``rewardkit.ServingStrategySpec``. Return value: ignored.
+    Since 0.1.
+    """
+
+
+@hookspec
+def register_trainer_bindings(register: Callable[[Any], None]) -> None:
+    """Contribute adapters that hand a resolved reward to a trainer (trl, verl, openrlhf).
+
+    Called once per plugin when a binding is looked up by name (``rewardkit plugins`` lists
+    them). ``register(spec)`` takes a ``rewardkit.TrainerBindingSpec``. Return value: ignored.
+    Since 0.1.
+    """

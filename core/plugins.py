@@ -1,0 +1,216 @@
+"""Loading plugins: entry points of group ``rewardkit`` one by one, then the built-ins.
+
+A plugin that fails to import is recorded with its distribution, entry point and exception, and
+the others still load. Environment switches:
+
+- ``REWARDKIT_STRICT_PLUGINS=1``: a failing plugin is fatal (``PluginLoadError``).
+- ``REWARDKIT_LOAD_PLUGINS=a,b``: load only these entry points (or distributions); ``''`` = none.
+- ``REWARDKIT_DISABLE_PLUGINS=a,b``: skip these entry points (or distributions).
+- ``REWARDKIT_TRACE_PLUGINS=1``: print every hook call to stderr.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import threading
+from dataclasses import dataclass
+from types import ModuleType
+
+import importlib_metadata
+import pluggy
+from rewardkit import hookspecs
+from rewardkit.errors import PluginLoadError
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "rewardkit"
+DEFAULT_PLUGINS: tuple[str, ...] = ("rewardkit.builtin.rules",)
+CORE_DISTRIBUTION = "rewardkit"
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """Where a loaded plugin came from."""
+
+    name: str
+    distribution: str
+    version: str
+    builtin: bool
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    """A plugin that could not be loaded, and why."""
+
+    name: str
+    distribution: str
+    version: str
+    error: str
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _env_list(name: str) -> set[str] | None:
+    raw = os.environ.get(name)
+    if raw is None:
+        return None
+    return {item.strip() for item in raw.split(",") if item.strip()}
+
+
+def strict_plugins() -> bool:
+    return _env_flag("REWARDKIT_STRICT_PLUGINS")
+
+
+def _core_version() -> str:
+    try:
+        return importlib_metadata.version(CORE_DISTRIBUTION)
+    except importlib_metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+class PluginManager:
+    """A typed wrapper over pluggy's manager: callers never touch ``pm.hook`` directly."""
+
+    def __init__(self) -> None:
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        self.pm.add_hookspecs(hookspecs)
+        self.infos: dict[int, PluginInfo] = {}
+        self.failures: list[PluginFailure] = []
+        self._loaded = False
+        self._lock = threading.Lock()
+        # Registries built from this manager's plugins, kept by the catalog module.
+        self.cache: dict[str, object] = {}
+
+    def load(self) -> PluginManager:
+        """Load entry-point plugins, then built-ins; idempotent and thread-safe."""
+        with self._lock:
+            if self._loaded:
+                return self
+            self._load_entry_points()
+            for module_name in DEFAULT_PLUGINS:
+                self.add(
+                    importlib.import_module(module_name),
+                    module_name,
+                    CORE_DISTRIBUTION,
+                    _core_version(),
+                    True,
+                )
+            self.pm.check_pending()
+            if _env_flag("REWARDKIT_TRACE_PLUGINS"):
+                self.pm.trace.root.setwriter(lambda message: sys.stderr.write(f"rewardkit-trace: {message}"))
+                self.pm.enable_tracing()
+            self._loaded = True
+            return self
+
+    def add(self, plugin: object, name: str, distribution: str, version: str, builtin: bool = False) -> None:
+        """Register a plugin object (a module or an instance with ``@hookimpl`` methods)."""
+        self.pm.register(plugin, name=name)
+        self.infos[id(plugin)] = PluginInfo(name, distribution, version, builtin)
+
+    def _load_entry_points(self) -> None:
+        allow = _env_list("REWARDKIT_LOAD_PLUGINS")
+        block = _env_list("REWARDKIT_DISABLE_PLUGINS") or set()
+        strict = strict_plugins()
+        for entry_point in sorted(
+            importlib_metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name
+        ):
+            dist = entry_point.dist
+            dist_name = dist.name if dist is not None else "?"
+            dist_version = dist.version if dist is not None else "?"
+            wanted = {entry_point.name, dist_name}
+            if allow is not None and not wanted & allow:
+                continue
+            if wanted & block or self.pm.has_plugin(entry_point.name):
+                continue
+            try:
+                plugin = entry_point.load()
+                self.add(plugin, entry_point.name, dist_name, dist_version)
+            except Exception as error:
+                failure = PluginFailure(
+                    entry_point.name, dist_name, dist_version, f"{type(error).__name__}: {error}"
+                )
+                message = (
+                    f"rewardkit plugin {entry_point.name!r} from distribution {dist_name} "
+                    f"{dist_version} failed to load: {failure.error}"
+                )
+                if strict:
+                    raise PluginLoadError(message) from error
+                log.warning("%s (set REWARDKIT_STRICT_PLUGINS=1 to make this fatal)", message)
+                self.failures.append(failure)
+
+    def info(self, plugin: object) -> PluginInfo:
+        return self.infos[id(plugin)]
+
+    def impls(self, hook_name: str) -> list[tuple[PluginInfo, object]]:
+        """Each implementation of a hook with its owner, built-ins first, then by plugin name."""
+        caller = getattr(self.pm.hook, hook_name)
+        pairs = [(self.info(impl.plugin), impl.function) for impl in caller.get_hookimpls()]
+        pairs.sort(key=lambda pair: (not pair[0].builtin, pair[0].name))
+        return pairs
+
+    def describe(self) -> list[dict[str, object]]:
+        """What ``rewardkit plugins`` prints: every loaded plugin with its hooks, and failures."""
+        rows: list[dict[str, object]] = []
+        for name, plugin in sorted(self.pm.list_name_plugin(), key=lambda pair: pair[0]):
+            info = self.info(plugin)
+            hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
+            rows.append(
+                {
+                    "name": name,
+                    "distribution": info.distribution,
+                    "version": info.version,
+                    "builtin": info.builtin,
+                    "hooks": hooks,
+                    "status": "loaded",
+                }
+            )
+        rows.extend(
+            {
+                "name": failure.name,
+                "distribution": failure.distribution,
+                "version": failure.version,
+                "builtin": False,
+                "hooks": [],
+                "status": "failed",
+                "error": failure.error,
+            }
+            for failure in self.failures
+        )
+        return rows
+
+
+_manager: PluginManager | None = None
+_manager_lock = threading.Lock()
+
+
+def load_plugins() -> PluginManager:
+    """The process-wide plugin manager, loaded on first use."""
+    global _manager
+    with _manager_lock:
+        if _manager is None:
+            _manager = PluginManager()
+        manager = _manager
+    return manager.load()
+
+
+def reset_plugins() -> None:
+    """Forget loaded plugins (tests, or after installing a distribution in a running process)."""
+    global _manager
+    with _manager_lock:
+        _manager = None
+
+
+def import_module_attribute(path: str) -> object:
+    """Import ``package.module:attribute`` (the attribute may be dotted)."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{path!r} is not a 'package.module:attribute' path")
+    target: ModuleType | object = importlib.import_module(module_name)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    return target

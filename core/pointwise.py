@@ -1,0 +1,82 @@
+"""``map_candidates``: lift a pointwise scorer into a group-native provider.
+
+A scorer is ``scorer(candidate, context, **params) -> RewardProviderResult``. ``map_candidates``
+checks the parameters against the scorer's signature at construction (so a misspelt option fails
+in preflight, not mid-training) and maps the scorer over the request in candidate order.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from rewardkit.contracts import (
+    RewardCandidate,
+    RewardCandidateResult,
+    RewardContext,
+    RewardGroupRequest,
+    RewardGroupResult,
+    RewardProviderResult,
+)
+from rewardkit.errors import RewardContractError
+
+Scorer = Callable[..., RewardProviderResult]
+
+
+class MappedProvider:
+    """A group provider that applies a pointwise scorer to each candidate independently."""
+
+    __slots__ = ("params", "scorer")
+
+    def __init__(self, scorer: Scorer, params: dict[str, Any]) -> None:
+        self.scorer = scorer
+        self.params = params
+
+    def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
+        scorer, params, context = self.scorer, self.params, request.context
+        items = []
+        for candidate in request.candidates:
+            try:
+                result = scorer(candidate, context, **params)
+            except RewardContractError as error:
+                if error.group_id is not None:
+                    raise
+                raise RewardContractError(
+                    str(error), group_id=request.group_id, trajectory_id=candidate.trajectory_id
+                ) from error
+            except Exception as error:  # one candidate's crash is that candidate's error
+                result = RewardProviderResult.fail(f"{type(error).__name__}: {error}")
+            items.append(RewardCandidateResult(candidate.trajectory_id, result))
+        return RewardGroupResult(request.group_id, tuple(items))
+
+    def __repr__(self) -> str:
+        return f"MappedProvider({getattr(self.scorer, '__qualname__', self.scorer)!r}, {self.params!r})"
+
+
+def map_candidates(scorer: Scorer, /, **params: Any) -> MappedProvider:
+    """Return a provider that scores each candidate with ``scorer(candidate, context, **params)``.
+
+    ``functools.partial(map_candidates, scorer)`` is a valid ``RewardProviderSpec.factory``.
+    Raises ``TypeError`` naming the scorer and the bad parameter when ``params`` do not fit.
+    """
+    if not callable(scorer):
+        raise TypeError(f"map_candidates needs a callable scorer, got {scorer!r}")
+    signature = inspect.signature(scorer)
+    try:
+        signature.bind(_PROBE_CANDIDATE, _PROBE_CONTEXT, **params)
+    except TypeError as error:
+        accepted = [
+            name
+            for name, parameter in list(signature.parameters.items())[2:]
+            if parameter.kind in (parameter.KEYWORD_ONLY, parameter.POSITIONAL_OR_KEYWORD)
+        ]
+        raise TypeError(
+            f"scorer {getattr(scorer, '__qualname__', scorer)!r} does not accept params "
+            f"{sorted(params)}: {error}; it accepts {accepted}"
+        ) from None
+    return MappedProvider(scorer, dict(params))
+
+
+_PROBE_CANDIDATE = RewardCandidate("probe", "")
+_PROBE_CONTEXT = RewardContext()

@@ -1,0 +1,77 @@
+"""What a run records about the providers it scored with, and the checks made on resume.
+
+A record holds the catalog reference, the provider name, its revision, its identity hash and its
+code fingerprint. Resuming pending work under a different identity is refused; code that changed
+while the revision did not is a warning, or an error under ``REWARDKIT_STRICT_IDENTITY=1``.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rewardkit.binding import BoundProvider
+from rewardkit.errors import IdentityMismatchError
+from rewardkit.identity import code_fingerprint
+
+
+class RevisionNotBumpedWarning(UserWarning):
+    """A provider's code changed since a recorded run but its revision did not."""
+
+
+@dataclass(frozen=True)
+class ProviderRecord:
+    catalog: str | None
+    provider: str
+    revision: str
+    identity: str
+    code_fingerprint: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProviderRecord:
+        try:
+            return cls(**{field: data[field] for field in cls.__dataclass_fields__})
+        except KeyError as error:
+            raise ValueError(f"provider record lacks {error.args[0]!r}: {dict(data)!r}") from None
+
+
+def record_of(bound: BoundProvider, catalog_ref: str | None) -> ProviderRecord:
+    return ProviderRecord(
+        catalog=catalog_ref,
+        provider=bound.name,
+        revision=bound.spec.revision,
+        identity=bound.identity,
+        code_fingerprint=code_fingerprint(bound.spec),
+    )
+
+
+def strict_identity() -> bool:
+    return os.environ.get("REWARDKIT_STRICT_IDENTITY", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_resume(recorded: ProviderRecord, current: ProviderRecord, strict: bool | None = None) -> None:
+    """Refuse to resume under another identity; flag code changed without a revision bump."""
+    if recorded.identity != current.identity or recorded.provider != current.provider:
+        raise IdentityMismatchError(
+            f"pending results were recorded under provider {recorded.provider!r} revision "
+            f"{recorded.revision!r} identity {recorded.identity} (catalog {recorded.catalog!r}) "
+            f"but the current one is {current.provider!r} revision {current.revision!r} identity "
+            f"{current.identity} (catalog {current.catalog!r}); finish the pending work with the "
+            "recorded provider or start a new run"
+        )
+    if recorded.code_fingerprint != current.code_fingerprint and recorded.revision == current.revision:
+        message = (
+            f"the code of provider {current.provider!r} changed since the recorded run "
+            f"(fingerprint {recorded.code_fingerprint[:12]} -> {current.code_fingerprint[:12]}) "
+            f"but its revision is still {current.revision!r}; bump the revision when code "
+            "changes what it scores"
+        )
+        if strict if strict is not None else strict_identity():
+            raise IdentityMismatchError(message)
+        warnings.warn(message, RevisionNotBumpedWarning, stacklevel=2)

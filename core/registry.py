@@ -1,0 +1,82 @@
+"""Name-unique registries that remember which plugin registered each entry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from rewardkit.errors import RegistrationError, UnknownNameError
+from rewardkit.plugins import PluginInfo
+
+T = TypeVar("T")
+
+
+def owner_label(owner: PluginInfo) -> str:
+    kind = "built-in plugin" if owner.builtin else "plugin"
+    return f"{kind} {owner.name!r} ({owner.distribution} {owner.version})"
+
+
+@dataclass(frozen=True)
+class Registered(Generic[T]):
+    name: str
+    value: T
+    owner: PluginInfo
+
+
+class Registry(Generic[T]):
+    """Entries of one extension point. A name is registered once; built-ins cannot be overridden."""
+
+    def __init__(self, kind: str, value_type: type | tuple[type, ...]) -> None:
+        self.kind = kind
+        self.value_type = value_type
+        self._entries: dict[str, Registered[T]] = {}
+
+    def add(self, name: str, value: T, owner: PluginInfo) -> None:
+        if not isinstance(value, self.value_type):
+            raise RegistrationError(
+                f"{owner_label(owner)} registered {value!r} as a {self.kind}; "
+                f"expected {getattr(self.value_type, '__name__', self.value_type)}"
+            )
+        existing = self._entries.get(name)
+        if existing is not None:
+            if existing.owner.builtin and not owner.builtin:
+                raise RegistrationError(
+                    f"{owner_label(owner)} tries to override the built-in {self.kind} {name!r} "
+                    f"of {owner_label(existing.owner)}; custom entries may add names but never "
+                    "override a built-in: choose another name"
+                )
+            raise RegistrationError(
+                f"{self.kind} {name!r} is registered twice: by {owner_label(existing.owner)} and by "
+                f"{owner_label(owner)}; uninstall or disable one of them "
+                "(REWARDKIT_DISABLE_PLUGINS)"
+            )
+        self._entries[name] = Registered(name, value, owner)
+
+    def registrar(self, owner: PluginInfo, name_of: Callable[[T], str]) -> Callable[[T], None]:
+        """The ``register`` callback handed to one plugin's hook implementation."""
+
+        def register(value: T) -> None:
+            self.add(name_of(value) if isinstance(value, self.value_type) else "?", value, owner)
+
+        return register
+
+    def get(self, name: str) -> Registered[T]:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise UnknownNameError(self.kind, name, self._entries) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[Registered[T]]:
+        return iter(sorted(self._entries.values(), key=lambda entry: entry.name))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def copy(self) -> Registry[T]:
+        clone: Registry[T] = Registry(self.kind, self.value_type)
+        clone._entries = dict(self._entries)
+        return clone
