@@ -73,3 +73,50 @@ class ProviderError(RewardkitError):
 
 class PreflightError(RewardkitError):
     """A selected provider cannot be constructed or cannot be fed by the configured data."""
+
+
+class ConfigError(RewardkitError):
+    """A configuration file, mapping or ``key=value`` override is invalid.
+
+    ``key`` is the full dotted key at fault (``rl.group_size``) when one is known; ``source`` is the
+    file or override it came from. Both also appear in the message.
+    """
+
+    def __init__(self, message: str, *, key: str | None = None, source: str | None = None) -> None:
+        where = [part for part in (source, key) if part]
+        prefix = f"{': '.join(where)}: " if where else ""
+        super().__init__(f"{prefix}{message}")
+        self.key = key
+        self.source = source
+
+
+class DataError(RewardkitError):
+    """A data or rollouts row breaks the data contract.
+
+    ``row`` is where: the 1-based line number for JSONL files, the 0-based dataset index for
+    datasets (``row_label`` says which); ``column`` is the column at fault; ``path`` is the file.
+    All three appear in the message; any may be ``None`` when the fault is not tied to one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        row: int | None = None,
+        column: str | None = None,
+        row_label: str = "line",
+    ) -> None:
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if row is not None:
+            where.append(f"{row_label} {row}")
+        if column is not None:
+            where.append(f"column {column!r}")
+        prefix = f"{', '.join(where)}: " if where else ""
+        super().__init__(f"{prefix}{message}")
+        self.path = path
+        self.row = row
+        self.column = column
+        self.row_label = row_label
