@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog, ProviderEntry, resolve_catalog
+from rewardkit.composition import CompositionError, RewardSpec, compose
 from rewardkit.contracts import (
     MetricContribution,
     RewardCandidate,
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_PLUGINS",
     "BoundProvider",
     "Catalog",
+    "CompositionError",
     "CredentialRef",
     "IdentityMismatchError",
     "MetricContribution",
@@ -58,10 +60,12 @@ __all__ = [
     "RewardProvider",
     "RewardProviderResult",
     "RewardProviderSpec",
+    "RewardSpec",
     "RewardkitError",
     "ServingStrategySpec",
     "TrainerBindingSpec",
     "UnknownNameError",
+    "compose",
     "hookimpl",
     "is_length_verdict",
     "load_plugins",

@@ -1,0 +1,521 @@
+"""Composition of several reward components into one number: ``RewardSpec`` and ``compose``.
+
+A ``RewardSpec`` lists components (a provider, its params, the term read from it, a weight and an
+optional gate) and spec-wide rules (``floor``, ``onError``, ``clip``). ``compose`` applies the rules
+to one candidate's per-component outcomes. The rules, in the order they are applied:
+
+1. Under ``onError: raise`` (the default) any errored component fails the batch, before gates are
+   looked at: a reward that silently trained as 0 during an outage would teach the wrong thing.
+2. A gate that scored below its threshold, was skipped, or errored makes the total ``floor`` and
+   ``gated`` true. The floor does not depend on any other component, so it wins over rule 4.
+3. Every scored component adds ``weight * value`` (gates too); skipped components add nothing.
+4. Errored components add nothing under ``zero``; under ``none`` they make the total ``None``.
+5. ``clip`` bounds the total last (the floor included).
+
+The per-component breakdown is always returned, because reward hacking shows up there first.
+``testdata/reward_vectors.json`` pins these rules for every implementation (in-process, service, Ray).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AllowInfNan,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from rewardkit.contracts import NAME_PATTERN, RewardProviderResult
+from rewardkit.errors import RewardkitError
+from rewardkit.frozen import NotJSONError, freeze
+
+OnError = Literal["raise", "zero", "none"]
+ON_ERROR_CHOICES: tuple[str, ...] = ("raise", "zero", "none")
+STATUSES: tuple[str, ...] = ("scored", "skipped", "error")
+_OUTCOME_KEYS = frozenset(("status", "value", "reason"))
+
+
+class CompositionError(RewardkitError):
+    """Composition refused a spec or a candidate's component outcomes.
+
+    ``component`` names the offending component when there is one; ``breakdown`` holds the
+    per-component breakdown when the outcomes themselves were well-formed (an error under
+    ``onError: raise``), so a failed batch still shows what every component said.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        component: str | None = None,
+        breakdown: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.component = component
+        self.breakdown = breakdown
+
+
+class RewardSpecError(CompositionError, ValueError):
+    """A reward spec is invalid; the message lists every problem with its field path."""
+
+    def __init__(self, message: str, *, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
+
+
+def _real_number(value: object) -> object:
+    # pydantic's lax float would take True and "1.5"; a weight written as a string is a typo to report.
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {type(value).__name__} {value!r}")
+    return value
+
+
+FiniteNumber = Annotated[float, AllowInfNan(False), BeforeValidator(_real_number)]
+
+
+def _check_name(kind: str, value: str) -> str:
+    if not NAME_PATTERN.match(value):
+        raise ValueError(
+            f"invalid {kind} {value!r}: use 1-64 characters of lower-case letters, digits, "
+            "'_', '-' or '.', starting with a letter or digit"
+        )
+    return value
+
+
+class ComponentSpec(BaseModel):
+    """One component of a reward: which provider, which of its terms, and how it counts.
+
+    ``name`` defaults to ``provider`` (two components on one provider need distinct names);
+    ``term`` may be left ``None`` and filled later from the provider's declared terms with
+    ``RewardSpec.with_terms``. A gate counts like any component (``weight * value``) and in
+    addition sends the total to the floor when it does not score at least ``threshold``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = ""
+    provider: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    term: str | None = None
+    weight: FiniteNumber = 1.0
+    gate: StrictBool = False
+    threshold: FiniteNumber = 1.0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_name(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("name") is None:
+            data = dict(data)
+            data.pop("name", None)
+            provider = data.get("provider")
+            # A bad provider name is reported once, under 'provider', not again under 'name'.
+            if isinstance(provider, str) and NAME_PATTERN.match(provider):
+                data["name"] = provider
+        return data
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        return _check_name("component name", value)
+
+    @field_validator("provider")
+    @classmethod
+    def _valid_provider(cls, value: str) -> str:
+        return _check_name("provider name", value)
+
+    @field_validator("term")
+    @classmethod
+    def _valid_term(cls, value: str | None) -> str | None:
+        return None if value is None else _check_name("term name", value)
+
+    @field_validator("params")
+    @classmethod
+    def _json_params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            freeze(value, "params")
+        except NotJSONError as error:
+            raise ValueError(f"params must be JSON-compatible: {error}") from None
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What ``compose`` needs from a spec, precomputed once so the hot path skips pydantic."""
+
+    names: tuple[str, ...]
+    name_set: frozenset[str]
+    weights: tuple[float, ...]
+    gates: tuple[bool, ...]
+    thresholds: tuple[float, ...]
+    floor: float
+    on_error: str
+    clip: tuple[float, float] | None
+
+
+class RewardSpec(BaseModel):
+    """How components combine into one reward; validate once, then ``compose`` per candidate.
+
+    Accepts ``onError`` or ``on_error``; ``clip`` is ``[lo, hi]`` with ``lo <= hi``. Build one with
+    ``RewardSpec.parse(data)`` to get a ``RewardSpecError`` listing every problem with its path;
+    ``RewardSpec.model_validate`` raises pydantic's ``ValidationError``, which nests inside a
+    larger pydantic config with full paths.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    components: tuple[ComponentSpec, ...]
+    floor: FiniteNumber = 0.0
+    on_error: OnError = Field(default="raise", alias="onError")
+    clip: tuple[FiniteNumber, FiniteNumber] | None = None
+
+    _plan: _Plan = PrivateAttr()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "onError" in data and "on_error" in data:
+            raise ValueError("give either 'onError' or 'on_error', not both")
+        return data
+
+    @field_validator("components")
+    @classmethod
+    def _not_empty(cls, value: tuple[ComponentSpec, ...]) -> tuple[ComponentSpec, ...]:
+        if not value:
+            raise ValueError("a reward spec needs at least one component")
+        return value
+
+    @field_validator("clip", mode="before")
+    @classmethod
+    def _pair(cls, value: Any) -> Any:
+        if value is not None and (isinstance(value, (str, Mapping)) or not isinstance(value, Sequence)):
+            raise ValueError(f"clip must be a list [lo, hi], got {value!r}")
+        if value is not None and len(value) != 2:
+            raise ValueError(f"clip must be a list of two numbers [lo, hi], got {list(value)!r}")
+        return value
+
+    @field_validator("clip")
+    @classmethod
+    def _ordered_clip(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and value[0] > value[1]:
+            raise ValueError(f"clip lower bound {value[0]!r} is above upper bound {value[1]!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> RewardSpec:
+        seen: dict[str, int] = {}
+        for index, component in enumerate(self.components):
+            if component.name in seen:
+                raise ValueError(
+                    f"duplicate component name {component.name!r} (components[{seen[component.name]}] "
+                    f"and components[{index}]); give each component on the same provider its own 'name'"
+                )
+            seen[component.name] = index
+        return self
+
+    def model_post_init(self, context: Any, /) -> None:
+        components = self.components
+        names = tuple(c.name for c in components)
+        self._plan = _Plan(
+            names=names,
+            name_set=frozenset(names),
+            weights=tuple(float(c.weight) for c in components),
+            gates=tuple(c.gate for c in components),
+            thresholds=tuple(float(c.threshold) for c in components),
+            floor=float(self.floor),
+            on_error=self.on_error,
+            clip=None if self.clip is None else (float(self.clip[0]), float(self.clip[1])),
+        )
+
+    @classmethod
+    def parse(cls, data: RewardSpec | Mapping[str, Any]) -> RewardSpec:
+        """Return ``data`` as a validated spec, or raise ``RewardSpecError`` naming every problem."""
+        if isinstance(data, RewardSpec):
+            return data
+        if not isinstance(data, Mapping):
+            raise RewardSpecError(
+                f"a reward spec must be a mapping or a RewardSpec, got {type(data).__name__}"
+            )
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as error:
+            problems = _describe_validation_error(error)
+            raise RewardSpecError("invalid reward spec: " + "; ".join(problems), problems=problems) from None
+
+    @classmethod
+    def single(
+        cls, provider: str, params: Mapping[str, Any] | None = None, term: str | None = None
+    ) -> RewardSpec:
+        """A spec of one component: the provider's term, weight 1, no gate, no clip."""
+        component: dict[str, Any] = {"provider": provider, "params": dict(params or {}), "term": term}
+        return cls.parse({"components": [component]})
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Component names in spec order (the order totals are summed in)."""
+        return self._plan.names
+
+    def with_terms(self, resolver: Callable[[str], str]) -> RewardSpec:
+        """Return a spec where every component's ``term`` is set.
+
+        ``resolver(provider_name)`` gives the provider's default term (its single or first one);
+        it is asked only for components that left ``term`` unset.
+        """
+        if all(c.term is not None for c in self.components):
+            return self
+        data = self.to_json()
+        for component in data["components"]:
+            if component["term"] is None:
+                term = resolver(component["provider"])
+                if not isinstance(term, str) or not term:
+                    raise RewardSpecError(
+                        f"component {component['name']!r}: the term resolver returned {term!r} "
+                        f"for provider {component['provider']!r}; expected a term name"
+                    )
+                component["term"] = term
+        return RewardSpec.parse(data)
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec as JSON (with ``onError`` spelt as in config files)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def _describe_validation_error(error: ValidationError) -> list[str]:
+    problems = []
+    for item in error.errors(include_url=False):
+        path = _path(item["loc"])
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "extra_forbidden":
+            message = f"unknown field {item['loc'][-1]!r}" + _suggest(item["loc"])
+            path = _path(item["loc"][:-1]) or "spec"
+        elif item["type"] in ("finite_number", "bool_type", "literal_error", "string_type"):
+            message += f", got {item['input']!r}"
+        problems.append(f"{path}: {message}" if path else message)
+    return problems
+
+
+def _path(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _suggest(loc: Sequence[int | str]) -> str:
+    unknown = str(loc[-1])
+    model: type[BaseModel] = ComponentSpec if "components" in loc else RewardSpec
+    known = [f.alias or name for name, f in model.model_fields.items()]
+    if model is RewardSpec:
+        known.append("on_error")
+    close = difflib.get_close_matches(unknown, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (known fields: {', '.join(sorted(known))})"
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentOutcome:
+    """What one component said about one candidate: ``scored`` with a value, ``skipped`` or ``error``."""
+
+    status: Literal["scored", "skipped", "error"]
+    value: float | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_outcome("?", self.status, self.value, self.reason)
+
+    @classmethod
+    def scored(cls, value: float) -> ComponentOutcome:
+        return cls("scored", value)
+
+    @classmethod
+    def skipped(cls, reason: str | None = None) -> ComponentOutcome:
+        return cls("skipped", None, reason)
+
+    @classmethod
+    def error(cls, reason: str | None = None) -> ComponentOutcome:
+        return cls("error", None, reason)
+
+    @classmethod
+    def from_result(cls, result: RewardProviderResult, term: str) -> ComponentOutcome:
+        """Read ``term`` from a provider result (skip and error keep their reason)."""
+        if result.status != "scored":
+            return cls(result.status, None, result.reason)
+        if term not in result.terms:
+            raise CompositionError(f"the provider result has no term {term!r}; it has {sorted(result.terms)}")
+        return cls("scored", result.terms[term], result.reason)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "value": self.value, "reason": self.reason}
+
+
+def _check_outcome(name: str, status: object, value: object, reason: object) -> None:
+    where = f"component {name!r}"
+    if status not in STATUSES:
+        raise CompositionError(
+            f"{where}: status {status!r} is not one of {', '.join(STATUSES)}", component=name
+        )
+    if status == "scored":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CompositionError(
+                f"{where}: a scored outcome needs a numeric 'value', got {value!r}", component=name
+            )
+        if not math.isfinite(value):
+            raise CompositionError(f"{where}: scored value {value!r} is not finite", component=name)
+    elif value is not None:
+        raise CompositionError(f"{where}: a {status} outcome carries no value, got {value!r}", component=name)
+    if reason is not None and not isinstance(reason, str):
+        raise CompositionError(f"{where}: reason must be a string, got {reason!r}", component=name)
+
+
+@dataclass(frozen=True, slots=True)
+class Composition:
+    """One candidate's composed reward: ``total`` (``None`` under ``onError: none`` with an error),
+    whether a gate sent it to the floor, and what every component said and contributed."""
+
+    total: float | None
+    gated: bool
+    breakdown: dict[str, dict[str, Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "gated": self.gated,
+            "breakdown": {name: dict(entry) for name, entry in self.breakdown.items()},
+        }
+
+
+def compose(
+    spec: RewardSpec | Mapping[str, Any],
+    components: Mapping[str, ComponentOutcome | Mapping[str, Any]],
+) -> Composition:
+    """Compose one candidate's component outcomes under ``spec`` (rules in the module docstring).
+
+    ``components`` maps every component name to a ``ComponentOutcome`` or a dict
+    ``{"status": "scored"|"skipped"|"error", "value"?: number, "reason"?: str}``. Pass a validated
+    ``RewardSpec`` in hot paths: a plain dict spec is validated on every call.
+
+    Raises ``CompositionError`` for a bad spec (``RewardSpecError``), an unknown or missing
+    component, a malformed outcome, an errored component under ``onError: raise``, or a total that
+    overflows to a non-finite number.
+    """
+    plan = (spec if type(spec) is RewardSpec else RewardSpec.parse(spec))._plan
+    if not isinstance(components, Mapping):
+        raise CompositionError(
+            f"component outcomes must be a mapping of component name to outcome, "
+            f"got {type(components).__name__}"
+        )
+    if len(components) != len(plan.names) or not plan.name_set.issuperset(components):
+        _mismatched_names(plan, components)
+
+    breakdown: dict[str, dict[str, Any]] = {}
+    total = 0.0
+    gated = False
+    errored: list[str] = []
+    for name, weight, gate, threshold in zip(plan.names, plan.weights, plan.gates, plan.thresholds):
+        outcome = components[name]
+        if type(outcome) is ComponentOutcome:
+            status, value, reason = outcome.status, outcome.value, outcome.reason
+        elif isinstance(outcome, Mapping):
+            if not _OUTCOME_KEYS.issuperset(outcome):
+                extra = sorted(set(outcome) - _OUTCOME_KEYS)
+                raise CompositionError(
+                    f"component {name!r}: unknown outcome fields {extra}; an outcome has "
+                    "'status', 'value' and 'reason'",
+                    component=name,
+                )
+            status, value, reason = outcome.get("status"), outcome.get("value"), outcome.get("reason")
+            _check_outcome(name, status, value, reason)
+        else:
+            raise CompositionError(
+                f"component {name!r}: outcome must be a mapping or ComponentOutcome, "
+                f"got {type(outcome).__name__}",
+                component=name,
+            )
+        entry: dict[str, Any] = {
+            "status": status,
+            "value": None,
+            "weight": weight,
+            "contribution": 0.0,
+            "reason": reason,
+            "gate": gate,
+        }
+        if status == "scored":
+            value = float(value)
+            contribution = weight * value
+            entry["value"] = value
+            entry["contribution"] = contribution
+            total += contribution
+            passed = value >= threshold
+        else:
+            passed = False
+            if status == "error":
+                errored.append(name)
+        if gate:
+            entry["passed"] = passed
+            gated = gated or not passed
+        breakdown[name] = entry
+
+    if errored and plan.on_error == "raise":
+        details = ", ".join(f"{n!r} ({breakdown[n]['reason'] or 'no reason given'})" for n in errored)
+        raise CompositionError(
+            f"component {details} errored and onError is 'raise', so the batch fails; "
+            "set onError to 'zero' or 'none' to score through component errors",
+            component=errored[0],
+            breakdown=breakdown,
+        )
+    if gated:
+        result: float | None = plan.floor
+    elif errored and plan.on_error == "none":
+        result = None
+    else:
+        if not math.isfinite(total):
+            raise CompositionError(
+                f"the weighted sum overflowed to {total!r}; contributions: "
+                + ", ".join(f"{n}={e['contribution']!r}" for n, e in breakdown.items()),
+                breakdown=breakdown,
+            )
+        result = total
+    if result is not None and plan.clip is not None:
+        low, high = plan.clip
+        result = low if result < low else high if result > high else result
+    return Composition(result, gated, breakdown)
+
+
+def _mismatched_names(plan: _Plan, components: Mapping[str, Any]) -> None:
+    unknown = sorted(str(name) for name in components if name not in plan.name_set)
+    missing = [name for name in plan.names if name not in components]
+    parts = []
+    if unknown:
+        parts.append(f"unknown component(s) {unknown}")
+    if missing:
+        parts.append(f"missing outcome for component(s) {missing}")
+    raise CompositionError(
+        "component outcomes do not match the spec: "
+        + "; ".join(parts)
+        + f" (the spec has {list(plan.names)})",
+        component=(unknown or missing or [None])[0],
+    )
+
+
+__all__ = [
+    "ComponentOutcome",
+    "ComponentSpec",
+    "Composition",
+    "CompositionError",
+    "RewardSpec",
+    "RewardSpecError",
+    "compose",
+]
