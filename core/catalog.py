@@ -135,8 +135,7 @@ def _entry(registered: Registered[RewardProviderSpec]) -> ProviderEntry:
 def _collect(
     manager: PluginManager, hook: str, registry: Registry[Any], name_of: Callable[[Any], str]
 ) -> None:
-    for owner, function in manager.impls(hook):
-        function(register=registry.registrar(owner, name_of))
+    manager.call_each(hook, lambda owner: registry.registrar(owner, name_of))
 
 
 def _cached(manager: PluginManager, key: str, build: Callable[[], Any]) -> Any:
@@ -161,15 +160,17 @@ def catalog_factories(manager: PluginManager | None = None) -> Registry[Callable
 
     def build() -> Registry[Callable[[], Any]]:
         registry: Registry[Callable[[], Any]] = Registry("catalog", object)
-        for owner, function in manager.impls("register_catalogs"):
 
-            def register(name: str, factory: Callable[[], Any], owner: PluginInfo = owner) -> None:
+        def registrar(owner: PluginInfo) -> Callable[[str, Callable[[], Any]], None]:
+            def register(name: str, factory: Callable[[], Any]) -> None:
                 check_name("catalog", name)
                 if not callable(factory):
                     raise RegistrationError(f"{owner_label(owner)}: catalog {name!r} factory is not callable")
                 registry.add(name, factory, owner)
 
-            function(register=register)
+            return register
+
+        manager.call_each("register_catalogs", registrar)
         return registry
 
     return _cached(manager, "catalogs", build)

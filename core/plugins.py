@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -82,6 +83,7 @@ class PluginManager:
         self.infos: dict[int, PluginInfo] = {}
         self.failures: list[PluginFailure] = []
         self._loaded = False
+        self.tracing = False
         self._lock = threading.Lock()
         # Registries built from this manager's plugins, kept by the catalog module.
         self.cache: dict[str, object] = {}
@@ -101,9 +103,7 @@ class PluginManager:
                     True,
                 )
             self.pm.check_pending()
-            if _env_flag("REWARDKIT_TRACE_PLUGINS"):
-                self.pm.trace.root.setwriter(lambda message: sys.stderr.write(f"rewardkit-trace: {message}"))
-                self.pm.enable_tracing()
+            self.tracing = _env_flag("REWARDKIT_TRACE_PLUGINS")
             self._loaded = True
             return self
 
@@ -152,6 +152,17 @@ class PluginManager:
         pairs = [(self.info(impl.plugin), impl.function) for impl in caller.get_hookimpls()]
         pairs.sort(key=lambda pair: (not pair[0].builtin, pair[0].name))
         return pairs
+
+    def call_each(self, hook_name: str, make_register: Callable[[PluginInfo], Callable[..., None]]) -> None:
+        """Call every implementation of a ``register_*`` hook with a ``register`` bound to its owner.
+
+        Calling implementations one by one (not through ``pm.hook``) is what lets a registry name
+        the plugin behind every entry, and so name both owners of a duplicate.
+        """
+        for owner, function in self.impls(hook_name):
+            if self.tracing:
+                sys.stderr.write(f"rewardkit-trace: {hook_name} -> {owner.name} ({owner.distribution})\n")
+            function(register=make_register(owner))
 
     def describe(self) -> list[dict[str, object]]:
         """What ``rewardkit plugins`` prints: every loaded plugin with its hooks, and failures."""

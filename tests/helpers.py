@@ -29,3 +29,18 @@ def bound(name: str = "exact-match", **params: Any) -> BoundProvider:
 def bind_spec(spec: RewardProviderSpec, **params: Any) -> BoundProvider:
     provider = spec.factory(**params)
     return BoundProvider(spec, provider, params, "0" * 64)
+
+
+def fake_distribution(root: Any, name: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:
+    """Write an installed-looking distribution (dist-info + modules) under ``root``."""
+    import textwrap
+    from pathlib import Path
+
+    root = Path(root)
+    info = root / f"{name.replace('-', '_')}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    lines = ["[rewardkit]"] + [f"{ep} = {target}" for ep, target in entry_points.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    for module, source in modules.items():
+        (root / f"{module}.py").write_text(textwrap.dedent(source))

@@ -1,0 +1,94 @@
+"""Reading exact numbers out of model text: thousands separators, currency, units, LaTeX wrappers.
+
+Every value is a ``fractions.Fraction`` so that ``18``, ``18.00`` and ``\\$18`` compare equal and
+no float rounding can turn a wrong answer into a right one.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+# A number token: optional sign, digits with comma thousands groups or plain digits, optional
+# decimals, optional "/denominator". The look-behind stops a match inside a longer number or word.
+NUMBER_PATTERN = re.compile(
+    r"(?<![\w.,/])(?P<sign>[-+]?)(?=\.?\d)(?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?P<frac>\.\d+)?"
+    r"(?:\s*/\s*(?P<den>\d+))?"
+)
+
+# LaTeX and Unicode spellings that only dress a number up; removed or replaced before reading it.
+_LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
+_LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox|mathbf)\s*\{([^{}]*)\}")
+_REPLACEMENTS: tuple[tuple[str, str], ...] = (
+    ("{,}", ","),
+    ("\\,", ""),
+    ("\\!", ""),
+    ("\\ ", " "),
+    ("\\$", ""),
+    ("\\%", "%"),
+    ("\u2212", "-"),  # minus sign
+    ("\u2013", "-"),  # en dash used as minus
+    ("\u00a0", " "),
+)
+
+
+def dress_down(text: str) -> str:
+    """Strip the LaTeX and Unicode decoration around numbers (``\\$``, ``{,}``, ``\\frac{a}{b}``)."""
+    for old, new in _REPLACEMENTS:
+        text = text.replace(old, new)
+    text = _LATEX_TEXT.sub(r" \1 ", text)
+    return _LATEX_FRACTION.sub(r"\1/\2", text)
+
+
+def _to_fraction(match: re.Match[str]) -> Fraction | None:
+    whole, decimals, denominator = match.group("int"), match.group("frac"), match.group("den")
+    if whole is None and decimals is None:
+        return None
+    digits = (whole or "0").replace(",", "") + (decimals or "")
+    value = Fraction(digits)
+    if denominator is not None:
+        if decimals is not None or int(denominator) == 0:
+            return None
+        value /= int(denominator)
+    return -value if match.group("sign") == "-" else value
+
+
+def numbers_in(text: str) -> list[Fraction]:
+    """Every number in ``text``, in order, as exact fractions."""
+    found = []
+    for match in NUMBER_PATTERN.finditer(dress_down(text)):
+        value = _to_fraction(match)
+        if value is not None:
+            found.append(value)
+    return found
+
+
+def first_number(text: str) -> Fraction | None:
+    """The first number in ``text`` (the answer in "A: $1,200 per month"), or None."""
+    values = numbers_in(text)
+    return values[0] if values else None
+
+
+def last_number(text: str) -> Fraction | None:
+    """The last number in ``text``, or None."""
+    values = numbers_in(text)
+    return values[-1] if values else None
+
+
+def parse_number(text: str) -> Fraction | None:
+    """``text`` read as exactly one number, allowing currency, units and separators around it.
+
+    Returns None when there is no number or more than one (so "3 + 4" is not a number).
+    """
+    values = numbers_in(text)
+    return values[0] if len(values) == 1 else None
+
+
+def format_number(value: Fraction) -> str:
+    """A short exact spelling: ``18``, ``-2.5``, ``1/3``."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    as_float = float(value)
+    if Fraction(repr(as_float)) == value:
+        return repr(as_float)
+    return f"{value.numerator}/{value.denominator}"

@@ -1,0 +1,527 @@
+"""Run configuration: YAML or TOML files with dotted keys, and ``key=value`` overrides.
+
+A configuration is a tree of keys. In a file, a key may be written nested or dotted, and the two
+forms mix freely, so these three are the same::
+
+    rl: {data: {path: rows.jsonl}}
+    rl.data.path: rows.jsonl
+    rl: {data.path: rows.jsonl}
+
+Giving the same key twice (in either form) is an error rather than a silent last-one-wins.
+Overrides from the command line (``rl.group_size=8``, ``rl.reward.params={value: 2}``) are applied
+after the file and replace what is there; each value is read as a YAML scalar or flow collection.
+
+Relative file paths written in a config file (``rl.data.path``, ``rl.data.rollouts_path``) are
+resolved against the folder of that file, so a config means the same thing from any working
+directory; relative paths given in overrides or in a mapping are left relative to the working
+directory, where the user typed them.
+
+Every problem raises ``ConfigError`` naming the full dotted key; an unknown key also names the
+nearest known key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import sys
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlparse
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from rewardkit.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "ConfigError",
+    "DataConfig",
+    "RLConfig",
+    "RayConfig",
+    "RewardSelection",
+    "RewardkitConfig",
+    "RewardsConfig",
+    "ValidationConfig",
+    "known_keys",
+    "load_config",
+    "parse_override",
+]
+
+_DOTTED_CALLABLE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+# Keys holding local file paths; resolved against the config file's folder.
+_PATH_KEYS: tuple[tuple[str, ...], ...] = (("rl", "data", "path"), ("rl", "data", "rollouts_path"))
+
+
+class _Section(BaseModel):
+    # strict: "8" is not silently an int; overrides are YAML-typed, so users get real types anyway.
+    model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
+
+
+def _non_empty(value: str | None, what: str) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError(f"{what} must not be empty")
+    return value
+
+
+class DataConfig(_Section):
+    """``rl.data``: where prompts and rollouts come from and how their columns map to canonical names."""
+
+    path: str | None = None
+    source: Literal["jsonl", "hf"] = "jsonl"
+    prompt_column: str = "prompt"
+    response_column: str | None = None
+    items_fn: str | None = None
+    split: str | None = None
+    rollouts_path: str | None = None
+
+    @field_validator("path", "prompt_column", "response_column", "split", "rollouts_path")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        return _non_empty(value, "the value")
+
+    @field_validator("items_fn")
+    @classmethod
+    def _dotted(cls, value: str | None) -> str | None:
+        if value is not None and not _DOTTED_CALLABLE.match(value):
+            raise ValueError(f"{value!r} is not a 'package.module:function' path")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DataConfig:
+        if self.source != "hf":
+            hf_only = [name for name in ("items_fn", "split") if getattr(self, name) is not None]
+            if hf_only:
+                raise ValueError(
+                    f"rl.data.{hf_only[0]} applies only to rl.data.source: hf (source is {self.source!r})"
+                )
+        if self.response_column is not None and self.response_column == self.prompt_column:
+            raise ValueError(
+                f"prompt_column and response_column are both {self.prompt_column!r}; "
+                "the prompt and the reference must come from two different columns"
+            )
+        return self
+
+
+class RewardSelection(_Section):
+    """``rl.reward``: one provider by name (with ``params``) or one composed ``spec``, never both."""
+
+    provider: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    spec: dict[str, Any] | None = None
+    catalog: str | None = None
+    service: str | None = None
+
+    @field_validator("provider", "catalog")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        return _non_empty(value, "the value")
+
+    @field_validator("service")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        parsed = urlparse(value)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(f"{value!r} is not a Reward Service URL; expected http(s)://host[:port][/path]")
+        return value
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> RewardSelection:
+        if (self.provider is None) == (self.spec is None):
+            given = "both" if self.provider is not None else "neither"
+            raise ValueError(
+                f"set exactly one of 'provider' (one provider by name) or 'spec' (a composed reward); {given} given"
+            )
+        if self.spec is not None and self.params:
+            raise ValueError("'params' goes with 'provider'; with 'spec', give params on each component")
+        return self
+
+
+class ValidationConfig(_Section):
+    """``rl.validation``: the held-out reward (a provider name or a full selection) and its group size."""
+
+    reward: str | RewardSelection | None = None
+    n_generation: int | None = Field(default=None, ge=1)
+
+    @field_validator("reward")
+    @classmethod
+    def _not_blank(cls, value: str | RewardSelection | None) -> str | RewardSelection | None:
+        if isinstance(value, str):
+            _non_empty(value, "the provider name")
+        return value
+
+
+class RLConfig(_Section):
+    """``rl``: data, group size and the reward used for training and validation."""
+
+    data: DataConfig = Field(default_factory=DataConfig)
+    group_size: int | None = Field(default=None, ge=1)
+    reward: RewardSelection
+    validation: ValidationConfig | None = None
+
+
+class RayConfig(_Section):
+    """``rewards.ray``: where the Ray cluster is and how many reward actors to start."""
+
+    address: str | None = None
+    num_actors: int = Field(default=2, ge=1)
+
+
+class RewardsConfig(_Section):
+    """``rewards``: execution limits and backend."""
+
+    max_inflight: int = Field(default=1024, ge=1, description="rollouts in flight before callers wait")
+    deadline_s: float = Field(default=600.0, gt=0)
+    concurrency: int | None = Field(default=None, ge=1)
+    backend: Literal["local", "ray"] = "local"
+    ray: RayConfig = Field(default_factory=RayConfig)
+
+    @field_validator("deadline_s")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number of seconds")
+        return value
+
+
+class RewardkitConfig(_Section):
+    """A whole run configuration. ``source_path`` is the file it was read from (``None`` for a mapping)."""
+
+    rl: RLConfig
+    rewards: RewardsConfig = Field(default_factory=RewardsConfig)
+
+    _source_path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source_path(self) -> Path | None:
+        """The configuration file this was loaded from, absolute; ``None`` when built from a mapping."""
+        return self._source_path
+
+
+# --------------------------------------------------------------------------------------------
+# The key tree, derived from the models so it can never drift from them.
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The section model a field holds (directly or inside a union), or ``None`` for a plain value."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for member in typing.get_args(annotation):
+            found = _model_in(member)
+            if found is not None:
+                return found
+    return None
+
+
+def _is_free_mapping(annotation: Any) -> bool:
+    """Whether a field holds an open mapping (``params``, ``spec``) whose own keys are not checked."""
+    if annotation is dict or typing.get_origin(annotation) is dict:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return any(_is_free_mapping(member) for member in typing.get_args(annotation))
+    return False
+
+
+def known_keys(model: type[BaseModel] = RewardkitConfig, prefix: str = "") -> list[str]:
+    """Every dotted key the configuration accepts, sections included, in declaration order."""
+    keys: list[str] = []
+    for name, info in model.model_fields.items():
+        dotted = f"{prefix}{name}"
+        keys.append(dotted)
+        sub = _model_in(info.annotation)
+        if sub is not None:
+            keys.extend(known_keys(sub, f"{dotted}."))
+    return keys
+
+
+def _suggest(parts: Sequence[str], model: type[BaseModel]) -> str | None:
+    """The nearest known key to an unknown one: a sibling first, then a same-named key elsewhere."""
+    parent = ".".join(parts[:-1])
+    wrong = parts[-1]
+    siblings = list(model.model_fields)
+    close = difflib.get_close_matches(wrong, siblings, n=1, cutoff=0.6)
+    if close:
+        return f"{parent}.{close[0]}" if parent else close[0]
+    everywhere = known_keys()
+    # A right name in the wrong section (``group_size`` at the top) is the next most likely slip.
+    by_leaf = {key: key.rsplit(".", 1)[-1] for key in everywhere}
+    leaf_match = difflib.get_close_matches(wrong, list(set(by_leaf.values())), n=1, cutoff=0.75)
+    if leaf_match:
+        return next(key for key, leaf in by_leaf.items() if leaf == leaf_match[0])
+    whole = difflib.get_close_matches(".".join(parts), everywhere, n=1, cutoff=0.6)
+    return whole[0] if whole else None
+
+
+def _unknown_key(parts: Sequence[str], model: type[BaseModel], source: str | None) -> ConfigError:
+    dotted = ".".join(parts)
+    nearest = _suggest(parts, model)
+    hint = f"; did you mean {nearest}?" if nearest else ""
+    parent = ".".join(parts[:-1]) or "the top level"
+    known = ", ".join(model.model_fields)
+    return ConfigError(f"unknown key{hint} (keys under {parent}: {known})", key=dotted, source=source)
+
+
+# --------------------------------------------------------------------------------------------
+# Turning dotted and nested keys into one nested tree.
+
+_MISSING = object()
+
+
+def _split_key(key: object, prefix: Sequence[str], source: str | None) -> list[str]:
+    where = ".".join(prefix) or None
+    if not isinstance(key, str):
+        raise ConfigError(f"key {key!r} is not a string", key=where, source=source)
+    parts = key.split(".")
+    if any(not part.strip() for part in parts):
+        raise ConfigError(f"key {key!r} has an empty segment", key=where, source=source)
+    return parts
+
+
+def _put(
+    tree: dict[str, Any],
+    model: type[BaseModel] | None,
+    prefix: list[str],
+    parts: Sequence[str],
+    value: Any,
+    *,
+    replace: bool,
+    source: str | None,
+) -> None:
+    """Set ``value`` at ``prefix + parts`` inside ``tree`` (which sits at ``prefix``).
+
+    ``model`` is the section at ``prefix``; ``None`` means an open mapping whose keys are free.
+    With ``replace=False`` (file contents) setting an already set key is an error.
+    """
+    head, rest = parts[0], parts[1:]
+    path = [*prefix, head]
+    dotted = ".".join(path)
+    sub_model: type[BaseModel] | None = None
+    free = model is None
+    if model is not None:
+        info = model.model_fields.get(head)
+        if info is None:
+            raise _unknown_key(path, model, source)
+        sub_model = _model_in(info.annotation)
+        free = _is_free_mapping(info.annotation)
+        if rest and sub_model is None and not free:
+            raise ConfigError(
+                f"{dotted} is a single value, it has no key {rest[0]!r}", key=".".join(path + rest[:1]),
+                source=source,
+            )
+    if rest:
+        current = tree.get(head, _MISSING)
+        if current is _MISSING or (replace and not isinstance(current, dict)):
+            current = tree[head] = {}
+        elif not isinstance(current, dict):
+            raise ConfigError(
+                f"{dotted} is already set to {current!r}, so it cannot also take the key {rest[0]!r}",
+                key=".".join(path + rest[:1]),
+                source=source,
+            )
+        _put(current, sub_model, path, rest, value, replace=replace, source=source)
+        return
+    descend = sub_model is not None or (free and model is not None)
+    if descend and isinstance(value, Mapping):
+        # Sections and open mappings are merged key by key, so dotted and nested forms can mix.
+        target = tree.get(head, _MISSING)
+        if replace or not isinstance(target, dict):
+            if target is not _MISSING and not replace:
+                raise ConfigError("given twice", key=dotted, source=source)
+            target = tree[head] = {}
+        for key, item in value.items():
+            if sub_model is None:
+                # Keys inside an open mapping (a parameter named "a.b") are kept verbatim.
+                if not isinstance(key, str):
+                    raise ConfigError(f"key {key!r} is not a string", key=dotted, source=source)
+                if key in target and not replace:
+                    raise ConfigError("given twice", key=f"{dotted}.{key}", source=source)
+                target[key] = item
+            else:
+                _put(target, sub_model, path, _split_key(key, path, source), item, replace=replace, source=source)
+        return
+    if head in tree and not replace:
+        raise ConfigError("given twice", key=dotted, source=source)
+    tree[head] = value
+
+
+def _nest(raw: object, source: str | None) -> dict[str, Any]:
+    """A raw mapping with dotted and nested keys as one nested tree of known keys."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"the top level must be a mapping of keys, got {type(raw).__name__}", source=source)
+    tree: dict[str, Any] = {}
+    for key, value in raw.items():
+        _put(tree, RewardkitConfig, [], _split_key(key, [], source), value, replace=False, source=source)
+    return tree
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """Split ``key=value`` and read the value as YAML (``8`` -> int, ``{a: 1}`` -> dict, ``x`` -> str)."""
+    source = f"override {text!r}"
+    key, sep, raw_value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise ConfigError("expected key=value, e.g. rl.group_size=8", source=source)
+    if any(char.isspace() for char in key):
+        raise ConfigError(f"key {key!r} contains whitespace", source=source)
+    try:
+        value = yaml.load(raw_value, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        raise ConfigError(f"value is not a YAML scalar or flow collection: {error}", key=key, source=source) from error
+    return key, value
+
+
+# --------------------------------------------------------------------------------------------
+# Reading files.
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """A safe YAML loader that refuses duplicate keys instead of keeping the last one."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: dict[Any, Any] = {}
+    for key_node, _value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen[key] = True
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _read_file(path: Path) -> object:
+    suffix = path.suffix.lower()
+    if suffix not in (".yaml", ".yml", ".toml"):
+        raise ConfigError(
+            f"unsupported config format {suffix or '(no suffix)'!r}; use .yaml, .yml or .toml", source=str(path)
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("config file not found", source=str(path)) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read config file: {error}", source=str(path)) from error
+    if suffix == ".toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(f"invalid TOML: {error}", source=str(path)) from error
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        raise ConfigError(f"invalid YAML: {error}", source=str(path)) from error
+
+
+def _resolve_paths(tree: dict[str, Any], base: Path) -> None:
+    for keys in _PATH_KEYS:
+        node: Any = tree
+        for key in keys[:-1]:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(keys[-1]), str) and node[keys[-1]].strip():
+            value = Path(os.path.expanduser(node[keys[-1]]))
+            node[keys[-1]] = str(value if value.is_absolute() else (base / value))
+
+
+# --------------------------------------------------------------------------------------------
+# Validation errors in the user's words.
+
+
+def _dotted_loc(loc: Sequence[int | str]) -> str:
+    """A pydantic error location as the user's dotted key (union member tags dropped)."""
+    parts: list[str] = []
+    model: type[BaseModel] | None = RewardkitConfig
+    free = False
+    for item in loc:
+        if free:
+            parts.append(str(item))
+            continue
+        if model is not None and isinstance(item, str) and item in model.model_fields:
+            info = model.model_fields[item]
+            parts.append(item)
+            free = _is_free_mapping(info.annotation) and _model_in(info.annotation) is None
+            model = _model_in(info.annotation)
+        # Anything else is a union member tag such as 'str' or 'RewardSelection': not a user key.
+    return ".".join(parts) or "(top level)"
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    message = str(error["msg"])
+    for noise in ("Value error, ", "Assertion failed, "):
+        if message.startswith(noise):
+            message = message[len(noise) :]
+    if error["type"] == "missing":
+        return "required key is missing"
+    if error["type"] not in ("value_error", "assertion_error") and "input" in error:
+        shown = repr(error["input"])
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        message = f"{message} (got {shown})"
+    return message
+
+
+def _validation_error(error: ValidationError, source: str | None) -> ConfigError:
+    by_key: dict[str, list[str]] = {}
+    for item in error.errors():
+        key = _dotted_loc(item["loc"])
+        text = _describe(item)
+        if text not in by_key.setdefault(key, []):
+            by_key[key].append(text)
+    lines = [f"{key}: {' | '.join(texts)}" for key, texts in by_key.items()]
+    first = next(iter(by_key))
+    message = lines[0].split(": ", 1)[1] if len(lines) == 1 else "invalid configuration:\n  " + "\n  ".join(lines)
+    return ConfigError(message, key=first if len(lines) == 1 else None, source=source)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def load_config(
+    source: str | os.PathLike[str] | Mapping[str, Any], overrides: Sequence[str] = ()
+) -> RewardkitConfig:
+    """Read a configuration from a YAML/TOML file or a mapping, apply ``key=value`` overrides, validate.
+
+    Raises ``ConfigError`` naming the dotted key for an unknown key (with the nearest known one),
+    a key given twice, a wrong type or value, a malformed override, or an unreadable file.
+    """
+    if isinstance(overrides, str):
+        raise ConfigError("overrides must be a sequence of 'key=value' strings, not one string")
+    source_path: Path | None = None
+    if isinstance(source, Mapping):
+        label = None
+        tree = _nest(source, label)
+    else:
+        source_path = Path(source).expanduser().resolve()
+        label = str(source_path)
+        tree = _nest(_read_file(source_path), label)
+        _resolve_paths(tree, source_path.parent)
+    for text in overrides:
+        key, value = parse_override(text)
+        origin = f"override {text!r}"
+        _put(tree, RewardkitConfig, [], _split_key(key, [], origin), value, replace=True, source=origin)
+    try:
+        config = RewardkitConfig.model_validate(tree)
+    except ValidationError as error:
+        where = label if not overrides else f"{label or 'config'} (with overrides)"
+        raise _validation_error(error, where) from None
+    config._source_path = source_path
+    return config
