@@ -10,6 +10,7 @@ from __future__ import annotations
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog, ProviderEntry, resolve_catalog
 from rewardkit.composition import CompositionError, RewardSpec, compose
+from rewardkit.config import load_config
 from rewardkit.contracts import (
     MetricContribution,
     RewardCandidate,
@@ -24,6 +25,8 @@ from rewardkit.contracts import (
 )
 from rewardkit.credentials import CredentialRef
 from rewardkit.errors import (
+    ConfigError,
+    DataError,
     IdentityMismatchError,
     PluginLoadError,
     PreflightError,
@@ -43,7 +46,9 @@ __all__ = [
     "BoundProvider",
     "Catalog",
     "CompositionError",
+    "ConfigError",
     "CredentialRef",
+    "DataError",
     "IdentityMismatchError",
     "MetricContribution",
     "PluginLoadError",
@@ -68,6 +73,7 @@ __all__ = [
     "compose",
     "hookimpl",
     "is_length_verdict",
+    "load_config",
     "load_plugins",
     "map_candidates",
     "reset_plugins",

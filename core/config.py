@@ -35,8 +35,15 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
-
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from rewardkit.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -142,7 +149,8 @@ class RewardSelection(_Section):
         if (self.provider is None) == (self.spec is None):
             given = "both" if self.provider is not None else "neither"
             raise ValueError(
-                f"set exactly one of 'provider' (one provider by name) or 'spec' (a composed reward); {given} given"
+                "set exactly one of 'provider' (one provider by name) or 'spec' (a composed reward); "
+                f"{given} given"
             )
         if self.spec is not None and self.params:
             raise ValueError("'params' goes with 'provider'; with 'spec', give params on each component")
@@ -318,7 +326,8 @@ def _put(
         free = _is_free_mapping(info.annotation)
         if rest and sub_model is None and not free:
             raise ConfigError(
-                f"{dotted} is a single value, it has no key {rest[0]!r}", key=".".join(path + rest[:1]),
+                f"{dotted} is a single value, it has no key {rest[0]!r}",
+                key=".".join(path + rest[:1]),
                 source=source,
             )
     if rest:
@@ -350,7 +359,15 @@ def _put(
                     raise ConfigError("given twice", key=f"{dotted}.{key}", source=source)
                 target[key] = item
             else:
-                _put(target, sub_model, path, _split_key(key, path, source), item, replace=replace, source=source)
+                _put(
+                    target,
+                    sub_model,
+                    path,
+                    _split_key(key, path, source),
+                    item,
+                    replace=replace,
+                    source=source,
+                )
         return
     if head in tree and not replace:
         raise ConfigError("given twice", key=dotted, source=source)
@@ -379,9 +396,11 @@ def parse_override(text: str) -> tuple[str, Any]:
     if any(char.isspace() for char in key):
         raise ConfigError(f"key {key!r} contains whitespace", source=source)
     try:
-        value = yaml.load(raw_value, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        value = yaml.load(raw_value, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as error:
-        raise ConfigError(f"value is not a YAML scalar or flow collection: {error}", key=key, source=source) from error
+        raise ConfigError(
+            f"value is not a YAML scalar or flow collection: {error}", key=key, source=source
+        ) from error
     return key, value
 
 
@@ -399,9 +418,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     for key_node, _value_node in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
         seen[key] = True
     return loader.construct_mapping(node, deep=deep)
 
@@ -413,7 +430,8 @@ def _read_file(path: Path) -> object:
     suffix = path.suffix.lower()
     if suffix not in (".yaml", ".yml", ".toml"):
         raise ConfigError(
-            f"unsupported config format {suffix or '(no suffix)'!r}; use .yaml, .yml or .toml", source=str(path)
+            f"unsupported config format {suffix or '(no suffix)'!r}; use .yaml, .yml or .toml",
+            source=str(path),
         )
     try:
         text = path.read_text(encoding="utf-8")
@@ -427,7 +445,7 @@ def _read_file(path: Path) -> object:
         except tomllib.TOMLDecodeError as error:
             raise ConfigError(f"invalid TOML: {error}", source=str(path)) from error
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as error:
         raise ConfigError(f"invalid YAML: {error}", source=str(path)) from error
 
@@ -464,13 +482,19 @@ def _dotted_loc(loc: Sequence[int | str]) -> str:
     return ".".join(parts) or "(top level)"
 
 
+_MISSING_HINTS = {
+    "rl": "; a run needs at least rl.reward.provider (or rl.reward.spec)",
+    "rl.reward": "; set rl.reward.provider (or rl.reward.spec)",
+}
+
+
 def _describe(error: Mapping[str, Any]) -> str:
     message = str(error["msg"])
     for noise in ("Value error, ", "Assertion failed, "):
         if message.startswith(noise):
             message = message[len(noise) :]
     if error["type"] == "missing":
-        return "required key is missing"
+        return "required key is missing" + _MISSING_HINTS.get(_dotted_loc(error["loc"]), "")
     if error["type"] not in ("value_error", "assertion_error") and "input" in error:
         shown = repr(error["input"])
         if len(shown) > 80:
@@ -488,7 +512,9 @@ def _validation_error(error: ValidationError, source: str | None) -> ConfigError
             by_key[key].append(text)
     lines = [f"{key}: {' | '.join(texts)}" for key, texts in by_key.items()]
     first = next(iter(by_key))
-    message = lines[0].split(": ", 1)[1] if len(lines) == 1 else "invalid configuration:\n  " + "\n  ".join(lines)
+    message = (
+        lines[0].split(": ", 1)[1] if len(lines) == 1 else "invalid configuration:\n  " + "\n  ".join(lines)
+    )
     return ConfigError(message, key=first if len(lines) == 1 else None, source=source)
 
 
