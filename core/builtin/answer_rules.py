@@ -1,0 +1,58 @@
+"""Built-in plugin registering the exact-answer rewards: arithmetic, gsm8k, countdown."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from rewardkit.builtin.answers import score_arithmetic, score_gsm8k
+from rewardkit.builtin.countdown import countdown_provider
+from rewardkit.contracts import RewardProviderSpec
+from rewardkit.hookspecs import hookimpl
+from rewardkit.pointwise import map_candidates
+
+# Bump when extraction or comparison changes what any of these rewards score.
+ANSWER_RULES_REVISION = "1"
+
+
+@hookimpl
+def register_reward_providers(register: Callable[[RewardProviderSpec], None]) -> None:
+    register(
+        RewardProviderSpec(
+            name="gsm8k",
+            factory=partial(map_candidates, score_gsm8k),
+            needs=("reference",),
+            revision=ANSWER_RULES_REVISION,
+            terms=("task",),
+            diagnostics=("extracted",),
+            semantic_identity={"compare": "exact-rational", "forms": "hash,boxed,tag,line,answer-is,bare"},
+            description="1 when the final answer (#### N, \\boxed{N}, A: N, 'the answer is N') equals the "
+            "GSM8K gold number exactly (param: fallback_last_number=false).",
+        )
+    )
+    register(
+        RewardProviderSpec(
+            name="arithmetic",
+            factory=partial(map_candidates, score_arithmetic),
+            needs=("reference",),
+            revision=ANSWER_RULES_REVISION,
+            terms=("task",),
+            diagnostics=("extracted",),
+            semantic_identity={"compare": "exact-rational", "reference": "number-or-expression"},
+            description="1 when the final answer equals the exact value of the reference number or "
+            "+-*/ expression (param: fallback_last_number=false).",
+        )
+    )
+    register(
+        RewardProviderSpec(
+            name="countdown",
+            factory=countdown_provider,
+            needs=("reference",),
+            revision=ANSWER_RULES_REVISION,
+            terms=("task",),
+            diagnostics=("extracted", "valid"),
+            semantic_identity={"compare": "exact-rational", "answer": "last <answer> block"},
+            description="1 when the last <answer> reaches reference.target using each of "
+            "reference.numbers once (param: policy=strict|lenient).",
+        )
+    )

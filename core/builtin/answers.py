@@ -1,0 +1,213 @@
+"""Final-answer rewards over exact numbers: ``gsm8k`` and ``arithmetic``.
+
+A completion's answer is read from the first of these forms that is present (the last occurrence
+of that form wins): ``#### N``, ``\\boxed{N}``, ``<answer>N</answer>``, an ``A: N`` /
+``Answer: N`` / ``Final answer: N`` line, "the answer is N", or a completion that is nothing but
+one number. Reading "the last number anywhere" is available as the explicit
+``fallback_last_number`` option because it rewards a model that stops mid-sentence.
+Values compare as exact fractions after removing thousands separators, currency and units.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+from rewardkit.builtin.expressions import ExpressionError, evaluate
+from rewardkit.builtin.numbers import first_number, format_number, last_number, parse_number
+from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
+from rewardkit.errors import RewardContractError
+
+_HASH_FORM = re.compile(r"####\s*(?P<span>[^\n]*)")
+_ANSWER_TAG = re.compile(r"<answer>(?P<span>.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_ANSWER_LINE = re.compile(
+    r"^[\s*#>_]*(?:A|Answer|Final\s+answer)[\s*_]*[:：][\s*_]*(?P<span>[^\n]*)", re.IGNORECASE | re.MULTILINE
+)
+_ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+)?answer\s+is\b[\s:*_]*(?P<span>[^\n]*)", re.IGNORECASE)
+_BOX_COMMANDS = ("\\boxed", "\\fbox")
+_MAX_BOX_ATTEMPTS = 8
+
+
+_SPAN_FORMS = (("answer-tag", _ANSWER_TAG), ("answer-line", _ANSWER_LINE), ("answer-is", _ANSWER_IS))
+
+
+@dataclass(frozen=True, slots=True)
+class FoundAnswer:
+    """The text a completion gives as its answer, and which form it was found in."""
+
+    form: str
+    span: str
+
+
+def last_boxed(text: str) -> str | None:
+    """The content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) with balanced braces, or None."""
+    best = -1
+    for command in _BOX_COMMANDS:
+        best = max(best, text.rfind(command))
+    # Bounded so that a completion full of unclosed boxes costs linear time, not quadratic.
+    for _ in range(_MAX_BOX_ATTEMPTS):
+        if best < 0:
+            break
+        content = _braced_after(text, best)
+        if content is not None:
+            return content
+        # An unbalanced last box: look for an earlier, well-formed one.
+        best = max(text.rfind(command, 0, best) for command in _BOX_COMMANDS)
+    return None
+
+
+def _braced_after(text: str, start: int) -> str | None:
+    opening = text.find("{", start)
+    if opening < 0 or text[start:opening].strip() not in _BOX_COMMANDS:
+        return None
+    depth = 0
+    for index in range(opening, len(text)):
+        char = text[index]
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return text[opening + 1 : index]
+    return None
+
+
+def _last_match(pattern: re.Pattern[str], text: str) -> str | None:
+    span = None
+    for match in pattern.finditer(text):
+        span = match.group("span")
+    return span
+
+
+def find_answer(text: str) -> FoundAnswer | None:
+    """The completion's stated answer, by the precedence in the module docstring, or None."""
+    span = _last_match(_HASH_FORM, text)
+    if span is not None:
+        return FoundAnswer("hash", span)
+    boxed = last_boxed(text)
+    if boxed is not None:
+        return FoundAnswer("boxed", boxed)
+    for form, pattern in _SPAN_FORMS:
+        span = _last_match(pattern, text)
+        if span is not None:
+            return FoundAnswer(form, span)
+    if parse_number(text) is not None:
+        return FoundAnswer("bare", text)
+    return None
+
+
+def answer_value(span: str) -> Fraction | None:
+    """The number a stated answer gives: in "3 + 4 = 7" the part after the last ``=``."""
+    if "=" in span:
+        span = span.rsplit("=", 1)[1]
+    return first_number(span)
+
+
+def completion_value(text: str, fallback_last_number: bool) -> tuple[Fraction | None, str]:
+    """The completion's answer as a number and the form it came from (``none`` when absent)."""
+    found = find_answer(text)
+    if found is not None:
+        return answer_value(found.span), found.form
+    if fallback_last_number:
+        value = last_number(text)
+        return value, "last-number" if value is not None else "none"
+    return None, "none"
+
+
+def _numeric_reference(provider: str, reference: object) -> Fraction | str:
+    """A reference that is already a number, or its text (to be read by the caller)."""
+    if isinstance(reference, bool) or not isinstance(reference, (int, float, str)):
+        raise RewardContractError(
+            f"{provider} needs a number or a string reference, got {type(reference).__name__}",
+            rule="reference-type",
+        )
+    if isinstance(reference, float):
+        if not math.isfinite(reference):
+            raise RewardContractError(
+                f"{provider} reference {reference!r} is not finite", rule="reference-value"
+            )
+        return Fraction(repr(reference))
+    if isinstance(reference, int):
+        return Fraction(reference)
+    return reference
+
+
+def gsm8k_gold(reference: object) -> Fraction | None:
+    """The gold number of a GSM8K reference: a number, ``"... #### N"``, ``"A: N"`` or ``"N"``."""
+    value = _numeric_reference("gsm8k", reference)
+    if isinstance(value, Fraction):
+        return value
+    span = _last_match(_HASH_FORM, value)
+    if span is not None:
+        return answer_value(span)
+    bare = parse_number(value)
+    if bare is not None:
+        return bare
+    found = find_answer(value)
+    return answer_value(found.span) if found is not None else None
+
+
+def _verdict(gold: Fraction, answer: Fraction | None) -> RewardProviderResult:
+    return RewardProviderResult(
+        terms={"task": float(answer is not None and answer == gold)},
+        diagnostics=(MetricContribution("extracted", float(answer is not None)),),
+    )
+
+
+def score_gsm8k(
+    candidate: RewardCandidate, context: RewardContext, *, fallback_last_number: bool = False
+) -> RewardProviderResult:
+    """1 when the completion's final answer equals the GSM8K gold number exactly, else 0.
+
+    Skipped (with the reason) when the reference holds no number.
+    """
+    gold = gsm8k_gold(context.reference)
+    if gold is None:
+        return RewardProviderResult.skip(
+            f"the gsm8k reference has no number: {str(context.reference)[:80]!r}"
+        )
+    answer, _form = completion_value(candidate.completion, fallback_last_number)
+    return _verdict(gold, answer)
+
+
+def arithmetic_gold(reference: object) -> Fraction | None:
+    """The exact value of an arithmetic reference: a number, or an expression like ``"3*(4+5)"``."""
+    value = _numeric_reference("arithmetic", reference)
+    if isinstance(value, Fraction):
+        return value
+    try:
+        return evaluate(value.strip(), allow_unary_minus=True).value
+    except (ExpressionError, ZeroDivisionError):
+        return parse_number(value)
+
+
+def score_arithmetic(
+    candidate: RewardCandidate, context: RewardContext, *, fallback_last_number: bool = False
+) -> RewardProviderResult:
+    """1 when the completion's answer equals the reference's exact value (a number or expression).
+
+    Skipped (with the reason) when the reference is neither a number nor a valid expression.
+    """
+    gold = arithmetic_gold(context.reference)
+    if gold is None:
+        return RewardProviderResult.skip(
+            f"the arithmetic reference is not a number or expression: {str(context.reference)[:80]!r}"
+        )
+    answer, _form = completion_value(candidate.completion, fallback_last_number)
+    return _verdict(gold, answer)
+
+
+__all__ = [
+    "FoundAnswer",
+    "answer_value",
+    "arithmetic_gold",
+    "completion_value",
+    "find_answer",
+    "format_number",
+    "gsm8k_gold",
+    "last_boxed",
+    "score_arithmetic",
+    "score_gsm8k",
+]

@@ -1,0 +1,151 @@
+"""The ``countdown`` reward: reach the target with each given number exactly once.
+
+Two policies, chosen by the ``policy`` parameter:
+
+- ``strict`` (default): the last ``<answer>...</answer>`` block must hold one expression of
+  integers, ASCII ``+ - * /`` and parentheses; the integers used must be exactly the given
+  numbers (as a multiset); its exact rational value must equal the target.
+- ``lenient``: as strict, but Unicode and LaTeX operators (``×``, ``÷``, ``−``, ``\\times``,
+  ``\\div``, ``\\cdot``) are read as their ASCII forms and one trailing ``= target`` is allowed.
+
+Neither policy accepts unary minus (a given number cannot be negated) or a chain of equations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Literal
+
+from rewardkit.builtin.expressions import ExpressionError, evaluate
+from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
+from rewardkit.errors import RewardContractError
+from rewardkit.pointwise import MappedProvider, map_candidates
+
+Policy = Literal["strict", "lenient"]
+POLICIES: tuple[str, ...] = ("strict", "lenient")
+
+_INTEGER = re.compile(r"\s*-?\d+\s*")
+_ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_LENIENT_OPERATORS: tuple[tuple[str, str], ...] = (
+    ("\\times", "*"),
+    ("\\cdot", "*"),
+    ("\\div", "/"),
+    ("\\left", ""),
+    ("\\right", ""),
+    ("×", "*"),
+    ("✕", "*"),
+    ("·", "*"),
+    ("⋅", "*"),
+    ("∗", "*"),
+    ("÷", "/"),
+    ("∕", "/"),
+    ("−", "-"),
+    ("–", "-"),
+    ("—", "-"),
+)
+
+
+def countdown_problem(reference: object) -> tuple[tuple[int, ...], int]:
+    """``(numbers, target)`` from a reference mapping with ``numbers`` (or ``nums``) and ``target``."""
+    if not isinstance(reference, Mapping):
+        raise RewardContractError(
+            "countdown needs a reference mapping with 'numbers' and 'target', "
+            f"got {type(reference).__name__}",
+            rule="reference-type",
+        )
+    key = "numbers" if "numbers" in reference else "nums"
+    numbers = reference.get(key)
+    target = reference.get("target")
+    if isinstance(numbers, (str, bytes)) or not isinstance(numbers, Sequence) or not numbers:
+        raise RewardContractError(
+            f"countdown reference key 'numbers' must be a non-empty list of integers, got {numbers!r}",
+            rule="reference-value",
+        )
+    for index, number in enumerate(numbers):
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise RewardContractError(
+                f"countdown reference {key}[{index}] must be an integer, got {number!r}",
+                rule="reference-value",
+            )
+    if isinstance(target, bool) or not isinstance(target, int):
+        raise RewardContractError(
+            f"countdown reference key 'target' must be an integer, got {target!r}", rule="reference-value"
+        )
+    return tuple(numbers), target
+
+
+def last_answer_block(text: str) -> str | None:
+    """The content of the last complete ``<answer>...</answer>`` block, or None."""
+    content = None
+    for match in _ANSWER_BLOCK.finditer(text):
+        content = match.group(1)
+    return content
+
+
+def _lenient_expression(answer: str, target: int) -> str | None:
+    """Map Unicode/LaTeX operators to ASCII and drop a trailing ``= target``; None if it is wrong."""
+    for old, new in _LENIENT_OPERATORS:
+        answer = answer.replace(old, new)
+    answer = answer.strip().strip("$").strip()
+    if answer.count("=") > 1:
+        return None
+    if "=" in answer:
+        left, right = answer.split("=")
+        if _INTEGER.fullmatch(right) is None or int(right) != target:
+            return None
+        answer = left
+    return answer
+
+
+def judge_countdown(completion: str, numbers: Sequence[int], target: int, policy: str) -> tuple[bool, str]:
+    """``(correct, why)`` where ``why`` is ``ok``, ``missing-answer``, ``invalid-expression``,
+    ``number-mismatch``, ``division-by-zero`` or ``wrong-value``."""
+    answer = last_answer_block(completion)
+    if answer is None:
+        return False, "missing-answer"
+    if policy == "lenient":
+        expression = _lenient_expression(answer, target)
+        if expression is None:
+            return False, "invalid-expression"
+    else:
+        expression = answer
+    try:
+        evaluated = evaluate(expression.strip())
+    except ExpressionError:
+        return False, "invalid-expression"
+    except ZeroDivisionError:
+        return False, "division-by-zero"
+    if any(literal.denominator != 1 for literal in evaluated.literals) or Counter(
+        evaluated.literals
+    ) != Counter(Fraction(number) for number in numbers):
+        return False, "number-mismatch"
+    if evaluated.value != target:
+        return False, "wrong-value"
+    return True, "ok"
+
+
+def score_countdown(
+    candidate: RewardCandidate, context: RewardContext, *, policy: Policy = "strict"
+) -> RewardProviderResult:
+    """1 when the last ``<answer>`` reaches the target using each given number once (see module)."""
+    numbers, target = countdown_problem(context.reference)
+    correct, why = judge_countdown(candidate.completion, numbers, target, policy)
+    extracted = why != "missing-answer"
+    valid = extracted and why not in ("invalid-expression", "number-mismatch", "division-by-zero")
+    return RewardProviderResult(
+        terms={"task": float(correct)},
+        diagnostics=(
+            MetricContribution("extracted", float(extracted)),
+            MetricContribution("valid", float(valid)),
+        ),
+    )
+
+
+def countdown_provider(*, policy: Policy = "strict") -> MappedProvider:
+    """The provider factory: checks ``policy`` at construction so a typo fails in preflight."""
+    if policy not in POLICIES:
+        raise ValueError(f"countdown policy must be one of {list(POLICIES)}, got {policy!r}")
+    return map_candidates(score_countdown, policy=policy)
