@@ -1,0 +1,525 @@
+"""The data contract: prompt rows and rollouts, mapped onto the canonical ``prompt`` and ``reference``.
+
+Column names are the customer's; ``rl.data.prompt_column`` and ``rl.data.response_column`` map them
+onto the framework's ``prompt`` and opaque ``reference``. rewardkit checks that the mapped values are
+present, non-null when the provider needs them, and JSON-compatible; it never interprets them.
+
+* A local JSONL file keeps only the mapped fields: anything else a provider needs must live inside
+  the structured reference.
+* A Hugging Face ``datasets`` source (a folder written by ``Dataset.save_to_disk`` or a local data
+  file, never the hub) may rewrite row values with ``rl.data.items_fn`` before mapping, but must keep
+  each row's keys; its unmapped columns are kept in ``PreparedRow.representations``.
+* Rollouts (the input of ``rewardkit score``) are JSONL rows with ``group_id``, optional
+  ``trajectory_id``, the mapped prompt/reference columns, ``completion`` and optionally
+  ``completion_token_count`` and ``finish_reason``. Rows of one group need not be adjacent: they
+  are grouped by ``group_id`` in order of first appearance, candidates in file order.
+
+Every violation raises ``DataError`` naming the file, the row and the column.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rewardkit.config import DataConfig
+from rewardkit.errors import DataError
+from rewardkit.frozen import NotJSONError, freeze, strictly_equal
+from rewardkit.plugins import import_module_attribute
+
+__all__ = [
+    "CANONICAL_ROLLOUT_KEYS",
+    "PreparedRow",
+    "RolloutGroup",
+    "check_group_sizes",
+    "load_prompt_rows",
+    "read_rollouts",
+]
+
+CANONICAL_ROLLOUT_KEYS: tuple[str, ...] = (
+    "group_id",
+    "trajectory_id",
+    "completion",
+    "prompt",
+    "reference",
+    "completion_token_count",
+    "finish_reason",
+)
+# Local data files ``datasets`` reads with a packaged builder (no hub access needed).
+_HF_BUILDERS = {
+    ".json": "json",
+    ".jsonl": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".arrow": "arrow",
+    ".txt": "text",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRow:
+    """One prompt row in canonical form.
+
+    ``index`` is the row's 0-based position in the source (blank JSONL lines not counted).
+    ``prompt`` and ``reference`` are JSON values (``reference`` is ``None`` when not mapped).
+    ``representations`` holds a datasets row's unmapped columns as they were (empty for JSONL).
+    """
+
+    index: int
+    prompt: Any
+    reference: Any = None
+    representations: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutGroup:
+    """Every rollout of one group, in file order; ``first_row`` is the line where the group first appears."""
+
+    group_id: str
+    rollouts: tuple[dict[str, Any], ...]
+    first_row: int
+
+
+# --------------------------------------------------------------------------------------------
+# Shared checks.
+
+
+def _check_needs(needs: Sequence[str], response_column: str | None, path: str | None) -> frozenset[str]:
+    if isinstance(needs, str):
+        raise TypeError(f"needs must be a sequence of names such as ('prompt', 'reference'), not {needs!r}")
+    unknown = sorted(set(needs) - {"prompt", "reference"})
+    if unknown:
+        raise DataError(
+            f"unknown needs {unknown}; a provider may need 'prompt' and/or 'reference'", path=path
+        )
+    if "reference" in needs and response_column is None:
+        raise DataError(
+            "the selected provider needs a reference, but rl.data.response_column is not set; "
+            "name the column that holds each row's reference",
+            path=path,
+        )
+    return frozenset(needs)
+
+
+def _json_value(value: Any, *, path: str | None, row: int, column: str, label: str) -> Any:
+    """``value`` if it is JSON-compatible (finite numbers, string keys), else a ``DataError`` saying where."""
+    try:
+        freeze(value, "$")
+    except NotJSONError as error:
+        raise DataError(
+            f"value is not JSON-compatible at {error.path}: {error.reason}",
+            path=path,
+            row=row,
+            column=column,
+            row_label=label,
+        ) from None
+    return value
+
+
+def _mapped(
+    record: Mapping[str, Any],
+    column: str,
+    *,
+    required: bool,
+    path: str | None,
+    row: int,
+    label: str,
+    canonical: str,
+) -> Any:
+    """The value of a mapped column; missing or null is an error when ``required``."""
+    if column not in record:
+        if not required:
+            return None
+        shown = ", ".join(sorted(map(str, record))) or "(none)"
+        raise DataError(
+            f"missing {canonical} column {column!r} (columns present: {shown})",
+            path=path,
+            row=row,
+            column=column,
+            row_label=label,
+        )
+    value = record[column]
+    if value is None and required:
+        raise DataError(f"the {canonical} is null", path=path, row=row, column=column, row_label=label)
+    return _json_value(value, path=path, row=row, column=column, label=label)
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(1-based line number, object) for each non-blank line; a bad line is a ``DataError`` naming it."""
+    where = str(path)
+    try:
+        handle = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError("file not found", path=where) from None
+    except OSError as error:
+        raise DataError(f"cannot open: {error}", path=where) from error
+    with handle:
+        line_number = 0
+        while True:
+            try:
+                line = handle.readline()
+            except UnicodeDecodeError as error:
+                raise DataError(f"not UTF-8 text: {error}", path=where, row=line_number + 1) from error
+            if not line:
+                return
+            line_number += 1
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line, parse_constant=_reject_constant)
+            except (json.JSONDecodeError, _NonJSONConstant) as error:
+                raise DataError(f"not valid JSON: {error}", path=where, row=line_number) from None
+            if not isinstance(record, dict):
+                raise DataError(
+                    f"expected a JSON object, got {type(record).__name__}", path=where, row=line_number
+                )
+            yield line_number, record
+
+
+class _NonJSONConstant(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> float:
+    # Python's json accepts NaN/Infinity; JSON does not, and a NaN reference would poison scoring.
+    raise _NonJSONConstant(f"{name} is not a JSON value")
+
+
+# --------------------------------------------------------------------------------------------
+# Prompt rows.
+
+
+def load_prompt_rows(data: DataConfig, needs: Sequence[str] = ("prompt",)) -> list[PreparedRow]:
+    """Read ``rl.data`` into canonical rows, checking what ``needs`` requires.
+
+    The prompt column is required on every row. The reference column is required and non-null on
+    every row when ``"reference"`` is in ``needs``; otherwise it is read when configured and present.
+    """
+    if data.path is None:
+        raise DataError("rl.data.path is not set; point it at a JSONL file or a datasets folder/file")
+    wanted = _check_needs(needs, data.response_column, data.path)
+    rows = _jsonl_rows(data, wanted) if data.source == "jsonl" else _hf_rows(data, wanted)
+    if not rows:
+        raise DataError("no rows: the data source is empty", path=data.path)
+    return rows
+
+
+def _jsonl_rows(data: DataConfig, needs: frozenset[str]) -> list[PreparedRow]:
+    path = Path(data.path or "")
+    where = str(path)
+    rows: list[PreparedRow] = []
+    for line, record in _json_lines(path):
+        prompt = _mapped(
+            record, data.prompt_column, required=True, path=where, row=line, label="line", canonical="prompt"
+        )
+        reference = None
+        if data.response_column is not None:
+            reference = _mapped(
+                record,
+                data.response_column,
+                required="reference" in needs,
+                path=where,
+                row=line,
+                label="line",
+                canonical="reference",
+            )
+        rows.append(PreparedRow(index=len(rows), prompt=prompt, reference=reference))
+    return rows
+
+
+def _import_datasets() -> Any:
+    try:
+        import datasets
+    except ImportError as error:
+        raise DataError("rl.data.source: hf needs the 'datasets' library: pip install datasets") from error
+    return datasets
+
+
+def _open_dataset(data: DataConfig) -> Any:
+    """The ``datasets.Dataset`` that ``rl.data`` names, read from local disk only."""
+    datasets = _import_datasets()
+    path = Path(data.path or "")
+    where = str(path)
+    if path.is_dir():
+        try:
+            loaded = datasets.load_from_disk(where)
+        except (FileNotFoundError, ValueError) as error:
+            raise DataError(f"not a folder written by Dataset.save_to_disk: {error}", path=where) from error
+    elif path.is_file():
+        builder = _HF_BUILDERS.get(path.suffix.lower())
+        if builder is None:
+            known = ", ".join(sorted(_HF_BUILDERS))
+            raise DataError(
+                f"cannot read {path.suffix or 'a file without suffix'!r} with datasets; use {known}",
+                path=where,
+            )
+        try:
+            loaded = datasets.load_dataset(builder, data_files=where, split=data.split or "train")
+        except Exception as error:
+            raise DataError(f"datasets could not read the file: {error}", path=where) from error
+        return loaded
+    else:
+        raise DataError("file or folder not found", path=where)
+    if isinstance(loaded, datasets.DatasetDict):
+        splits = sorted(loaded)
+        if data.split is None:
+            if len(splits) != 1:
+                raise DataError(
+                    f"the folder holds splits {splits}; choose one with rl.data.split", path=where
+                )
+            return loaded[splits[0]]
+        if data.split not in loaded:
+            raise DataError(f"no split {data.split!r}; the folder holds {splits}", path=where)
+        return loaded[data.split]
+    if data.split is not None:
+        raise DataError(
+            f"rl.data.split is {data.split!r} but the folder holds one dataset, not splits", path=where
+        )
+    return loaded
+
+
+def _items_fn(dotted: str) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+    try:
+        function = import_module_attribute(dotted)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise DataError(f"rl.data.items_fn {dotted!r} cannot be imported: {error}") from error
+    if not callable(function):
+        raise DataError(f"rl.data.items_fn {dotted!r} is not callable")
+    return function  # type: ignore[return-value]
+
+
+def _apply_items_fn(
+    function: Callable[[dict[str, Any]], Mapping[str, Any]],
+    dotted: str,
+    row: dict[str, Any],
+    index: int,
+    where: str,
+) -> dict[str, Any]:
+    try:
+        rewritten = function(dict(row))
+    except Exception as error:
+        raise DataError(
+            f"rl.data.items_fn {dotted!r} raised {error!r}", path=where, row=index, row_label="row"
+        ) from error
+    if not isinstance(rewritten, Mapping):
+        raise DataError(
+            f"rl.data.items_fn {dotted!r} returned {type(rewritten).__name__}, not a row mapping",
+            path=where,
+            row=index,
+            row_label="row",
+        )
+    added = sorted(set(rewritten) - set(row))
+    removed = sorted(set(row) - set(rewritten))
+    if added or removed:
+        raise DataError(
+            f"rl.data.items_fn {dotted!r} must keep the row's keys; it added {added} and removed {removed}. "
+            "Rewrite values only; map columns with rl.data.prompt_column/response_column",
+            path=where,
+            row=index,
+            row_label="row",
+        )
+    return dict(rewritten)
+
+
+def _hf_rows(data: DataConfig, needs: frozenset[str]) -> list[PreparedRow]:
+    dataset = _open_dataset(data)
+    where = str(data.path)
+    columns = list(dataset.column_names)
+    for column, canonical, required in (
+        (data.prompt_column, "prompt", True),
+        (data.response_column, "reference", "reference" in needs),
+    ):
+        if column is not None and required and column not in columns:
+            raise DataError(
+                f"the dataset has no {canonical} column {column!r} (columns: {columns})",
+                path=where,
+                column=column,
+            )
+    function = _items_fn(data.items_fn) if data.items_fn else None
+    mapped = {data.prompt_column, data.response_column}
+    rows: list[PreparedRow] = []
+    for index, raw in enumerate(dataset):
+        record = _apply_items_fn(function, data.items_fn or "", raw, index, where) if function else raw
+        prompt = _mapped(
+            record, data.prompt_column, required=True, path=where, row=index, label="row", canonical="prompt"
+        )
+        reference = None
+        if data.response_column is not None:
+            reference = _mapped(
+                record,
+                data.response_column,
+                required="reference" in needs,
+                path=where,
+                row=index,
+                label="row",
+                canonical="reference",
+            )
+        representations = {key: value for key, value in record.items() if key not in mapped}
+        rows.append(
+            PreparedRow(index=index, prompt=prompt, reference=reference, representations=representations)
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Rollouts.
+
+
+def _identifier(record: Mapping[str, Any], key: str, *, where: str, line: int) -> str | None:
+    """A group or trajectory id: a non-empty string, or an integer (read as its decimal string)."""
+    value = record.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise DataError(
+            f"{key} must be a string (or an integer), got {type(value).__name__} {value!r}",
+            path=where,
+            row=line,
+            column=key,
+        )
+    text = str(value)
+    if not text.strip():
+        raise DataError(f"{key} is empty", path=where, row=line, column=key)
+    return text
+
+
+def _optional_fields(record: Mapping[str, Any], out: dict[str, Any], *, where: str, line: int) -> None:
+    count = record.get("completion_token_count")
+    if count is not None:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise DataError(
+                f"completion_token_count must be a non-negative integer, got {count!r}",
+                path=where,
+                row=line,
+                column="completion_token_count",
+            )
+        out["completion_token_count"] = count
+    reason = record.get("finish_reason")
+    if reason is not None:
+        if not isinstance(reason, str):
+            raise DataError(
+                f"finish_reason must be a string such as 'stop' or 'length', got {reason!r}",
+                path=where,
+                row=line,
+                column="finish_reason",
+            )
+        out["finish_reason"] = reason
+
+
+def read_rollouts(
+    path: str | Path,
+    *,
+    prompt_column: str = "prompt",
+    response_column: str | None = None,
+    needs: Sequence[str] = (),
+) -> list[RolloutGroup]:
+    """Read a rollouts JSONL file into groups, in order of each group's first appearance.
+
+    Each rollout dict holds the canonical keys present (``group_id``, ``trajectory_id``,
+    ``completion``, ``prompt``, ``reference``, ``completion_token_count``, ``finish_reason``) plus
+    ``row``, its 1-based line number. ``trajectory_id`` is kept when given and otherwise generated
+    as ``f"{group_id}/{k}"`` with ``k`` the rollout's position in its group. The prompt and
+    reference columns are required, non-null and equal across a group when in ``needs``; when not
+    needed they are carried along if present.
+    """
+    where = str(path)
+    wanted = _check_needs(needs, response_column, where)
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for line, record in _json_lines(Path(path)):
+        group_id = _identifier(record, "group_id", where=where, line=line)
+        if group_id is None:
+            raise DataError(
+                "missing group_id: every rollout row names its group", path=where, row=line, column="group_id"
+            )
+        completion = record.get("completion")
+        if not isinstance(completion, str):
+            problem = (
+                "missing" if "completion" not in record else f"not a string ({type(completion).__name__})"
+            )
+            raise DataError(f"completion is {problem}", path=where, row=line, column="completion")
+        members = by_group.setdefault(group_id, [])
+        rollout: dict[str, Any] = {"group_id": group_id}
+        given_id = _identifier(record, "trajectory_id", where=where, line=line)
+        rollout["trajectory_id"] = given_id if given_id is not None else f"{group_id}/{len(members)}"
+        rollout["completion"] = completion
+        for column, canonical in ((prompt_column, "prompt"), (response_column, "reference")):
+            if column is None:
+                continue
+            required = canonical in wanted
+            value = _mapped(
+                record, column, required=required, path=where, row=line, label="line", canonical=canonical
+            )
+            if value is not None:
+                rollout[canonical] = value
+        _optional_fields(record, rollout, where=where, line=line)
+        rollout["row"] = line
+        members.append(rollout)
+    if not by_group:
+        raise DataError("no rollouts: the file has no rows", path=where)
+    groups = [
+        RolloutGroup(group_id=group_id, rollouts=tuple(members), first_row=members[0]["row"])
+        for group_id, members in by_group.items()
+    ]
+    for group in groups:
+        _check_group(group, wanted, prompt_column, response_column, where)
+    return groups
+
+
+def _check_group(
+    group: RolloutGroup,
+    needs: frozenset[str],
+    prompt_column: str,
+    response_column: str | None,
+    where: str,
+) -> None:
+    """Unique trajectory ids and one common prompt/reference per group, named by row before scoring."""
+    seen: dict[str, int] = {}
+    for rollout in group.rollouts:
+        previous = seen.setdefault(rollout["trajectory_id"], rollout["row"])
+        if previous != rollout["row"]:
+            raise DataError(
+                f"trajectory_id {rollout['trajectory_id']!r} of group {group.group_id!r} "
+                f"was already used on line {previous}",
+                path=where,
+                row=rollout["row"],
+                column="trajectory_id",
+            )
+    first = group.rollouts[0]
+    for canonical, column in (("prompt", prompt_column), ("reference", response_column)):
+        if canonical not in needs or column is None:
+            continue
+        for rollout in group.rollouts[1:]:
+            if not strictly_equal(rollout[canonical], first[canonical]):
+                raise DataError(
+                    f"the {canonical} differs from the one on line {first['row']} of group "
+                    f"{group.group_id!r}; a group shares one {canonical} "
+                    "(types count: 1, 1.0 and true differ)",
+                    path=where,
+                    row=rollout["row"],
+                    column=column,
+                )
+
+
+def check_group_sizes(
+    groups: Iterable[RolloutGroup], group_size: int | None, *, path: str | None = None
+) -> None:
+    """Every group must hold exactly ``group_size`` rollouts (``rl.group_size``); ``None`` checks nothing."""
+    if group_size is None:
+        return
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
+        raise DataError(f"group size must be a positive integer, got {group_size!r}", path=path)
+    for group in groups:
+        size = len(group.rollouts)
+        if size != group_size:
+            rows = ", ".join(str(rollout["row"]) for rollout in group.rollouts[:8])
+            more = ", ..." if size > 8 else ""
+            raise DataError(
+                f"group {group.group_id!r} has {size} rollout(s) but rl.group_size is {group_size} "
+                f"(its rows: {rows}{more})",
+                path=path,
+                row=group.first_row,
+                column="group_id",
+            )
