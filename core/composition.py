@@ -483,7 +483,7 @@ def compose(
     else:
         if not math.isfinite(total):
             raise CompositionError(
-                f"the weighted sum overflowed to {total!r}; contributions: "
+                f"the weighted sum is not finite ({total!r}): it overflowed; contributions: "
                 + ", ".join(f"{n}={e['contribution']!r}" for n, e in breakdown.items()),
                 breakdown=breakdown,
             )
