@@ -1,0 +1,50 @@
+"""Meta-tests: every hookspec is documented, tested, and shaped ``register_<things>(register)``."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+from rewardkit import hookspecs
+
+ROOT = Path(__file__).resolve().parents[1]
+HOOKS = sorted(
+    name for name, value in vars(hookspecs).items() if callable(value) and hasattr(value, "rewardkit_spec")
+)
+
+
+def test_there_are_four_extension_points():
+    assert HOOKS == [
+        "register_catalogs",
+        "register_reward_providers",
+        "register_serving_strategies",
+        "register_trainer_bindings",
+    ]
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_hook_is_shaped_and_documented_in_code(hook: str):
+    function = getattr(hookspecs, hook)
+    assert list(inspect.signature(function).parameters) == ["register"]
+    doc = inspect.getdoc(function) or ""
+    assert "Called" in doc and "register(" in doc and "Since" in doc, (
+        f"{hook} must say when, how and since when"
+    )
+    assert hook in hookspecs.__all__
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_hook_has_a_section_in_the_plugin_docs(hook: str):
+    docs = (ROOT / "docs" / "plugins.md").read_text()
+    assert re.search(rf"^## {hook}$", docs, re.MULTILINE), f"docs/plugins.md lacks a '## {hook}' section"
+
+
+@pytest.mark.parametrize("hook", HOOKS)
+def test_hook_is_exercised_by_a_test(hook: str):
+    """A hook counts as tested when a test module registers an implementation of it."""
+    sources = "\n".join(
+        path.read_text() for path in (ROOT / "tests").glob("test_*.py") if path.name != Path(__file__).name
+    )
+    assert f"def {hook}(register)" in sources, f"no test implements {hook}"
