@@ -8,7 +8,9 @@ from rewardkit import CredentialRef, RewardProviderResult, RewardProviderSpec, m
 from rewardkit.contracts import RewardCandidate, RewardContext
 
 
-def score_length(candidate: RewardCandidate, context: RewardContext, *, scale: float = 1.0) -> RewardProviderResult:
+def score_length(
+    candidate: RewardCandidate, context: RewardContext, *, scale: float = 1.0
+) -> RewardProviderResult:
     return RewardProviderResult({"length": scale * len(candidate.completion)})
 
 
@@ -26,8 +28,10 @@ def team_catalog() -> list[RewardProviderSpec]:
 
 
 def overriding_catalog() -> list[RewardProviderSpec]:
-    return [RewardProviderSpec("gsm8k-team", partial(map_candidates, score_length), (), "1", ("length",))] + [
-        RewardProviderSpec("nonempty", partial(map_candidates, score_length), (), "1", ("length",))
+    lifted = partial(map_candidates, score_length)
+    return [
+        RewardProviderSpec("gsm8k-team", lifted, (), "1", ("length",)),
+        RewardProviderSpec("nonempty", lifted, (), "1", ("length",)),
     ]
 
 

@@ -7,7 +7,6 @@ from typing import Any
 from helpers import bind_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rewardkit import (
     RewardCandidateResult,
     RewardContractError,
@@ -26,19 +25,30 @@ class Counting:
         self.calls += 1
         return RewardGroupResult(
             request.group_id,
-            tuple(RewardCandidateResult(c.trajectory_id, RewardProviderResult({"task": 1.0})) for c in request.candidates),
+            tuple(
+                RewardCandidateResult(c.trajectory_id, RewardProviderResult({"task": 1.0}))
+                for c in request.candidates
+            ),
         )
 
 
 json_scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=5)
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5),
 )
 json_values = st.recursive(
     json_scalars,
-    lambda children: st.one_of(st.lists(children, max_size=3), st.dictionaries(st.text(max_size=3), children, max_size=3)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3), st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
     max_leaves=8,
 )
-anything = st.one_of(json_values, st.binary(max_size=4), st.just(float("nan")), st.just(object()), st.tuples(st.integers()))
+anything = st.one_of(
+    json_values, st.binary(max_size=4), st.just(float("nan")), st.just(object()), st.tuples(st.integers())
+)
 
 
 def valid_row(index: int) -> dict[str, Any]:
@@ -60,7 +70,9 @@ FIELDS = ["group_id", "trajectory_id", "completion", "reference", "completion_to
 def malformed_groups(draw: st.DrawFn) -> tuple[Any, Any, int | None]:
     size = draw(st.integers(min_value=1, max_value=5))
     rows: list[Any] = [valid_row(index) for index in range(size)]
-    kind = draw(st.sampled_from(["field", "drop", "size", "duplicate", "not-mapping", "group-id", "container"]))
+    kind = draw(
+        st.sampled_from(["field", "drop", "size", "duplicate", "not-mapping", "group-id", "container"])
+    )
     expected: int | None = None
     group_id: Any = "g"
     target = draw(st.integers(min_value=0, max_value=size - 1))
@@ -77,7 +89,9 @@ def malformed_groups(draw: st.DrawFn) -> tuple[Any, Any, int | None]:
         }[field]
         if field == "reference" and size == 1:
             # A lone candidate's reference is consistent with itself; make it unusable instead.
-            value = draw(st.one_of(st.none(), st.just(float("nan")), st.just(object()), st.binary(max_size=2)))
+            value = draw(
+                st.one_of(st.none(), st.just(float("nan")), st.just(object()), st.binary(max_size=2))
+            )
         try:
             is_valid = valid(value)
         except Exception:
@@ -107,7 +121,9 @@ def malformed_groups(draw: st.DrawFn) -> tuple[Any, Any, int | None]:
         else:
             rows[target]["trajectory_id"] = rows[(target + 1) % size]["trajectory_id"]
     elif kind == "not-mapping":
-        rows[target] = draw(st.one_of(st.text(max_size=3), st.integers(), st.lists(st.integers(), max_size=2)))
+        rows[target] = draw(
+            st.one_of(st.text(max_size=3), st.integers(), st.lists(st.integers(), max_size=2))
+        )
     elif kind == "group-id":
         group_id = draw(st.one_of(st.just(""), st.integers(), st.none(), st.binary(max_size=2)))
     else:
@@ -138,8 +154,7 @@ def test_valid_groups_with_any_json_reference_reach_the_provider(references: lis
     spec = RewardProviderSpec("counting", lambda: provider, ("reference",), "1", ("task",))
     reference = references[0]
     rows = [
-        {"trajectory_id": f"t{i}", "completion": "x", "reference": reference}
-        for i in range(len(references))
+        {"trajectory_id": f"t{i}", "completion": "x", "reference": reference} for i in range(len(references))
     ]
     if reference is None:
         return

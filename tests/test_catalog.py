@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from helpers import fake_distribution
-
 from rewardkit import (
     IdentityMismatchError,
     PreflightError,
@@ -63,7 +62,9 @@ def test_unknown_catalog_name_lists_known_ones():
         resolve_catalog("team")
 
 
-def test_catalog_registered_by_a_plugin_is_selectable_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_plugins: None):
+def test_catalog_registered_by_a_plugin_is_selectable_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_plugins: None
+):
     source = """
 from rewardkit import hookimpl
 import catalog_fixtures
@@ -98,7 +99,9 @@ def test_preflight_reports_a_factory_that_raises():
 
 
 def test_preflight_rejects_a_missing_required_input():
-    with pytest.raises(PreflightError, match=r"needs \['reference'\] but the data supplies only \['prompt'\]"):
+    with pytest.raises(
+        PreflightError, match=r"needs \['reference'\] but the data supplies only \['prompt'\]"
+    ):
         resolve_catalog().bind("exact-match", {}, available_inputs=("prompt",))
 
 
@@ -172,7 +175,9 @@ def test_invalid_specs_are_refused():
             spec(**changes)
 
 
-def test_a_secret_value_never_appears_in_identity_listing_or_errors(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
+def test_a_secret_value_never_appears_in_identity_listing_or_errors(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+):
     secret = "sk-PLANTED-5e1f0c2a9b"
     monkeypatch.setenv("TEAM_JUDGE_KEY", secret)
     from rewardkit.cli import main

@@ -11,7 +11,7 @@ from rewardkit.cli import main
 def test_providers_table(capsys: pytest.CaptureFixture):
     assert main(["providers"]) == 0
     out = capsys.readouterr().out
-    header, rule, *rows = out.splitlines()
+    header, _rule, *rows = out.splitlines()
     assert header.split() == ["name", "distribution", "revision", "identity", "needs", "terms"]
     assert any(row.startswith("exact-match") and "reference" in row for row in rows)
 

@@ -56,7 +56,8 @@ def test_fresh_install_lists_built_ins_and_example_plugin_comes_and_goes(fresh_v
             "-c",
             "import rewardkit;"
             "b = rewardkit.resolve_catalog().bind('acme-keywords');"
-            "r = b.score_group('g', [{'trajectory_id': 'a', 'completion': 'Red and BLUE', 'reference': ['red', 'blue', 'green']}]);"
+            "row = {'trajectory_id': 'a', 'completion': 'Red, BLUE', 'reference': ['red', 'blue', 'green']};"
+            "r = b.score_group('g', [row]);"
             "print(r.items[0].result.terms['coverage'])",
         ]
     )

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from helpers import fake_distribution
-
 from rewardkit import PluginLoadError, RegistrationError, UnknownNameError, load_plugins, resolve_catalog
 from rewardkit.catalog import serving_strategies, trainer_bindings
 
@@ -38,7 +37,9 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_plugins: None) -
 
 
 def install_good_and_broken(site: Path) -> None:
-    fake_distribution(site, "acme-good", {"good": "fake_good"}, {"fake_good": GOOD.replace("{name}", "acme-good")})
+    fake_distribution(
+        site, "acme-good", {"good": "fake_good"}, {"fake_good": GOOD.replace("{name}", "acme-good")}
+    )
     fake_distribution(site, "acme-broken", {"broken": "fake_broken"}, {"fake_broken": BROKEN})
 
 
@@ -57,7 +58,9 @@ def test_a_broken_plugin_is_reported_and_the_others_still_load(site: Path, caplo
 def test_strict_mode_makes_a_broken_plugin_fatal(site: Path, monkeypatch: pytest.MonkeyPatch):
     install_good_and_broken(site)
     monkeypatch.setenv("REWARDKIT_STRICT_PLUGINS", "1")
-    with pytest.raises(PluginLoadError, match=r"'broken' from distribution acme-broken 1.0.*needs a GPU driver"):
+    with pytest.raises(
+        PluginLoadError, match=r"'broken' from distribution acme-broken 1.0.*needs a GPU driver"
+    ):
         load_plugins()
 
 
@@ -92,14 +95,20 @@ def test_loading_is_idempotent(site: Path):
 
 
 def test_duplicate_names_fail_naming_both_owners(site: Path):
-    fake_distribution(site, "acme-one", {"one": "fake_one"}, {"fake_one": GOOD.replace("{name}", "shared-name")})
-    fake_distribution(site, "acme-two", {"two": "fake_two"}, {"fake_two": GOOD.replace("{name}", "shared-name")})
+    fake_distribution(
+        site, "acme-one", {"one": "fake_one"}, {"fake_one": GOOD.replace("{name}", "shared-name")}
+    )
+    fake_distribution(
+        site, "acme-two", {"two": "fake_two"}, {"fake_two": GOOD.replace("{name}", "shared-name")}
+    )
     with pytest.raises(RegistrationError, match=r"'shared-name' is registered twice.*acme-one.*acme-two"):
         resolve_catalog()
 
 
 def test_a_plugin_cannot_override_a_built_in(site: Path):
-    fake_distribution(site, "acme-evil", {"evil": "fake_evil"}, {"fake_evil": GOOD.replace("{name}", "exact-match")})
+    fake_distribution(
+        site, "acme-evil", {"evil": "fake_evil"}, {"fake_evil": GOOD.replace("{name}", "exact-match")}
+    )
     with pytest.raises(RegistrationError, match=r"acme-evil.*override the built-in provider 'exact-match'"):
         resolve_catalog()
 
@@ -113,7 +122,10 @@ def register_reward_providers(register):
     register({"name": "dict-is-not-a-spec"})
 """
     fake_distribution(site, "acme-wrong", {"wrong": "fake_wrong"}, {"fake_wrong": source})
-    with pytest.raises(RegistrationError, match=r"plugin 'wrong' \(acme-wrong 1.0\) registered .* expected RewardProviderSpec"):
+    with pytest.raises(
+        RegistrationError,
+        match=r"plugin 'wrong' \(acme-wrong 1.0\) registered .* expected RewardProviderSpec",
+    ):
         resolve_catalog()
 
 
@@ -156,7 +168,9 @@ def register_trainer_bindings(register):
         serving_strategies().get("vllm-nope")
 
 
-def test_tracing_writes_hook_calls_to_stderr(site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture):
+def test_tracing_writes_hook_calls_to_stderr(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+):
     monkeypatch.setenv("REWARDKIT_TRACE_PLUGINS", "1")
     resolve_catalog()
     assert "rewardkit-trace" in capsys.readouterr().err
