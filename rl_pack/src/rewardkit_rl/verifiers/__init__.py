@@ -1,12 +1,97 @@
-"""rewardkit-rl plugin: verifiers rewards (registered through the `rewardkit` entry-point group)."""
+"""rewardkit-rl plugin: verifiers shaped for rewards (registered through the ``rewardkit`` entry point).
+
+``math`` (math-verify in killable workers), ``multiple-choice``, ``format``, ``overlong`` (DAPO)
+and ``repetition``. Factories only check parameters; worker processes start on first scoring.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import importlib_metadata
 from rewardkit import RewardProviderSpec, hookimpl
+
+from rewardkit_rl.verifiers.format_tags import format_provider
+from rewardkit_rl.verifiers.math_verifier import MATH_DIAGNOSTICS, MathVerifier
+from rewardkit_rl.verifiers.multiple_choice import multiple_choice_provider
+from rewardkit_rl.verifiers.overlong import overlong_provider
+from rewardkit_rl.verifiers.repetition import repetition_provider
+
+
+def _math_verify_version() -> str:
+    # The equivalence checker's version changes verdicts, so it is part of the identity.
+    try:
+        return importlib_metadata.version("math-verify")
+    except importlib_metadata.PackageNotFoundError:
+        return "missing"
 
 
 @hookimpl
 def register_reward_providers(register: Callable[[RewardProviderSpec], None]) -> None:
-    """Registers this plugin's providers (filled in by the issue that builds them)."""
+    """Registers math, multiple-choice, format, overlong and repetition."""
+    register(
+        RewardProviderSpec(
+            name="math",
+            factory=MathVerifier,
+            needs=("reference",),
+            revision="1",
+            terms=("task",),
+            diagnostics=MATH_DIAGNOSTICS,
+            semantic_identity={
+                "extraction": "boxed>answer-tag>final-answer",
+                "equivalence": "exact-normalised, then math-verify latex-only",
+                "math_verify": _math_verify_version(),
+            },
+            description="1 when the final answer (last \\boxed{}, <answer>, 'final answer') equals the "
+            "LaTeX reference (params: timeout_s=5, max_answer_chars=1000, workers=0 (cpu count), "
+            "memory_limit_mb=4096). A timeout is an error with reason 'timeout'.",
+        )
+    )
+    register(
+        RewardProviderSpec(
+            name="multiple-choice",
+            factory=multiple_choice_provider,
+            needs=("reference",),
+            revision="1",
+            terms=("task",),
+            diagnostics=("extracted",),
+            semantic_identity={"extraction": "boxed>answer-tag>phrasing>bare"},
+            description="1 when the stated option letter equals the reference letter (param: letters).",
+        )
+    )
+    register(
+        RewardProviderSpec(
+            name="format",
+            factory=format_provider,
+            needs=(),
+            revision="1",
+            terms=("format",),
+            diagnostics=("tags_found",),
+            semantic_identity={"rule": "each tag exactly once, in order"},
+            description="1 when the completion is <think>..</think><answer>..</answer> "
+            "(params: tags, allow_outside_text=false).",
+        )
+    )
+    register(
+        RewardProviderSpec(
+            name="overlong",
+            factory=overlong_provider,
+            needs=(),
+            revision="1",
+            terms=("overlong",),
+            semantic_identity={"rule": "DAPO soft overlong punishment"},
+            description="DAPO soft overlong penalty in [-1, 0] from completion_token_count "
+            "(params: max_tokens, buffer_tokens); skipped without a token count.",
+        )
+    )
+    register(
+        RewardProviderSpec(
+            name="repetition",
+            factory=repetition_provider,
+            needs=(),
+            revision="1",
+            terms=("repetition",),
+            semantic_identity={"unit": "lower-cased whitespace words"},
+            description="Minus the share of repeated word n-grams (params: ngram_size=3, max_penalty=1).",
+        )
+    )

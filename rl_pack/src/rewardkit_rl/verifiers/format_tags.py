@@ -1,0 +1,74 @@
+"""The ``format`` verifier: the completion is made of the expected tagged blocks, in order.
+
+By default ``<think>...</think>`` then ``<answer>...</answer>``, each exactly once, with only
+whitespace around and between them. ``tags`` changes the blocks and their order;
+``allow_outside_text`` permits text outside the blocks.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
+from rewardkit.pointwise import MappedProvider, map_candidates
+
+_TAG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+
+
+def check_format(text: str, tags: tuple[str, ...], allow_outside_text: bool) -> tuple[bool, int]:
+    """``(well_formed, tags_found)``: tags_found counts tags appearing as exactly one block."""
+    spans = []
+    found = 0
+    for tag in tags:
+        opening, closing = f"<{tag}>", f"</{tag}>"
+        if text.count(opening) != 1 or text.count(closing) != 1:
+            spans.append(None)
+            continue
+        start, end = text.find(opening), text.find(closing)
+        if end < start:
+            spans.append(None)
+            continue
+        found += 1
+        spans.append((start, end + len(closing)))
+    if found != len(tags):
+        return False, found
+    cursor = 0
+    for start, end in spans:  # type: ignore[misc]
+        if start < cursor:
+            return False, found
+        if not allow_outside_text and text[cursor:start].strip():
+            return False, found
+        cursor = end
+    if not allow_outside_text and text[cursor:].strip():
+        return False, found
+    return True, found
+
+
+def score_format(
+    candidate: RewardCandidate,
+    context: RewardContext,
+    *,
+    tags: tuple[str, ...] = ("think", "answer"),
+    allow_outside_text: bool = False,
+) -> RewardProviderResult:
+    """1 when the completion is exactly the expected tagged blocks in order, else 0."""
+    ok, found = check_format(candidate.completion, tuple(tags), allow_outside_text)
+    return RewardProviderResult(
+        terms={"format": float(ok)}, diagnostics=(MetricContribution("tags_found", found / len(tags)),)
+    )
+
+
+def format_provider(
+    *, tags: list[str] | tuple[str, ...] = ("think", "answer"), allow_outside_text: bool = False
+) -> MappedProvider:
+    """Factory: checks the tag names (letters, digits, ``_``/``-``; distinct) in preflight."""
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple)) or not tags:
+        raise ValueError(f"format: tags must be a non-empty list of tag names, got {tags!r}")
+    bad = [tag for tag in tags if not isinstance(tag, str) or not _TAG_NAME.match(tag)]
+    if bad:
+        raise ValueError(f"format: invalid tag names {bad!r}; use letters, digits, '_' or '-'")
+    if len(set(tags)) != len(tags):
+        raise ValueError(f"format: tags must be distinct, got {list(tags)!r}")
+    if not isinstance(allow_outside_text, bool):
+        raise ValueError(f"format: allow_outside_text must be true or false, got {allow_outside_text!r}")
+    return map_candidates(score_format, tags=tuple(tags), allow_outside_text=allow_outside_text)

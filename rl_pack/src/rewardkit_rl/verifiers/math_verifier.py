@@ -1,0 +1,214 @@
+"""The ``math`` verifier: final-answer extraction, a cheap exact path, math-verify in killable workers.
+
+Per group: the reference is checked once (a reference math-verify cannot parse makes every
+candidate ``skipped``, so a group is never half-scored); each candidate's answer is extracted
+(last ``\\boxed{}``, else last ``<answer>``, else a "final answer" phrase); an exact
+normalised comparison decides what it can; the rest are checked by math-verify in parallel
+worker processes with a hard wall-clock ``timeout_s`` each. A candidate that times out is an
+``error`` with reason ``timeout`` (the composition's ``onError`` decides), never a silent 0.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rewardkit.contracts import (
+    MetricContribution,
+    RewardCandidateResult,
+    RewardGroupRequest,
+    RewardGroupResult,
+    RewardProviderResult,
+)
+from rewardkit.errors import RewardContractError
+
+from rewardkit_rl.verifiers.math_answers import exact_value, extract_answer, fast_verdict, normalise
+from rewardkit_rl.verifiers.pool import KillablePool, Outcome
+
+MATH_DIAGNOSTICS = ("extracted", "fast_path", "timeout")
+_CHECK_TARGET = "rewardkit_rl.verifiers.math_check:check"
+_GOLD_CACHE_SIZE = 4096
+
+
+def _diagnostics(extracted: float, fast: float, timeout: float) -> tuple[MetricContribution, ...]:
+    return (
+        MetricContribution("extracted", extracted),
+        MetricContribution("fast_path", fast),
+        MetricContribution("timeout", timeout),
+    )
+
+
+def _scored(value: bool, *, extracted: bool = True, fast: bool = False) -> RewardProviderResult:
+    return RewardProviderResult(
+        terms={"task": float(value)}, diagnostics=_diagnostics(float(extracted), float(fast), 0.0)
+    )
+
+
+def _from_outcome(outcome: Outcome) -> RewardProviderResult:
+    if outcome.status == "timeout":
+        return RewardProviderResult.fail("timeout", _diagnostics(1.0, 0.0, 1.0))
+    if outcome.status == "error":
+        return RewardProviderResult.fail(f"math-verify failed: {outcome.reason}", _diagnostics(1.0, 0.0, 0.0))
+    verdict, detail = outcome.value
+    if verdict == "skip":
+        return RewardProviderResult.skip(detail, _diagnostics(1.0, 0.0, 0.0))
+    return _scored(bool(detail))
+
+
+@dataclass
+class _Plan:
+    """One group's work: results decided cheaply, and the requests left for the workers."""
+
+    gold: str
+    results: list[RewardProviderResult | None]
+    slow: list[int] = field(default_factory=list)
+    requests: list[tuple[str, ...]] = field(default_factory=list)
+    gold_known: bool | None = True
+
+
+class MathVerifier:
+    """Group provider for the ``math`` reward (see the module docstring). Call ``close()`` when done."""
+
+    def __init__(
+        self,
+        *,
+        timeout_s: float = 5.0,
+        max_answer_chars: int = 1000,
+        workers: int = 0,
+        memory_limit_mb: int = 4096,
+    ) -> None:
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)):
+            raise TypeError(f"math: timeout_s must be a number of seconds, got {timeout_s!r}")
+        if not math.isfinite(timeout_s) or not 0 < timeout_s <= 600:
+            raise ValueError(f"math: timeout_s must be in (0, 600] seconds, got {timeout_s!r}")
+        for name, value, low in (
+            ("max_answer_chars", max_answer_chars, 1),
+            ("workers", workers, 0),
+            ("memory_limit_mb", memory_limit_mb, 0),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"math: {name} must be an integer >= {low}, got {value!r}")
+        self.timeout_s = float(timeout_s)
+        self.max_answer_chars = max_answer_chars
+        self.workers = workers or max(1, min(os.cpu_count() or 1, 8))
+        self.memory_limit_mb = memory_limit_mb
+        self._pool: KillablePool | None = None  # created on the first check that needs it
+        self._lock = threading.Lock()
+        self._gold_cache: OrderedDict[str, bool] = OrderedDict()
+
+    @property
+    def pool(self) -> KillablePool:
+        with self._lock:
+            if self._pool is None:
+                self._pool = KillablePool(_CHECK_TARGET, self.workers, memory_limit_mb=self.memory_limit_mb)
+            return self._pool
+
+    def close(self) -> None:
+        """Stop the worker processes (also done at interpreter exit)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+
+    def _cached_gold(self, gold: str) -> bool | None:
+        """Whether math-verify parsed this reference before (None: not known yet)."""
+        with self._lock:
+            known = self._gold_cache.get(gold)
+            if known is not None:
+                self._gold_cache.move_to_end(gold)
+            return known
+
+    def _remember_gold(self, gold: str, parseable: bool) -> None:
+        with self._lock:
+            self._gold_cache[gold] = parseable
+            while len(self._gold_cache) > _GOLD_CACHE_SIZE:
+                self._gold_cache.popitem(last=False)
+
+    def _reference(self, request: RewardGroupRequest) -> str:
+        reference = request.context.reference
+        if isinstance(reference, bool) or not isinstance(reference, (str, int, float)):
+            raise RewardContractError(
+                f"math needs a string (LaTeX) or number reference, got {type(reference).__name__}",
+                group_id=request.group_id,
+                rule="reference-type",
+            )
+        return reference if isinstance(reference, str) else repr(reference)
+
+    def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
+        """Score one group (the provider contract)."""
+        return self.evaluate_many([request])[0]
+
+    def evaluate_many(self, requests: Sequence[RewardGroupRequest]) -> list[RewardGroupResult]:
+        """Score several groups with one pass over the workers (a rollout batch at once)."""
+        plans = [self._plan(request) for request in requests]
+        batch = [item for plan in plans for item in plan.requests]
+        outcomes = self.pool.map(batch, self.timeout_s) if batch else []
+        results = []
+        offset = 0
+        for request, plan in zip(requests, plans):
+            scored = self._finish(plan, outcomes[offset : offset + len(plan.requests)])
+            offset += len(plan.requests)
+            results.append(
+                RewardGroupResult(
+                    request.group_id,
+                    tuple(
+                        RewardCandidateResult(candidate.trajectory_id, result)
+                        for candidate, result in zip(request.candidates, scored)
+                    ),
+                )
+            )
+        return results
+
+    def _plan(self, request: RewardGroupRequest) -> _Plan:
+        gold = self._reference(request).strip()
+        count = len(request.candidates)
+        plan = _Plan(gold, [None] * count)
+        if not gold or len(gold) > self.max_answer_chars:
+            reason = "the reference is empty" if not gold else "the reference is longer than max_answer_chars"
+            plan.results = [RewardProviderResult.skip(reason)] * count
+            return plan
+        for index, candidate in enumerate(request.candidates):
+            found = extract_answer(candidate.completion)
+            if found is None:
+                plan.results[index] = _scored(False, extracted=False, fast=True)
+                continue
+            answer = found[0]
+            if not answer or len(answer) > self.max_answer_chars:
+                # An empty or runaway "answer" is not a final answer; it earns nothing.
+                plan.results[index] = _scored(False, fast=True)
+                continue
+            verdict = fast_verdict(gold, answer)
+            if verdict is not None:
+                plan.results[index] = _scored(verdict, fast=True)
+            else:
+                plan.slow.append(index)
+                plan.requests.append(("verify", gold, answer))
+        # The reference's parse check travels in the same batch as the slow answers, so a group
+        # costs one round trip; its verdict then applies to every candidate of the group.
+        plan.gold_known = True if exact_value(normalise(gold)) is not None else self._cached_gold(gold)
+        if plan.gold_known is None:
+            plan.requests.insert(0, ("gold", gold))
+        return plan
+
+    def _finish(self, plan: _Plan, outcomes: list[Outcome]) -> list[RewardProviderResult]:
+        count = len(plan.results)
+        if plan.gold_known is None and outcomes:
+            gold_outcome, outcomes = outcomes[0], outcomes[1:]
+            if gold_outcome.status != "ok":  # a timeout or crash is retried with the next group
+                return [_from_outcome(gold_outcome)] * count
+            plan.gold_known = bool(gold_outcome.value[1])
+            self._remember_gold(plan.gold, plan.gold_known)
+        if plan.gold_known is False:
+            reason = f"the reference could not be parsed as math: {plan.gold[:80]!r}"
+            return [RewardProviderResult.skip(reason)] * count
+        for index, outcome in zip(plan.slow, outcomes):
+            plan.results[index] = _from_outcome(outcome)
+        lost = RewardProviderResult.fail("no verdict was produced")
+        return [result if result is not None else lost for result in plan.results]
+
+    def __repr__(self) -> str:
+        return f"MathVerifier(timeout_s={self.timeout_s}, workers={self.workers})"
