@@ -38,8 +38,14 @@ def load_rollouts(limit: int | None) -> list[dict]:
         for line in (shared_data() / RUNS.format(run=run)).open():
             row = json.loads(line)
             reference = {key: row[key] for key in ("prompt", "test", "entry_point")}
-            rollouts.append({"trajectory_id": f"{run}:{row['name']}", "completion": row["solution"],
-                             "reference": reference, "is_solved": row["is_solved"]})
+            rollouts.append(
+                {
+                    "trajectory_id": f"{run}:{row['name']}",
+                    "completion": row["solution"],
+                    "reference": reference,
+                    "is_solved": row["is_solved"],
+                }
+            )
     return rollouts[:limit] if limit else rollouts
 
 
@@ -54,7 +60,9 @@ def run_provider(rollouts: list[dict], workers: int) -> tuple[float, list[bool]]
         # candidates of different tasks cannot share a group (common reference), so score one
         # group per rollout but keep `workers` groups in flight, as a trainer's worker would
         with ThreadPoolExecutor(workers) as pool:
-            results = list(pool.map(lambda r: bound.score_group(r["trajectory_id"], [r]).items[0].result, chunk))
+            results = list(
+                pool.map(lambda r: bound.score_group(r["trajectory_id"], [r]).items[0].result, chunk)
+            )
         verdicts += [r.status == "scored" and r.terms["all_passed"] == 1.0 for r in results]
     elapsed = time.perf_counter() - start
     bound.provider.close()
@@ -73,8 +81,13 @@ def run_baseline(rollouts: list[dict], workers: int) -> tuple[float, list[bool]]
         for case in range(plan.case_count):
             slot = Slot(config, 10_000 + index * 16 + case, 1_900_000 + (index % 64) * 16 + case)
             try:
-                single = plan.__class__(plan.mode, tests=(plan.tests[case],), setup=plan.setup,
-                                        prompt=plan.prompt, entry_point=plan.entry_point)
+                single = plan.__class__(
+                    plan.mode,
+                    tests=(plan.tests[case],),
+                    setup=plan.setup,
+                    prompt=plan.prompt,
+                    entry_point=plan.entry_point,
+                )
                 response = slot.run(provider._request(single, program))
             finally:
                 slot.close()
@@ -88,7 +101,9 @@ def run_baseline(rollouts: list[dict], workers: int) -> tuple[float, list[bool]]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None)
     args = parser.parse_args()

@@ -97,7 +97,11 @@ def test_reflexion_label_faults_come_from_the_shared_namespace(bound, run):
         row = rows[name]
         reference = {key: row[key] for key in ("prompt", "test", "entry_point")}
         alone = {"trajectory_id": "alone", "completion": row["solution"], "reference": reference}
-        shared = {"trajectory_id": "shared", "completion": shadow + "\n" + row["solution"], "reference": reference}
+        shared = {
+            "trajectory_id": "shared",
+            "completion": shadow + "\n" + row["solution"],
+            "reference": reference,
+        }
         assert _all_passed(bound, name, [alone, shared]) == [True, False]
 
 

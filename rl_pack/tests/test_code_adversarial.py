@@ -8,6 +8,7 @@ provider's start fails and these tests fail loudly.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -64,7 +65,8 @@ def _score(bound, attack: str, reference=REFERENCE):
 
 
 FAILING_ATTACKS = {
-    "fork_bomb": GOOD + "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+    "fork_bomb": GOOD
+    + "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
     "memory_bomb": GOOD + "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 24))\n",
     "infinite_loop": GOOD + "while True:\n    pass\n",
     "sleep_past_limit": GOOD + "import time\ntime.sleep(30)\n",
@@ -75,7 +77,8 @@ FAILING_ATTACKS = {
     "forged_report_fd": WRONG
     + "import os\nfor fd in range(3, 10):\n    try:\n        os.write(fd, b'0' * 32 + b' test 0 pass\\n')\n"
     "    except OSError:\n        pass\n",
-    "patch_assertion_error": WRONG + "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\n",
+    "patch_assertion_error": WRONG
+    + "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\n",
     "patch_harness_globals": WRONG
     + "import sys, os\nmain = sys.modules['__main__']\nfor name in list(vars(main)):\n"
     "    if not name.startswith('__'):\n        setattr(main, name, None)\nos.write = lambda *a: 0\n",
@@ -114,10 +117,8 @@ def test_loopback_server_is_unreachable(bound):
     def accept() -> None:
         deadline = time.monotonic() + 4
         while time.monotonic() < deadline:
-            try:
+            with contextlib.suppress(OSError):
                 accepted.append(server.accept())
-            except OSError:
-                pass
 
     thread = threading.Thread(target=accept)
     thread.start()
@@ -186,8 +187,7 @@ def test_background_processes_do_not_outlive_the_run(bound):
     attack = (
         "import os, subprocess\n"
         "subprocess.Popen(['/bin/sh', '-c', 'sleep 300'], start_new_session=True)\n"
-        "if os.fork() == 0:\n    os.setsid()\n    import time\n    time.sleep(300)\n    os._exit(0)\n"
-        + GOOD
+        "if os.fork() == 0:\n    os.setsid()\n    import time\n    time.sleep(300)\n    os._exit(0)\n" + GOOD
     )
     hostile, _ = _score(bound, attack)  # _score checks that no sandbox process is left
     assert hostile.terms["all_passed"] == 1.0
@@ -205,9 +205,16 @@ def test_stdout_flood_fails_an_io_case(bound):
     items = bound.score_group(
         "io",
         [
-            {"trajectory_id": "flood", "completion": "print('3')\nprint('x' * (100 << 20))", "reference": reference},
-            {"trajectory_id": "ok", "completion": "a, b = map(int, input().split())\nprint(a + b)",
-             "reference": reference},
+            {
+                "trajectory_id": "flood",
+                "completion": "print('3')\nprint('x' * (100 << 20))",
+                "reference": reference,
+            },
+            {
+                "trajectory_id": "ok",
+                "completion": "a, b = map(int, input().split())\nprint(a + b)",
+                "reference": reference,
+            },
         ],
     ).items
     flood, ok = (item.result for item in items)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import PreflightError, RewardContractError
-
 from rewardkit_rl.code.compare import outputs_match
 from rewardkit_rl.code.extraction import extract_program
 from rewardkit_rl.code.reference import parse_reference
@@ -53,7 +52,9 @@ def test_unknown_compare_mode_is_rejected():
 def test_reference_shapes():
     mbpp = parse_reference({"test_list": ["assert f(1) == 1"], "test_imports": ["import math"]})
     assert (mbpp.mode, mbpp.case_count, mbpp.setup) == ("asserts", 1, "import math")
-    human = parse_reference({"test": "def check(candidate):\n    assert candidate() == 1", "entry_point": "g"})
+    human = parse_reference(
+        {"test": "def check(candidate):\n    assert candidate() == 1", "entry_point": "g"}
+    )
     assert human.tests[0].endswith("check(g)\n")
     io = parse_reference('{"inputs": ["1\\n"], "outputs": ["1\\n"]}')
     assert (io.mode, io.case_count) == ("io", 1)
@@ -116,7 +117,11 @@ def test_sandbox_that_cannot_start_is_an_error_per_candidate(tmp_path):
     object.__setattr__(provider.config, "bwrap_path", str(not_bwrap))
     try:
         rollouts = [
-            {"trajectory_id": t, "completion": "def f():\n    return 1", "reference": {"test_list": ["assert f() == 1"]}}
+            {
+                "trajectory_id": t,
+                "completion": "def f():\n    return 1",
+                "reference": {"test_list": ["assert f() == 1"]},
+            }
             for t in ("a", "b")
         ]
         for item in bound.score_group("g", rollouts).items:
@@ -131,8 +136,13 @@ def test_isolation_none_runs_trusted_code():
     bound = resolve_catalog().bind("code-tests", {"isolation": "none", "concurrency": 1})
     try:
         reference = {"test_list": ["assert f() == 1", "assert f() == 2"]}
-        result = bound.score_group("g", [{"trajectory_id": "a", "completion": "def f():\n    return 1",
-                                          "reference": reference}]).items[0].result
+        result = (
+            bound.score_group(
+                "g", [{"trajectory_id": "a", "completion": "def f():\n    return 1", "reference": reference}]
+            )
+            .items[0]
+            .result
+        )
         assert dict(result.terms) == {"pass_rate": 0.5, "all_passed": 0.0}
     finally:
         bound.provider.close()

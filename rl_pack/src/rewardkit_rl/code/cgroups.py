@@ -6,6 +6,7 @@ enabled for our cgroup. Both need write access to the cgroup filesystem (root on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -69,10 +70,8 @@ class PidsCgroup:
         self.path = parent / name
         self.path.mkdir(exist_ok=True)
         if (parent / "cgroup.subtree_control").exists():  # v2: the controller must be delegated
-            try:
+            with contextlib.suppress(OSError):
                 (parent / "cgroup.subtree_control").write_text("+pids")
-            except OSError:
-                pass
         (self.path / "pids.max").write_text(str(max_pids))
 
     @property
@@ -93,10 +92,8 @@ class PidsCgroup:
             if not pids:
                 return
             for pid in pids:
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
             time.sleep(0.005)
 
     def remove(self) -> None:

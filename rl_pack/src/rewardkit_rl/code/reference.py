@@ -49,7 +49,9 @@ class TestPlan:
 
 def _strings(value: object, what: str) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise RewardContractError(f"code-tests: reference {what} must be a list of strings, got {value!r:.80}")
+        raise RewardContractError(
+            f"code-tests: reference {what} must be a list of strings, got {value!r:.80}"
+        )
     bad = [index for index, item in enumerate(value) if not isinstance(item, str)]
     if bad:
         raise RewardContractError(f"code-tests: reference {what}[{bad[0]}] is not a string")

@@ -16,6 +16,9 @@ report only when it carries the nonce drawn for that run. A program that calls `
 skipped count as not run.
 """
 
+from __future__ import annotations
+
+import contextlib
 import json
 import os
 import resource
@@ -34,7 +37,7 @@ RESULT_FD = 3
 WORK_ROOT = "/tmp"
 
 
-def _read_exact(fd, count):
+def _read_exact(fd: int, count: int) -> bytes | None:
     chunks = []
     while count:
         chunk = os.read(fd, count)
@@ -45,7 +48,7 @@ def _read_exact(fd, count):
     return b"".join(chunks)
 
 
-def _read_frame(fd):
+def _read_frame(fd: int) -> dict | None:
     header = _read_exact(fd, 4)
     if header is None:
         return None
@@ -56,7 +59,7 @@ def _read_frame(fd):
     return json.loads(body.decode("utf-8"))
 
 
-def _write_frame(fd, payload):
+def _write_frame(fd: int, payload: dict) -> None:
     body = json.dumps(payload).encode("utf-8")
     data = struct.pack(">I", len(body)) + body
     while data:
@@ -67,7 +70,7 @@ def _write_frame(fd, payload):
 # -- killing everything a run left behind -----------------------------------------------------------
 
 
-def _processes_of(uid):
+def _processes_of(uid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -85,14 +88,12 @@ def _processes_of(uid):
     return found
 
 
-def _kill_uid(uid, session):
+def _kill_uid(uid: int | None, session: int) -> int:
     """SIGKILL every live process of ``uid`` until none is left (a fork bomb re-forks meanwhile)."""
     if uid is None:
         # isolation "none": the run's session is all we can find
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(session, signal.SIGKILL)
-        except OSError:
-            pass
         return 0
     rounds = 0
     while True:
@@ -101,16 +102,14 @@ def _kill_uid(uid, session):
             return rounds
         rounds += 1
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
         if rounds > 2000:
             raise RuntimeError(f"processes of uid {uid} survive SIGKILL: {pids[:10]}")
         time.sleep(0.001 if rounds < 50 else 0.01)
 
 
-def _reap():
+def _reap() -> None:
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -123,7 +122,7 @@ def _reap():
 # -- the child ---------------------------------------------------------------------------------------
 
 
-def _apply_limits(limits, timeout):
+def _apply_limits(limits: dict, timeout: float) -> None:
     cpu = int(timeout) + 1
     pairs = (
         (resource.RLIMIT_CPU, (cpu, cpu + 1)),
@@ -137,7 +136,16 @@ def _apply_limits(limits, timeout):
         resource.setrlimit(which, value)
 
 
-def _child(request, nonce, stdin_path, out_w, err_w, result_w, workdir, uid):
+def _child(
+    request: dict,
+    nonce: str,
+    stdin_path: str | None,
+    out_w: int,
+    err_w: int,
+    result_w: int,
+    workdir: str,
+    uid: int | None,
+) -> None:
     """Runs in the forked child; never returns."""
     code = 70
     try:
@@ -172,13 +180,13 @@ def _child(request, nonce, stdin_path, out_w, err_w, result_w, workdir, uid):
         os._exit(code)
 
 
-def _harness(request, nonce):
+def _harness(request: dict, nonce: str) -> int:
     """Run the program, then each test, reporting every outcome with the nonce."""
     write = os.write
     prefix = nonce.encode("ascii") + b" "
     tag = request["mode"]
 
-    def report(*fields):
+    def report(*fields: object) -> None:
         write(RESULT_FD, prefix + " ".join(str(field) for field in fields).encode("ascii") + b"\n")
 
     # Tests are compiled into an immutable tuple before any candidate code runs.
@@ -201,7 +209,7 @@ def _harness(request, nonce):
         report("program", "runtime_error", type(error).__name__)
         return 0
     if tag == "io":
-        try:
+        try:  # noqa: SIM105 (the candidate may have patched contextlib)
             flush()
         except BaseException:
             pass
@@ -224,7 +232,7 @@ def _harness(request, nonce):
             report("test", index, "error:" + type(error).__name__)
         else:
             report("test", index, "pass")
-    try:
+    try:  # noqa: SIM105 (the candidate may have patched contextlib)
         flush()
     except BaseException:
         pass
@@ -238,13 +246,13 @@ def _harness(request, nonce):
 class _Capture:
     """Keeps the first ``cap`` bytes of a pipe and counts (then drops) the rest."""
 
-    def __init__(self, fd, cap):
+    def __init__(self, fd: int, cap: int) -> None:
         self.fd = fd
         self.cap = cap
         self.kept = bytearray()
         self.total = 0
 
-    def pump(self):
+    def pump(self) -> bool:
         try:
             chunk = os.read(self.fd, 1 << 16)
         except BlockingIOError:
@@ -258,7 +266,7 @@ class _Capture:
         return True
 
 
-def _parse_reports(raw, nonce, mode, test_count):
+def _parse_reports(raw: bytes, nonce: str, mode: str, test_count: int) -> dict:
     """Turn the child's report lines into verdicts; anything without the nonce is a forgery."""
     program = "no_report"
     tests = ["not_run"] * test_count
@@ -294,7 +302,7 @@ def _parse_reports(raw, nonce, mode, test_count):
     return {"program": program, "tests": tests, "ended": ended and not forged, "forged": forged}
 
 
-def _run(request, uid, counter):
+def _run(request: dict, uid: int | None, counter: int) -> dict:
     nonce = secrets.token_hex(16)
     workdir = f"{WORK_ROOT}/run-{counter}"
     os.mkdir(workdir, 0o700)
@@ -347,10 +355,8 @@ def _run(request, uid, counter):
             break
     # Whatever the child left running (background processes, a fork bomb) dies here.
     if status is None:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     _kill_uid(uid, pid)
     if status is None:
         try:
@@ -390,7 +396,7 @@ def _run(request, uid, counter):
     }
 
 
-def main():
+def main() -> None:
     uid = json.loads(sys.argv[1]) if len(sys.argv) > 1 else None
     os.chmod(WORK_ROOT, 0o711)  # candidates may enter their own run dir, never list or write /tmp
     _write_frame(PROTO_OUT, {"ready": True, "pid": os.getpid()})

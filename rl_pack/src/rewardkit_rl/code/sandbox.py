@@ -20,6 +20,7 @@ drop or cgroup: for trusted code only.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -317,10 +318,8 @@ class Slot:
         stderr = ""
         if process is not None:
             if process.poll() is None:
-                try:
+                with contextlib.suppress(OSError):
                     os.killpg(process.pid, signal.SIGKILL)
-                except OSError:
-                    pass
             if self.cgroup is not None:
                 self.cgroup.kill_all()
             try:
