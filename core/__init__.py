@@ -40,6 +40,8 @@ from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
 from rewardkit.hookspecs import hookimpl
 from rewardkit.plugins import DEFAULT_PLUGINS, load_plugins, reset_plugins
 from rewardkit.pointwise import map_candidates
+from rewardkit.reward import Reward, load
+from rewardkit.worker import RewardWorker, ScoredBatch
 
 __all__ = [
     "DEFAULT_PLUGINS",
@@ -56,6 +58,7 @@ __all__ = [
     "ProviderEntry",
     "ProviderError",
     "RegistrationError",
+    "Reward",
     "RewardCandidate",
     "RewardCandidateResult",
     "RewardContext",
@@ -66,13 +69,16 @@ __all__ = [
     "RewardProviderResult",
     "RewardProviderSpec",
     "RewardSpec",
+    "RewardWorker",
     "RewardkitError",
+    "ScoredBatch",
     "ServingStrategySpec",
     "TrainerBindingSpec",
     "UnknownNameError",
     "compose",
     "hookimpl",
     "is_length_verdict",
+    "load",
     "load_config",
     "load_plugins",
     "map_candidates",

@@ -176,6 +176,7 @@ class RLConfig(_Section):
 
     data: DataConfig = Field(default_factory=DataConfig)
     group_size: int | None = Field(default=None, ge=1)
+    advantage_scaling: Literal["group", "batch", "none"] = "group"
     reward: RewardSelection
     validation: ValidationConfig | None = None
 

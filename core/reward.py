@@ -1,0 +1,197 @@
+"""``rewardkit.load(config) -> Reward``: the in-process way for a trainer to score rollouts.
+
+A ``Reward`` resolves its catalog and constructs every selected provider up front (preflight:
+nothing is scored if any provider cannot be built or fed), then scores batches of complete groups
+with ``score`` (threads) or ``ascore`` (asyncio). Past ``rewards.max_inflight`` rollouts callers
+wait for capacity until ``rewards.deadline_s``, then get ``BackpressureTimeout``: never a silent drop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from typing import Any
+
+from rewardkit.backpressure import InflightLimiter
+from rewardkit.catalog import Catalog, resolve_catalog
+from rewardkit.composition import RewardSpec
+from rewardkit.config import RewardkitConfig, RewardSelection, load_config
+from rewardkit.contracts import KNOWN_NEEDS
+from rewardkit.errors import PreflightError
+from rewardkit.provenance import ProviderRecord, check_resume
+from rewardkit.worker import GroupLike, RewardWorker, ScoredBatch
+
+DEFAULT_THREADS = 8
+
+
+def spec_of(selection: RewardSelection) -> RewardSpec:
+    """The composed spec a selection stands for (one provider is a one-component spec)."""
+    if selection.spec is not None:
+        return RewardSpec.parse(selection.spec)
+    assert selection.provider is not None
+    return RewardSpec.single(selection.provider, selection.params)
+
+
+def available_inputs(config: RewardkitConfig) -> tuple[str, ...]:
+    """Which canonical inputs the configured data supplies (all, when no data file is configured)."""
+    data = config.rl.data
+    if data.path is None and data.rollouts_path is None:
+        return KNOWN_NEEDS
+    return ("prompt", "reference") if data.response_column else ("prompt",)
+
+
+class Reward:
+    """A resolved, preflighted reward: ``score(groups)`` / ``ascore(groups)``."""
+
+    def __init__(
+        self,
+        config: RewardkitConfig,
+        selection: RewardSelection | None = None,
+        *,
+        namespace: str = "train",
+        group_size: int | None = None,
+        catalog: Catalog | None = None,
+    ) -> None:
+        self.config = config
+        self.selection = selection or config.rl.reward
+        self.catalog = catalog or resolve_catalog(self.selection.catalog)
+        self.worker = RewardWorker(
+            spec_of(self.selection),
+            self.catalog,
+            group_size=group_size if group_size is not None else config.rl.group_size,
+            namespace=namespace,
+            scaling=config.rl.advantage_scaling,
+            available_inputs=available_inputs(config),
+        )
+        self.limiter = InflightLimiter(config.rewards.max_inflight)
+        self._threads = config.rewards.concurrency or min(DEFAULT_THREADS, (os.cpu_count() or 1) * 4)
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+
+    # -- properties ----------------------------------------------------------------------------
+
+    @property
+    def spec(self) -> RewardSpec:
+        """The composed spec, with every component's term resolved."""
+        return self.worker.spec
+
+    @property
+    def providers(self) -> tuple[ProviderRecord, ...]:
+        """What a run persists: catalog reference, provider, revision, identity, code fingerprint."""
+        return self.worker.records
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        return self.worker.needs
+
+    def check_resume(self, recorded: Sequence[ProviderRecord], strict: bool | None = None) -> None:
+        """Refuse to resume pending work recorded under other provider identities."""
+        current = {record.provider: record for record in self.providers}
+        recorded_names = {record.provider for record in recorded}
+        for record in recorded:
+            if record.provider not in current:
+                raise PreflightError(
+                    f"pending work was scored with provider {record.provider!r} (identity "
+                    f"{record.identity}), which this configuration no longer selects "
+                    f"(it selects {sorted(current)})"
+                )
+            check_resume(record, current[record.provider], strict)
+        missing = sorted(set(current) - recorded_names)
+        if missing:
+            raise PreflightError(f"pending work has no record of providers {missing}; start a new run")
+
+    # -- scoring -------------------------------------------------------------------------------
+
+    def _executor_for(self, groups: Sequence[GroupLike]) -> ThreadPoolExecutor | None:
+        if len(groups) < 2 or self._threads < 2:
+            return None
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="rewardkit-score")
+            return self._executor
+
+    def _admission(self, deadline_s: float | None) -> Any:
+        deadline = time.monotonic() + (
+            deadline_s if deadline_s is not None else self.config.rewards.deadline_s
+        )
+
+        def admit(weight: int) -> AbstractContextManager[float]:
+            return self.limiter.admit(weight, deadline)
+
+        return admit
+
+    def score(self, groups: Sequence[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+        """Score complete groups; returns per-candidate ``final``, breakdown and advantage, and metrics."""
+        return self.worker.evaluate(groups, self._executor_for(groups), self._admission(deadline_s))
+
+    def process(self, groups: Sequence[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+        """Score and write ``reward``/``advantage`` into the trajectories, all or nothing."""
+        return self.worker.process(groups, self._executor_for(groups), self._admission(deadline_s))
+
+    async def ascore(self, groups: Sequence[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+        """``score`` for asyncio callers: waits for capacity without blocking the event loop."""
+        return await asyncio.to_thread(self.score, groups, deadline_s=deadline_s)
+
+    def validation(self) -> Reward:
+        """The held-out reward (``rl.validation.reward``), from the same catalog, namespace ``val``."""
+        validation = self.config.rl.validation
+        selection = self.selection
+        if validation is not None and validation.reward is not None:
+            chosen = validation.reward
+            selection = (
+                RewardSelection(provider=chosen, catalog=self.selection.catalog)
+                if isinstance(chosen, str)
+                else chosen
+            )
+            if selection.catalog != self.selection.catalog:
+                raise PreflightError(
+                    f"rl.validation.reward must use the training catalog {self.selection.catalog!r}, "
+                    f"not {selection.catalog!r}: validation selects from the same catalog"
+                )
+        size = validation.n_generation if validation is not None else None
+        return Reward(self.config, selection, namespace="val", group_size=size, catalog=self.catalog)
+
+    def close(self) -> None:
+        with self._executor_lock:
+            if self._executor is not None:
+                self._executor.shutdown(wait=True)
+                self._executor = None
+
+    def __enter__(self) -> Reward:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def load(
+    config: RewardkitConfig | Mapping[str, Any] | str | os.PathLike[str], overrides: Sequence[str] = ()
+) -> Reward:
+    """Resolve and preflight the reward a configuration selects.
+
+    ``config`` is a ``RewardkitConfig``, a mapping or a YAML/TOML path. With ``rl.reward.service``
+    the reward is scored by a Reward Service; with ``rewards.backend: ray``, by reward actors.
+    """
+    if not isinstance(config, RewardkitConfig):
+        config = load_config(config, overrides)
+    elif overrides:
+        raise PreflightError("overrides apply when loading a file or mapping, not to a RewardkitConfig")
+    if config.rl.reward.service is not None:
+        return _optional("rewardkit.remote", "RemoteReward", "rl.reward.service")(config)
+    if config.rewards.backend == "ray":
+        return _optional("rewardkit.distributed.ray", "RayReward", "rewards.backend: ray")(config)
+    return Reward(config)
+
+
+def _optional(module: str, attribute: str, key: str) -> Any:
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except ImportError as error:
+        raise PreflightError(f"{key} needs {module}, which is not available here: {error}") from error

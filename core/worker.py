@@ -1,0 +1,368 @@
+"""``RewardWorker``: scores whole groups under a ``RewardSpec`` as one rollback-safe transaction.
+
+The worker binds every component's provider at construction (preflight), refuses provider-name
+and optimized-term collisions, then for a batch: scores every group through the bound adapter,
+composes each candidate, computes group-relative advantages from ``final`` only, and builds the
+report. ``evaluate`` does all of that without touching its inputs; ``process`` also writes
+``reward`` and ``advantage`` into the trainer's trajectory mappings, and restores every one of them
+if any stage fails, so a batch is either fully scored or exactly as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from concurrent.futures import Executor
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from rewardkit.advantages import Scaling, group_advantages
+from rewardkit.binding import BoundProvider
+from rewardkit.catalog import Catalog
+from rewardkit.composition import ComponentOutcome, Composition, CompositionError, RewardSpec, compose
+from rewardkit.contracts import KNOWN_NEEDS, RewardGroupResult
+from rewardkit.errors import PreflightError, ProviderError, RewardkitError
+from rewardkit.identity import canonical_json
+from rewardkit.metrics import Report, metric_name
+from rewardkit.provenance import ProviderRecord, record_of
+
+REWARD_FIELDS = ("reward", "advantage")
+_ABSENT = object()
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredCandidate:
+    trajectory_id: str
+    final: float | None
+    gated: bool
+    breakdown: dict[str, dict[str, Any]]
+    advantage: float
+
+    def to_json(self, group_id: str) -> dict[str, Any]:
+        return {
+            "group_id": group_id,
+            "trajectory_id": self.trajectory_id,
+            "final": self.final,
+            "gated": self.gated,
+            "advantage": self.advantage,
+            "breakdown": self.breakdown,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredGroup:
+    group_id: str
+    candidates: tuple[ScoredCandidate, ...]
+
+
+@dataclass(frozen=True)
+class ScoredBatch:
+    """A scored batch: per-candidate results, the batch report and the providers' provenance."""
+
+    groups: tuple[ScoredGroup, ...]
+    metrics: dict[str, float]
+    providers: tuple[ProviderRecord, ...]
+
+    def candidates(self) -> Iterable[tuple[str, ScoredCandidate]]:
+        for group in self.groups:
+            for candidate in group.candidates:
+                yield group.group_id, candidate
+
+    def to_jsonl_rows(self) -> list[dict[str, Any]]:
+        return [candidate.to_json(group_id) for group_id, candidate in self.candidates()]
+
+
+@dataclass(frozen=True)
+class _Component:
+    name: str
+    provider_key: str
+    term: str
+
+
+GroupLike = Any  # RolloutGroup, (group_id, rollouts) or {"group_id": ..., "rollouts": [...]}
+# Called with a group's rollout count before it is scored; waits for capacity (back-pressure).
+Admission = Callable[[int], AbstractContextManager[Any]]
+
+
+def _no_admission(weight: int) -> AbstractContextManager[Any]:
+    return nullcontext()
+
+
+def group_parts(group: GroupLike) -> tuple[str, Sequence[Mapping[str, Any]]]:
+    """The group id and rollouts of any accepted group shape."""
+    if isinstance(group, Mapping):
+        try:
+            return group["group_id"], group["rollouts"]
+        except KeyError as error:
+            raise RewardkitError(
+                f"a group mapping needs 'group_id' and 'rollouts'; missing {error}"
+            ) from None
+    if isinstance(group, tuple) and len(group) == 2:
+        return group[0], group[1]
+    if hasattr(group, "group_id") and hasattr(group, "rollouts"):
+        return group.group_id, group.rollouts
+    raise RewardkitError(
+        f"cannot read a group from {type(group).__name__}; pass RolloutGroup, (group_id, rollouts) "
+        "or {'group_id': ..., 'rollouts': [...]}"
+    )
+
+
+class RewardWorker:
+    """Scores batches of complete groups with one ``RewardSpec``."""
+
+    def __init__(
+        self,
+        spec: RewardSpec,
+        catalog: Catalog,
+        *,
+        group_size: int | None,
+        namespace: str = "train",
+        scaling: Scaling = "group",
+        available_inputs: Sequence[str] = KNOWN_NEEDS,
+    ) -> None:
+        metric_name(namespace)  # validates the namespace
+        self.namespace = namespace
+        self.scaling = scaling
+        self.group_size = group_size
+        self.catalog = catalog
+        self.providers: dict[str, BoundProvider] = {}
+        owners: dict[str, tuple[str, str]] = {}  # provider name -> (params key, first component)
+        components = []
+        for component in spec.components:
+            params_key = canonical_json(component.params)
+            key = f"{component.provider}|{params_key}"
+            seen = owners.get(component.provider)
+            if seen is not None and seen[0] != params_key:
+                raise PreflightError(
+                    f"provider-name collision: components {seen[1]!r} and {component.name!r} both use "
+                    f"provider {component.provider!r} with different params ({seen[0]} vs {params_key}); "
+                    f"their metrics would merge under reward_provider/{component.provider}/. Use one "
+                    "configuration per provider"
+                )
+            owners.setdefault(component.provider, (params_key, component.name))
+            if key not in self.providers:
+                self.providers[key] = catalog.bind(component.provider, component.params, available_inputs)
+            components.append(component)
+        resolved = spec.with_terms(lambda name: self._provider_named(name).spec.default_term)
+        self.spec = resolved
+        read: dict[tuple[str, str], str] = {}
+        self._components: list[_Component] = []
+        for component in resolved.components:
+            key = f"{component.provider}|{canonical_json(component.params)}"
+            bound = self.providers[key]
+            if component.term not in bound.spec.terms:
+                raise PreflightError(
+                    f"component {component.name!r} reads term {component.term!r}, which provider "
+                    f"{component.provider!r} does not declare; it declares {list(bound.spec.terms)}"
+                )
+            pair = (key, component.term)
+            if pair in read:
+                raise PreflightError(
+                    f"optimized-term collision: components {read[pair]!r} and {component.name!r} both "
+                    f"optimise term {component.term!r} of provider {component.provider!r}; it would be "
+                    "counted twice"
+                )
+            read[pair] = component.name
+            self._components.append(_Component(component.name, key, component.term))
+        self.records = tuple(record_of(bound, catalog.ref) for bound in self.providers.values())
+
+    def _provider_named(self, name: str) -> BoundProvider:
+        return next(bound for bound in self.providers.values() if bound.name == name)
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        wanted = {need for bound in self.providers.values() for need in bound.spec.needs}
+        return tuple(need for need in KNOWN_NEEDS if need in wanted)
+
+    # -- stage 1: scoring ----------------------------------------------------------------------
+
+    def _score_group(
+        self, group_id: str, rollouts: Sequence[Mapping[str, Any]], admit: Admission
+    ) -> dict[str, RewardGroupResult | ProviderError]:
+        with admit(len(rollouts) if hasattr(rollouts, "__len__") else 1):
+            return self._score_admitted(group_id, rollouts)
+
+    def _score_admitted(
+        self, group_id: str, rollouts: Sequence[Mapping[str, Any]]
+    ) -> dict[str, RewardGroupResult | ProviderError]:
+        results: dict[str, RewardGroupResult | ProviderError] = {}
+        for key, bound in self.providers.items():
+            try:
+                results[key] = bound.score_group(group_id, rollouts, self.group_size)
+            except ProviderError as error:
+                if self.spec.on_error == "raise":
+                    raise
+                results[key] = error
+        return results
+
+    def _compose_group(
+        self,
+        group_id: str,
+        rollouts: Sequence[Mapping[str, Any]],
+        results: Mapping[str, RewardGroupResult | ProviderError],
+    ) -> list[tuple[str, Composition]]:
+        composed = []
+        for position in range(len(rollouts)):
+            outcomes: dict[str, ComponentOutcome] = {}
+            trajectory_id = ""
+            for component in self._components:
+                result = results[component.provider_key]
+                if isinstance(result, ProviderError):
+                    outcomes[component.name] = ComponentOutcome.error(str(result))
+                    trajectory_id = str(rollouts[position].get("trajectory_id"))
+                    continue
+                item = result.items[position]
+                trajectory_id = item.trajectory_id
+                outcomes[component.name] = ComponentOutcome.from_result(item.result, component.term)
+            try:
+                composition = compose(self.spec, outcomes)
+            except CompositionError as error:
+                raise CompositionError(
+                    f"[group {group_id!r}, candidate {trajectory_id!r}] {error}",
+                    component=error.component,
+                    breakdown=error.breakdown,
+                ) from error
+            composed.append((trajectory_id, composition))
+        return composed
+
+    def _stage(
+        self, groups: Sequence[GroupLike], executor: Executor | None, admit: Admission
+    ) -> list[tuple[str, Sequence[Mapping[str, Any]], list[tuple[str, Composition]], dict]]:
+        parts = [group_parts(group) for group in groups]
+        seen: set[str] = set()
+        for group_id, _ in parts:
+            if group_id in seen:
+                raise RewardkitError(
+                    f"group {group_id!r} appears twice in the batch; a group must be complete in one place"
+                )
+            seen.add(group_id)
+        if executor is not None and len(parts) > 1:
+            futures = [
+                executor.submit(self._score_group, group_id, rollouts, admit) for group_id, rollouts in parts
+            ]
+            try:
+                scored = [future.result() for future in futures]
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+        else:
+            scored = [self._score_group(group_id, rollouts, admit) for group_id, rollouts in parts]
+        return [
+            (group_id, rollouts, self._compose_group(group_id, rollouts, results), results)
+            for (group_id, rollouts), results in zip(parts, scored)
+        ]
+
+    # -- stages 2-4: annotate, report ------------------------------------------------------------
+
+    def _annotate(self, staged: list) -> list[list[float]]:
+        totals = [[composition.total for _, composition in composed] for _, _, composed, _ in staged]
+        return group_advantages(totals, self.scaling)
+
+    def _report(self, staged: list, advantages: list[list[float]]) -> dict[str, float]:
+        report = Report(self.namespace)
+        ns = self.namespace
+        for _, rollouts, composed, results in staged:
+            for key, result in results.items():
+                name = self.providers[key].name
+                report.count(metric_name(ns, "reward_provider", name, "sample_count"), len(rollouts))
+                if isinstance(result, RewardGroupResult):
+                    for item in result.items:
+                        report.provider_diagnostics(name, item.result.diagnostics)
+            for _, composition in composed:
+                if composition.total is None:
+                    report.count(metric_name(ns, "reward", "null_count"))
+                else:
+                    report.mean(metric_name(ns, "reward", "mean"), composition.total)
+                report.count(metric_name(ns, "reward", "gated_count"), float(composition.gated))
+                for component, entry in composition.breakdown.items():
+                    status = entry["status"]
+                    report.count(metric_name(ns, "reward_component", component, f"{status}_count"))
+                    if status == "scored":
+                        report.mean(metric_name(ns, "reward_component", component, "mean"), entry["value"])
+        flat = [a for group in advantages for a in group]
+        if flat:
+            report.mean(
+                metric_name(ns, "advantage", "abs_mean"), sum(abs(a) for a in flat) / len(flat), len(flat)
+            )
+        return report.as_dict()
+
+    def _result(self, staged: list, advantages: list[list[float]], metrics: dict[str, float]) -> ScoredBatch:
+        groups = []
+        for (group_id, _, composed, _), group_advantages_ in zip(staged, advantages):
+            groups.append(
+                ScoredGroup(
+                    group_id,
+                    tuple(
+                        ScoredCandidate(trajectory_id, c.total, c.gated, c.breakdown, advantage)
+                        for (trajectory_id, c), advantage in zip(composed, group_advantages_)
+                    ),
+                )
+            )
+        return ScoredBatch(tuple(groups), metrics, self.records)
+
+    # -- entry points --------------------------------------------------------------------------
+
+    def evaluate(
+        self, groups: Sequence[GroupLike], executor: Executor | None = None, admit: Admission = _no_admission
+    ) -> ScoredBatch:
+        """Score, compose, annotate and report a batch without modifying the inputs."""
+        staged = self._stage(groups, executor, admit)
+        advantages = self._annotate(staged)
+        return self._result(staged, advantages, self._report(staged, advantages))
+
+    def process(
+        self, groups: Sequence[GroupLike], executor: Executor | None = None, admit: Admission = _no_admission
+    ) -> ScoredBatch:
+        """Like ``evaluate``, and write ``reward`` and ``advantage`` into each trajectory mapping.
+
+        One transaction: if scoring, a reward write, the annotation or the report fails, every
+        trajectory gets back exactly the reward-stage fields it had before, and the error propagates.
+        """
+        trajectories: list[MutableMapping[str, Any]] = []
+        for group in groups:
+            for rollout in group_parts(group)[1]:
+                if not isinstance(rollout, MutableMapping):
+                    raise RewardkitError(
+                        f"process() writes rewards into trajectories, so each must be a mutable mapping; "
+                        f"got {type(rollout).__name__}"
+                    )
+                trajectories.append(rollout)
+        before = [
+            {field: trajectory.get(field, _ABSENT) for field in REWARD_FIELDS} for trajectory in trajectories
+        ]
+        try:
+            staged = self._stage(groups, executor, admit)
+            position = 0
+            for _, _, composed, _ in staged:
+                for _, composition in composed:
+                    self._write_reward(trajectories[position], composition)
+                    position += 1
+            advantages = self._annotate(staged)
+            position = 0
+            for group_advantages_ in advantages:
+                for advantage in group_advantages_:
+                    self._write_advantage(trajectories[position], advantage)
+                    position += 1
+            metrics = self._report(staged, advantages)
+            return self._result(staged, advantages, metrics)
+        except BaseException:
+            for trajectory, fields in zip(trajectories, before):
+                for field, value in fields.items():
+                    if value is _ABSENT:
+                        trajectory.pop(field, None)
+                    else:
+                        trajectory[field] = value
+            raise
+
+    @staticmethod
+    def _write_reward(trajectory: MutableMapping[str, Any], composition: Composition) -> None:
+        trajectory["reward"] = {
+            "final": composition.total,
+            "gated": composition.gated,
+            "breakdown": composition.breakdown,
+        }
+
+    @staticmethod
+    def _write_advantage(trajectory: MutableMapping[str, Any], advantage: float) -> None:
+        trajectory["advantage"] = advantage
