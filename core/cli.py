@@ -6,11 +6,11 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import RewardkitError
 from rewardkit.plugins import load_plugins
+from rewardkit.tables import format_table
 
 Command = Callable[[argparse.Namespace], int]
 _COMMANDS: dict[str, Command] = {}
@@ -22,16 +22,6 @@ def command(name: str) -> Callable[[Command], Command]:
         return function
 
     return decorate
-
-
-def format_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
-    """A plain, aligned text table."""
-    cells = [[str(value) for value in row] for row in rows]
-    widths = [max([len(header)] + [len(row[index]) for row in cells]) for index, header in enumerate(headers)]
-    lines = ["  ".join(header.ljust(width) for header, width in zip(headers, widths)).rstrip()]
-    lines.append("  ".join("-" * width for width in widths))
-    lines.extend("  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip() for row in cells)
-    return "\n".join(lines)
 
 
 @command("providers")
@@ -89,6 +79,13 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("score")
+def cmd_score(args: argparse.Namespace) -> int:
+    from rewardkit.score_job import run_score
+
+    return run_score(args.config, args.overrides, args.out, resume=args.resume)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rewardkit", description="The reward layer for RL post-training.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -105,12 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
     plugins = sub.add_parser("plugins", help="list loaded plugins, their hooks and load failures")
     plugins.add_argument("--json", action="store_true")
 
-    for extend in _PARSER_EXTENSIONS:
-        extend(sub)
+    score = sub.add_parser("score", help="score a JSONL file of rollouts (the main job)")
+    score.add_argument("config", help="YAML or TOML configuration")
+    score.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
+    score.add_argument("--out", required=True, help="where to write one JSON line per candidate")
+    score.add_argument(
+        "--resume", action="store_true", help="finish a pending run under its recorded identities"
+    )
     return parser
 
-
-_PARSER_EXTENSIONS: list[Callable[[Any], None]] = []
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,9 +12,9 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from contextlib import contextmanager
 from typing import Any
 
 from rewardkit.backpressure import InflightLimiter
@@ -115,19 +115,31 @@ class Reward:
                 self._executor = ThreadPoolExecutor(self._threads, thread_name_prefix="rewardkit-score")
             return self._executor
 
-    def _admission(self, deadline_s: float | None) -> Any:
-        deadline = time.monotonic() + (
-            deadline_s if deadline_s is not None else self.config.rewards.deadline_s
-        )
+    def _admission(self, deadline_s: float | None, progress: Callable[[int], None] | None = None) -> Any:
+        budget = deadline_s if deadline_s is not None else self.config.rewards.deadline_s
+        deadline = time.monotonic() + budget
 
-        def admit(weight: int) -> AbstractContextManager[float]:
-            return self.limiter.admit(weight, deadline)
+        @contextmanager
+        def admit(weight: int) -> Iterator[float]:
+            with self.limiter.admit(weight, deadline) as waited:
+                yield waited
+            if progress is not None:
+                progress(weight)
 
         return admit
 
-    def score(self, groups: Sequence[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
-        """Score complete groups; returns per-candidate ``final``, breakdown and advantage, and metrics."""
-        return self.worker.evaluate(groups, self._executor_for(groups), self._admission(deadline_s))
+    def score(
+        self,
+        groups: Sequence[GroupLike],
+        *,
+        deadline_s: float | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> ScoredBatch:
+        """Score complete groups; returns per-candidate ``final``, breakdown and advantage, and metrics.
+
+        ``progress(n)`` is called after each group is scored, with its number of rollouts.
+        """
+        return self.worker.evaluate(groups, self._executor_for(groups), self._admission(deadline_s, progress))
 
     def process(self, groups: Sequence[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
         """Score and write ``reward``/``advantage`` into the trajectories, all or nothing."""
