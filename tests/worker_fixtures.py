@@ -1,0 +1,47 @@
+"""A catalog of controllable providers for the worker and job tests (``worker_fixtures:catalog``)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from functools import partial
+
+from rewardkit import MetricContribution, RewardProviderResult, RewardProviderSpec, map_candidates
+from rewardkit.contracts import RewardCandidate, RewardContext
+
+CALLS = {"count": 0}
+_lock = threading.Lock()
+
+
+def score_keyed(candidate: RewardCandidate, context: RewardContext) -> RewardProviderResult:
+    """Reads ``value=<x>`` / ``skip`` / ``error`` / ``crash`` from the completion."""
+    with _lock:
+        CALLS["count"] += 1
+    text = candidate.completion
+    if text.startswith("skip"):
+        return RewardProviderResult.skip("not applicable")
+    if text.startswith("error"):
+        return RewardProviderResult.fail("timeout")
+    if text.startswith("crash"):
+        raise RuntimeError("provider crashed")
+    value = float(text.split("=", 1)[1]) if "=" in text else 0.0
+    return RewardProviderResult(
+        {"score": value, "bonus": value / 2}, diagnostics=(MetricContribution("length", float(len(text))),)
+    )
+
+
+def catalog() -> list[RewardProviderSpec]:
+    revision = os.environ.get("WORKER_FIXTURE_REVISION", "1")
+    return [
+        RewardProviderSpec(
+            "keyed", partial(map_candidates, score_keyed), (), revision, ("score", "bonus"), ("length",)
+        ),
+        RewardProviderSpec(
+            "keyed-ref",
+            partial(map_candidates, score_keyed),
+            ("reference",),
+            "1",
+            ("score", "bonus"),
+            ("length",),
+        ),
+    ]
