@@ -128,6 +128,8 @@ class RewardSelection(_Section):
     spec: dict[str, Any] | None = None
     catalog: str | None = None
     service: str | None = None
+    # verl's data_source -> the selection used for rows of that source (verl binding); others use this one.
+    by_data_source: dict[str, RewardSelection] = Field(default_factory=dict)
 
     @field_validator("provider", "catalog")
     @classmethod
@@ -154,6 +156,11 @@ class RewardSelection(_Section):
             )
         if self.spec is not None and self.params:
             raise ValueError("'params' goes with 'provider'; with 'spec', give params on each component")
+        nested = sorted(source for source, chosen in self.by_data_source.items() if chosen.by_data_source)
+        if nested:
+            raise ValueError(
+                f"by_data_source entries {nested} have their own by_data_source; nest one level only"
+            )
         return self
 
 
