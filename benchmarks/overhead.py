@@ -3,6 +3,8 @@
 Direct: ``score_exact_match(candidate, context)`` in a loop over prebuilt candidates.
 Bound adapter: ``BoundProvider.score_group`` from trainer-style rollout dicts (validation, freeze,
 candidate construction, the provider call and result checks).
+``Reward.score``: the whole in-process path (worker threads, bound provider, compose,
+advantages, report; no file I/O).
 Best of ``--repeats`` runs for each path, measured in the same process, interleaved.
 
     python benchmarks/overhead.py [--candidates 10000] [--group-size 16] [--repeats 7]
@@ -15,8 +17,8 @@ import gc
 import time
 from collections.abc import Callable
 
+import rewardkit
 from _report import report
-
 from rewardkit import RewardCandidate, RewardContext, resolve_catalog
 from rewardkit.builtin.rules import score_exact_match
 
@@ -61,7 +63,10 @@ def main() -> None:
     groups = build_rollouts(args.candidates, args.group_size)
     n = sum(len(rows) for _, rows in groups)
     prebuilt = [
-        (RewardContext(reference=rows[0]["reference"]), [RewardCandidate(r["trajectory_id"], r["completion"]) for r in rows])
+        (
+            RewardContext(reference=rows[0]["reference"]),
+            [RewardCandidate(r["trajectory_id"], r["completion"]) for r in rows],
+        )
         for _, rows in groups
     ]
     bound = resolve_catalog().bind("exact-match")
@@ -95,8 +100,18 @@ def main() -> None:
 
 
 def _extra_paths(groups: list[tuple[str, list[dict]]], group_size: int) -> dict[str, Callable[[], None]]:
-    """Paths added by later layers (the in-process Reward), when they exist."""
-    return {}
+    """The in-process ``Reward.score`` path: worker, bound provider, compose, advantages, report."""
+    reward = rewardkit.load(
+        {
+            "rl": {"group_size": group_size, "reward": {"provider": "exact-match"}},
+            "rewards": {"max_inflight": 1 << 20},
+        }
+    )
+
+    def reward_score() -> None:
+        reward.score(groups)
+
+    return {"Reward.score (in-process)": reward_score}
 
 
 if __name__ == "__main__":

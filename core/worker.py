@@ -260,26 +260,63 @@ class RewardWorker:
         return group_advantages(totals, self.scaling)
 
     def _report(self, staged: list, advantages: list[list[float]]) -> dict[str, float]:
-        report = Report(self.namespace)
+        # Names are built (and validated) once per batch, not per candidate: this runs in the hot path.
         ns = self.namespace
+        report = Report(ns)
+        sample_names = {
+            key: metric_name(ns, "reward_provider", bound.name, "sample_count")
+            for key, bound in self.providers.items()
+        }
+        status_names = {
+            component.name: {
+                status: metric_name(ns, "reward_component", component.name, f"{status}_count")
+                for status in ("scored", "skipped", "error")
+            }
+            for component in self._components
+        }
+        sums = {component.name: [0.0, 0] for component in self._components}
+        statuses = {
+            component.name: dict.fromkeys(("scored", "skipped", "error"), 0) for component in self._components
+        }
+        total_sum, total_count, nulls, gated = 0.0, 0, 0, 0
         for _, rollouts, composed, results in staged:
             for key, result in results.items():
-                name = self.providers[key].name
-                report.count(metric_name(ns, "reward_provider", name, "sample_count"), len(rollouts))
+                report.count(sample_names[key], len(rollouts))
                 if isinstance(result, RewardGroupResult):
+                    name = self.providers[key].name
                     for item in result.items:
-                        report.provider_diagnostics(name, item.result.diagnostics)
+                        if item.result.diagnostics:
+                            report.provider_diagnostics(name, item.result.diagnostics)
             for _, composition in composed:
                 if composition.total is None:
-                    report.count(metric_name(ns, "reward", "null_count"))
+                    nulls += 1
                 else:
-                    report.mean(metric_name(ns, "reward", "mean"), composition.total)
-                report.count(metric_name(ns, "reward", "gated_count"), float(composition.gated))
+                    total_sum += composition.total
+                    total_count += 1
+                gated += composition.gated
                 for component, entry in composition.breakdown.items():
                     status = entry["status"]
-                    report.count(metric_name(ns, "reward_component", component, f"{status}_count"))
+                    statuses[component][status] += 1
                     if status == "scored":
-                        report.mean(metric_name(ns, "reward_component", component, "mean"), entry["value"])
+                        accumulator = sums[component]
+                        accumulator[0] += entry["value"]
+                        accumulator[1] += 1
+        for component, counts in statuses.items():
+            for status, count in counts.items():
+                if count:
+                    report.count(status_names[component][status], count)
+            value_sum, value_count = sums[component]
+            if value_count:
+                report.mean(
+                    metric_name(ns, "reward_component", component, "mean"),
+                    value_sum / value_count,
+                    value_count,
+                )
+        if total_count:
+            report.mean(metric_name(ns, "reward", "mean"), total_sum / total_count, total_count)
+        if nulls:
+            report.count(metric_name(ns, "reward", "null_count"), nulls)
+        report.count(metric_name(ns, "reward", "gated_count"), gated)
         flat = [a for group in advantages for a in group]
         if flat:
             report.mean(
@@ -307,7 +344,20 @@ class RewardWorker:
         self, groups: Sequence[GroupLike], executor: Executor | None = None, admit: Admission = _no_admission
     ) -> ScoredBatch:
         """Score, compose, annotate and report a batch without modifying the inputs."""
-        staged = self._stage(groups, executor, admit)
+        return self.finish(self._stage(groups, executor, admit))
+
+    # Distributed execution (reward actors) splits the batch: each group is staged where the
+    # providers run (``stage_group``), and the driver that holds the whole batch calls ``finish``.
+
+    def stage_group(
+        self, group_id: str, rollouts: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[tuple[str, Composition]], dict[str, RewardGroupResult | ProviderError]]:
+        """Score and compose one group: its per-candidate compositions and the raw provider results."""
+        results = self._score_admitted(group_id, rollouts)
+        return self._compose_group(group_id, rollouts, results), results
+
+    def finish(self, staged: list) -> ScoredBatch:
+        """Annotate and report staged groups ``(group_id, rollouts, compositions, results)``."""
         advantages = self._annotate(staged)
         return self._result(staged, advantages, self._report(staged, advantages))
 
@@ -318,6 +368,13 @@ class RewardWorker:
 
         One transaction: if scoring, a reward write, the annotation or the report fails, every
         trajectory gets back exactly the reward-stage fields it had before, and the error propagates.
+        """
+        return self.process_with(groups, lambda: self._stage(groups, executor, admit))
+
+    def process_with(self, groups: Sequence[GroupLike], stage: Callable[[], list]) -> ScoredBatch:
+        """``process`` with the scoring stage supplied by the caller (e.g. reward actors).
+
+        ``stage()`` returns the staged groups in batch order, as ``_stage`` does.
         """
         trajectories: list[MutableMapping[str, Any]] = []
         for group in groups:
@@ -332,7 +389,7 @@ class RewardWorker:
             {field: trajectory.get(field, _ABSENT) for field in REWARD_FIELDS} for trajectory in trajectories
         ]
         try:
-            staged = self._stage(groups, executor, admit)
+            staged = stage()
             position = 0
             for _, _, composed, _ in staged:
                 for _, composition in composed:
