@@ -86,6 +86,13 @@ def cmd_score(args: argparse.Namespace) -> int:
     return run_score(args.config, args.overrides, args.out, resume=args.resume)
 
 
+@command("serve")
+def cmd_serve(args: argparse.Namespace) -> int:
+    from rewardkit.service.cli import run_serve
+
+    return run_serve(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rewardkit", description="The reward layer for RL post-training.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -109,6 +116,16 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument(
         "--resume", action="store_true", help="finish a pending run under its recorded identities"
     )
+
+    serve = sub.add_parser("serve", help="run the Reward Service (HTTP/JSON)")
+    serve.add_argument("config", help="YAML or TOML configuration")
+    serve.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed at start)")
+    serve.add_argument("--tokens-file", help="bearer tokens, one per line (also REWARDKIT_TOKENS)")
+    serve.add_argument("--max-body-bytes", type=int, help="largest request body accepted")
+    serve.add_argument("--max-rollouts-per-call", type=int, help="default: rewards.max_inflight")
+    serve.add_argument("--drain-timeout", type=float, help="seconds to drain on SIGTERM (default: all)")
     return parser
 
 

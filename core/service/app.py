@@ -1,0 +1,515 @@
+"""The Reward Service ASGI application: ``create_app(config) -> Starlette``.
+
+Every scoring endpoint follows one path: authenticate (the guard around the app), read the body
+under the size limit, validate it with the wire models (a 400 names the field path), refuse a
+request over the rollouts limit at once (413, with the limit), resolve the reward (cached per
+spec; a 422 says why it cannot be built), wait for in-flight capacity in arrival order until the
+deadline (503 with ``Retry-After``), then score in a worker thread so the event loop keeps
+accepting and answering health checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from rewardkit.advantages import Scaling
+from rewardkit.catalog import Catalog, resolve_catalog
+from rewardkit.composition import CompositionError, RewardSpec, RewardSpecError, compose
+from rewardkit.config import RewardkitConfig, RewardSelection
+from rewardkit.contracts import KNOWN_NEEDS
+from rewardkit.errors import (
+    PreflightError,
+    ProviderError,
+    RewardContractError,
+    RewardkitError,
+)
+from rewardkit.identity import canonical_json
+from rewardkit.service.auth import TokenChecker
+from rewardkit.service.limiter import AsyncInflightLimiter, BackpressureTimeout, RequestTooLarge
+from rewardkit.service.metrics import ServiceMetrics
+from rewardkit.service.models import (
+    ComposeRequest,
+    GetRewardRequest,
+    ResolveRequest,
+    ScoreRequest,
+    Selection,
+    openapi_document,
+)
+from rewardkit.worker import RewardWorker, ScoredBatch
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("rewardkit.service")
+
+OPEN_PATHS = frozenset(("/healthz", "/readyz"))
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+_KNOWN_ENDPOINTS = frozenset(
+    ("/v1/score", "/v1/resolve", "/v1/compose", "/get_reward", "/v1/providers", "/metrics", "/openapi.json")
+) | OPEN_PATHS
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """Limits and access of one service; ``max_rollouts_per_call`` defaults to ``rewards.max_inflight``."""
+
+    tokens: tuple[str, ...] = ()
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_rollouts_per_call: int | None = None
+    worker_cache_size: int = 32
+
+    def __repr__(self) -> str:  # tokens never appear in a log line or a traceback
+        return (
+            f"ServiceSettings(tokens=<{len(self.tokens)}>, max_body_bytes={self.max_body_bytes}, "
+            f"max_rollouts_per_call={self.max_rollouts_per_call})"
+        )
+
+
+class Reply(Exception):
+    """An error answer: status, a machine-readable code, a message and optional details/headers."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        cause: str | None = None,
+        details: Sequence[dict[str, str]] = (),
+        limit: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.cause = cause or code
+        self.details = list(details)
+        self.limit = limit
+        self.retry_after_s = retry_after_s
+
+    def response(self) -> Response:
+        error: dict[str, Any] = {"code": self.code, "message": self.message, "details": self.details}
+        headers = {}
+        if self.limit is not None:
+            error["limit"] = self.limit
+        if self.retry_after_s is not None:
+            error["retry_after_s"] = self.retry_after_s
+            headers["Retry-After"] = str(max(1, math.ceil(self.retry_after_s)))
+        if self.status == 401:
+            headers["WWW-Authenticate"] = "Bearer"
+        return _json({"error": error}, self.status, headers)
+
+
+def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return Response(body, status, headers, media_type="application/json")
+
+
+def _field_path(loc: Sequence[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(body)"
+
+
+def _invalid(error: ValidationError) -> Reply:
+    details = []
+    for item in error.errors(include_url=False):
+        loc = item["loc"]
+        if item["type"] == "json_invalid":
+            message = f"not valid JSON: {item['msg']}"
+            details.append({"path": "(body)", "message": message})
+            continue
+        # Union member tags ('str', 'list[...]') are pydantic's, not the user's field names.
+        path = _field_path([part for part in loc if isinstance(part, int) or "[" not in part])
+        details.append({"path": path, "message": item["msg"].removeprefix("Value error, ")})
+    first = details[0]
+    more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+    return Reply(400, "invalid_request", f"{first['path']}: {first['message']}{more}", details=details)
+
+
+class RewardService:
+    """The state behind the app: configuration, catalog, limiter, metrics and the worker cache."""
+
+    def __init__(self, config: RewardkitConfig, settings: ServiceSettings) -> None:
+        self.config = config
+        self.settings = settings
+        self.limiter = AsyncInflightLimiter(config.rewards.max_inflight)
+        self.max_rollouts_per_call = min(
+            settings.max_rollouts_per_call or config.rewards.max_inflight, config.rewards.max_inflight
+        )
+        self.metrics = ServiceMetrics()
+        self.metrics.capacity.set(config.rewards.max_inflight)
+        self.checker = TokenChecker(settings.tokens)
+        self.catalog: Catalog | None = None
+        self.ready = False
+        self.draining = False
+        self._workers: OrderedDict[str, RewardWorker] = OrderedDict()
+        self._workers_lock = threading.Lock()
+        self._recent_score_s = 1.0
+
+    # -- preflight and the worker cache ----------------------------------------------------------
+
+    def preflight(self) -> None:
+        """Resolve the catalog and build every configured reward; ready only after this succeeds."""
+        self.catalog = resolve_catalog(self.config.rl.reward.catalog)
+        self.worker_for(Selection())
+        self.worker_for(Selection(), openrlhf=True)
+        validation = self.config.rl.validation
+        if validation is not None and validation.reward is not None:
+            chosen = validation.reward
+            if isinstance(chosen, str):
+                self.worker_for(Selection(provider=chosen))
+            else:
+                self.worker_for(Selection(provider=chosen.provider, params=chosen.params or None,
+                                          spec=chosen.spec))  # fmt: skip
+        self.ready = True
+
+    def _spec(self, selection: Selection) -> RewardSpec:
+        if selection.spec is not None:
+            return RewardSpec.parse(selection.spec)
+        if selection.provider is not None:
+            return RewardSpec.single(selection.provider, selection.params or {})
+        configured: RewardSelection = self.config.rl.reward
+        if configured.spec is not None:
+            return RewardSpec.parse(configured.spec)
+        assert configured.provider is not None
+        return RewardSpec.single(configured.provider, configured.params)
+
+    def worker_for(
+        self,
+        selection: Selection,
+        group_size: int | None = None,
+        scaling: Scaling | None = None,
+        *,
+        openrlhf: bool = False,
+    ) -> RewardWorker:
+        """The worker scoring ``selection``; built (preflight) once per distinct spec and kept."""
+        assert self.catalog is not None, "preflight() first"
+        spec = self._spec(selection)
+        # OpenRLHF sends single responses without groups: no group size, no advantages.
+        size = None if openrlhf else group_size if group_size is not None else self.config.rl.group_size
+        chosen_scaling: Scaling = "none" if openrlhf else scaling or self.config.rl.advantage_scaling
+        key = canonical_json({"spec": spec.to_json(), "size": size, "scaling": chosen_scaling})
+        with self._workers_lock:
+            worker = self._workers.get(key)
+            if worker is not None:
+                self._workers.move_to_end(key)
+                return worker
+        worker = RewardWorker(
+            spec, self.catalog, group_size=size, scaling=chosen_scaling, available_inputs=KNOWN_NEEDS
+        )
+        with self._workers_lock:
+            self._workers[key] = worker
+            while len(self._workers) > self.settings.worker_cache_size:
+                self._workers.popitem(last=False)
+        return worker
+
+    def resolve(self, selection: Selection, group_size: int | None = None, scaling: Scaling | None = None,
+                *, openrlhf: bool = False) -> RewardWorker:  # fmt: skip
+        try:
+            return self.worker_for(selection, group_size, scaling, openrlhf=openrlhf)
+        except (PreflightError, RewardSpecError, RewardkitError) as error:
+            raise Reply(422, "reward_unavailable", str(error), cause="preflight") from None
+
+    # -- shared request steps ------------------------------------------------------------------
+
+    async def body(self, request: Request) -> bytes:
+        limit = self.settings.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise Reply(413, "body_too_large", f"the body is {declared} bytes; the limit is {limit}",
+                        limit=limit, cause="too_large")  # fmt: skip
+        size = 0
+        chunks = []
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise Reply(413, "body_too_large", f"the body is over the limit of {limit} bytes",
+                            limit=limit, cause="too_large")  # fmt: skip
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def parse(self, model: type[BaseModel], body: bytes) -> Any:
+        if not body.strip():
+            raise Reply(400, "invalid_request", "(body): the request needs a JSON object body",
+                        details=[{"path": "(body)", "message": "empty body"}])  # fmt: skip
+        try:
+            return model.model_validate_json(body)
+        except ValidationError as error:
+            raise _invalid(error) from None
+
+    def check_size(self, rollouts: int) -> None:
+        limit = self.max_rollouts_per_call
+        if rollouts > limit:
+            raise Reply(413, "too_many_rollouts",
+                        f"the request has {rollouts} rollouts; the limit per call is {limit} "
+                        "(rewards.max_inflight); split it into smaller calls", limit=limit,
+                        cause="too_large")  # fmt: skip
+
+    async def scored(
+        self, worker: RewardWorker, groups: list[tuple[str, list[Any]]], weight: int, deadline_s: float | None
+    ) -> tuple[ScoredBatch, float, float]:
+        """Wait for capacity, then score in a thread; returns the batch, seconds waited and scored."""
+        loop = asyncio.get_running_loop()
+        budget = deadline_s if deadline_s is not None else self.config.rewards.deadline_s
+        metrics = self.metrics
+        metrics.waiting_requests.inc()
+        try:
+            waited = await self.limiter.acquire(weight, loop.time() + budget)
+        except BackpressureTimeout as error:
+            metrics.wait_seconds.observe(error.waited_s)
+            raise Reply(503, "deadline_exceeded", str(error), retry_after_s=self._retry_after(),
+                        cause="deadline") from None  # fmt: skip
+        except RequestTooLarge as error:
+            raise Reply(413, "too_many_rollouts", str(error), limit=self.limiter.capacity,
+                        cause="too_large") from None  # fmt: skip
+        finally:
+            metrics.waiting_requests.dec()
+        metrics.wait_seconds.observe(waited)
+        metrics.inflight_rollouts.inc(weight)
+        started = time.perf_counter()
+        try:
+            batch = await run_in_threadpool(worker.evaluate, groups)
+        except RewardContractError as error:
+            raise Reply(422, "contract_violation", str(error), cause="contract") from None
+        except CompositionError as error:
+            raise Reply(422, "composition_failed", str(error), cause="composition") from None
+        except ProviderError as error:
+            raise Reply(422, "provider_failed", str(error), cause="provider") from None
+        except RewardkitError as error:
+            raise Reply(422, "invalid_groups", str(error), cause="contract") from None
+        finally:
+            self.limiter.release(weight)
+            metrics.inflight_rollouts.dec(weight)
+        elapsed = time.perf_counter() - started
+        metrics.score_seconds.observe(elapsed)
+        self._recent_score_s = 0.8 * self._recent_score_s + 0.2 * elapsed
+        return batch, waited, elapsed
+
+    def _retry_after(self) -> float:
+        # Roughly when the work ahead may have drained: one recent scoring time, at least a second.
+        return max(1.0, round(self._recent_score_s, 1))
+
+
+def _records(batch_or_worker: Any) -> list[dict[str, Any]]:
+    return [record.to_json() for record in batch_or_worker.records]
+
+
+def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None) -> ASGIApp:
+    """The Reward Service as an ASGI app; providers are preflighted at startup (``/readyz`` waits)."""
+    service = RewardService(config, settings or ServiceSettings())
+    metrics = service.metrics
+
+    def endpoint(name: str) -> Callable[[Callable[[Request], Awaitable[Response]]], Any]:
+        def decorate(handler: Callable[[Request], Awaitable[Response]]) -> Any:
+            async def wrapped(request: Request) -> Response:
+                try:
+                    return await handler(request)
+                except Reply as reply:
+                    metrics.failures.labels(reply.cause).inc()
+                    return reply.response()
+                except Exception:
+                    log.exception("internal error on %s", name)
+                    metrics.failures.labels("internal").inc()
+                    return Reply(500, "internal", "internal error; see the service log").response()
+
+            return wrapped
+
+        return decorate
+
+    @endpoint("/v1/score")
+    async def score(request: Request) -> Response:
+        parsed: ScoreRequest = service.parse(ScoreRequest, await service.body(request))
+        weight = sum(len(group.rollouts) for group in parsed.groups)
+        service.check_size(weight)
+        worker = service.resolve(parsed, parsed.group_size, parsed.advantage_scaling)
+        groups = [(group.group_id, group.rollouts) for group in parsed.groups]
+        batch, waited, elapsed = await service.scored(worker, groups, weight, parsed.deadline_s)
+        metrics.rollouts.labels("/v1/score").inc(weight)
+        with_advantage = parsed.advantages
+        return _json({
+            "groups": [
+                {"group_id": group.group_id, "candidates": [
+                    {"trajectory_id": c.trajectory_id, "final": c.final, "gated": c.gated,
+                     "advantage": c.advantage if with_advantage else None, "breakdown": c.breakdown}
+                    for c in group.candidates]}
+                for group in batch.groups
+            ],
+            "metrics": batch.metrics,
+            "providers": [record.to_json() for record in batch.providers],
+            "waited_s": waited,
+            "scored_s": elapsed,
+        })  # fmt: skip
+
+    @endpoint("/v1/resolve")
+    async def resolve(request: Request) -> Response:
+        parsed: ResolveRequest = service.parse(ResolveRequest, await service.body(request))
+        worker = await run_in_threadpool(service.resolve, parsed)
+        return _json({
+            "spec": worker.spec.to_json(),
+            "providers": _records(worker),
+            "needs": list(worker.needs),
+            "max_rollouts_per_call": service.max_rollouts_per_call,
+            "max_inflight": service.limiter.capacity,
+        })  # fmt: skip
+
+    @endpoint("/v1/compose")
+    async def compose_outcomes(request: Request) -> Response:
+        parsed: ComposeRequest = service.parse(ComposeRequest, await service.body(request))
+        try:
+            spec = RewardSpec.parse(parsed.spec)
+        except RewardSpecError as error:
+            raise Reply(422, "invalid_spec", str(error), cause="composition") from None
+        results = []
+        for index, outcomes in enumerate(parsed.candidates):
+            try:
+                results.append(compose(spec, outcomes).to_json())
+            except CompositionError as error:
+                raise Reply(422, "composition_failed", f"candidates[{index}]: {error}",
+                            cause="composition") from None  # fmt: skip
+            except (ArithmeticError, ValueError, TypeError) as error:
+                # A number JSON can carry but a float cannot (10**400) is bad input, not a crash.
+                raise Reply(422, "composition_failed", f"candidates[{index}]: {error}",
+                            cause="composition") from None  # fmt: skip
+        return _json({"results": results})
+
+    @endpoint("/get_reward")
+    async def get_reward(request: Request) -> Response:
+        parsed: GetRewardRequest = service.parse(GetRewardRequest, await service.body(request))
+        count = len(parsed.query)
+        service.check_size(count)
+        worker = service.resolve(Selection(), openrlhf=True)
+        groups = []
+        for index, query in enumerate(parsed.query):
+            rollout: dict[str, Any] = {"trajectory_id": f"q{index}", "completion": query}
+            if parsed.prompts is not None:
+                prompt = parsed.prompts[index]
+                rollout["prompt"] = prompt
+                # OpenRLHF's query is the prompt followed by the response: score only the response.
+                if query.startswith(prompt):
+                    rollout["completion"] = query[len(prompt) :]
+            if parsed.labels is not None:
+                rollout["reference"] = parsed.labels[index]
+            groups.append((f"q{index}", [rollout]))
+        batch, _, _ = await service.scored(worker, groups, count, None)
+        metrics.rollouts.labels("/get_reward").inc(count)
+        rewards: list[float] = []
+        extra: dict[str, list[float]] = {name: [] for name in worker.spec.names}
+        extra["gated"] = []
+        for index, (_, candidate) in enumerate(batch.candidates()):
+            if candidate.final is None:
+                raise Reply(422, "no_reward",
+                            f"query[{index}]: the reward is null (a component errored under onError: none); "
+                            "OpenRLHF needs a number for every query, so use onError: zero or raise",
+                            cause="composition")  # fmt: skip
+            rewards.append(candidate.final)
+            extra["gated"].append(float(candidate.gated))
+            for name, entry in candidate.breakdown.items():
+                extra[name].append(float(entry["contribution"]))
+        return _json({"rewards": rewards, "scores": list(rewards), "extra_logs": extra})
+
+    @endpoint("/v1/providers")
+    async def providers(request: Request) -> Response:
+        assert service.catalog is not None
+        return _json([entry.describe() for entry in service.catalog.entries()])
+
+    @endpoint("/metrics")
+    async def prometheus(request: Request) -> Response:
+        metrics.waiting_requests.set(service.limiter.waiting)
+        return Response(metrics.render(), media_type=metrics.content_type)
+
+    document = openapi_document(_version())
+
+    @endpoint("/openapi.json")
+    async def openapi(request: Request) -> Response:
+        return _json(document)
+
+    async def healthz(request: Request) -> Response:
+        return _json({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        if service.draining:
+            return Reply(503, "draining", "the service is shutting down").response()
+        if not service.ready:
+            return Reply(503, "starting", "providers are still being preflighted").response()
+        return _json({"status": "ready"})
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> Any:
+        await run_in_threadpool(service.preflight)
+        log.info("reward service ready: %d worker(s) preflighted", len(service._workers))
+        yield
+
+    app = Starlette(
+        routes=[
+            Route("/v1/score", score, methods=["POST"]),
+            Route("/v1/resolve", resolve, methods=["POST"]),
+            Route("/v1/compose", compose_outcomes, methods=["POST"]),
+            Route("/get_reward", get_reward, methods=["POST"]),
+            Route("/v1/providers", providers, methods=["GET"]),
+            Route("/metrics", prometheus, methods=["GET"]),
+            Route("/openapi.json", openapi, methods=["GET"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    guarded = _Guard(app, service)
+    guarded.service = service  # type: ignore[attr-defined]
+    return guarded
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rewardkit")
+    except PackageNotFoundError:
+        return "0"
+
+
+class _Guard:
+    """Authenticates every path but the health checks, and counts answers by endpoint and code."""
+
+    def __init__(self, app: ASGIApp, service: RewardService) -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        label = path if path in _KNOWN_ENDPOINTS else "other"
+        metrics = self.service.metrics
+        if path not in OPEN_PATHS and self.service.checker.enabled:
+            authorization = next((value for key, value in scope["headers"] if key == b"authorization"), None)
+            if not self.service.checker.allows(authorization):
+                metrics.failures.labels("unauthorized").inc()
+                metrics.requests.labels(label, "401").inc()
+                # No detail: whether the token was absent, malformed or wrong is not said.
+                await Reply(401, "unauthorized", "unauthorized").response()(scope, receive, send)
+                return
+
+        async def counting_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                metrics.requests.labels(label, str(message["status"])).inc()
+            await send(message)
+
+        await self.app(scope, receive, counting_send)
