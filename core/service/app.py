@@ -23,6 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
 from rewardkit.advantages import Scaling
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import CompositionError, RewardSpec, RewardSpecError, compose
@@ -47,20 +54,25 @@ from rewardkit.service.models import (
     openapi_document,
 )
 from rewardkit.worker import RewardWorker, ScoredBatch
-from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("rewardkit.service")
 
 OPEN_PATHS = frozenset(("/healthz", "/readyz"))
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
-_KNOWN_ENDPOINTS = frozenset(
-    ("/v1/score", "/v1/resolve", "/v1/compose", "/get_reward", "/v1/providers", "/metrics", "/openapi.json")
-) | OPEN_PATHS
+_KNOWN_ENDPOINTS = (
+    frozenset(
+        (
+            "/v1/score",
+            "/v1/resolve",
+            "/v1/compose",
+            "/get_reward",
+            "/v1/providers",
+            "/metrics",
+            "/openapi.json",
+        )
+    )
+    | OPEN_PATHS
+)
 
 
 @dataclass(frozen=True)

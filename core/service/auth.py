@@ -25,7 +25,8 @@ def read_tokens_file(path: str | os.PathLike[str]) -> list[str]:
     try:
         text = where.read_text(encoding="utf-8")
     except OSError as error:
-        raise ConfigError(f"cannot read the tokens file: {error.strerror or error}", source=str(where)) from None
+        reason = error.strerror or error
+        raise ConfigError(f"cannot read the tokens file: {reason}", source=str(where)) from None
     tokens = []
     for number, line in enumerate(text.splitlines(), start=1):
         token = line.strip()

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 import uvicorn
+
 from rewardkit.config import RewardkitConfig
 from rewardkit.service.app import ServiceSettings, create_app
 
