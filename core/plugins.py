@@ -28,7 +28,11 @@ from rewardkit.errors import PluginLoadError
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "rewardkit"
-DEFAULT_PLUGINS: tuple[str, ...] = ("rewardkit.builtin.rules", "rewardkit.builtin.answer_rules")
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "rewardkit.builtin.rules",
+    "rewardkit.builtin.answer_rules",
+    "rewardkit.bindings.plugin",
+)
 CORE_DISTRIBUTION = "rewardkit"
 
 

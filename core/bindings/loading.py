@@ -1,0 +1,124 @@
+"""Finding the configuration a trainer binding scores with, and keeping one ``Reward`` per selection.
+
+Trainers load reward functions by file path and call them with their own keyword arguments, so a
+binding cannot take a ``Reward`` object; it takes ``config=`` (a YAML/TOML path, a mapping, or a
+``RewardkitConfig``) or reads the ``REWARDKIT_CONFIG`` environment variable. Building a ``Reward``
+resolves plugins and preflights providers, so each distinct (configuration, selection, group size)
+is built once per process and reused for every later call.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rewardkit.bindings.groups import BindingError
+from rewardkit.config import RewardkitConfig, RewardSelection, load_config
+from rewardkit.identity import canonical_json
+from rewardkit.reward import Reward, load
+
+CONFIG_ENV = "REWARDKIT_CONFIG"
+
+ConfigSource = RewardkitConfig | Mapping[str, Any] | str | os.PathLike[str]
+
+_rewards: dict[tuple[str, str, int | None], Reward] = {}
+_configs: dict[str, RewardkitConfig] = {}
+_lock = threading.Lock()
+
+
+def plain(value: Any) -> Any:
+    """A deep copy made of dicts and lists (OmegaConf ``DictConfig``/``ListConfig`` become plain)."""
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
+        return [plain(item) for item in value]
+    return value
+
+
+def _key_of(source: ConfigSource) -> str:
+    if isinstance(source, RewardkitConfig):
+        return f"object:{id(source)}"
+    if isinstance(source, Mapping):
+        try:
+            return "mapping:" + canonical_json(plain(source))
+        except Exception as error:  # any non-JSON value: say where it came from
+            raise BindingError(f"config= mapping is not JSON-compatible: {error}") from error
+    return "path:" + str(Path(os.fspath(source)).expanduser().resolve())
+
+
+def config_source(given: ConfigSource | None, binding: str) -> ConfigSource:
+    """The ``config=`` a trainer passed, else ``$REWARDKIT_CONFIG``; a clear error when neither is set."""
+    if given is not None:
+        if isinstance(given, (str, os.PathLike)) and not str(given).strip():
+            raise BindingError(f"{binding}: config= is an empty path")
+        return given
+    from_env = os.environ.get(CONFIG_ENV, "").strip()
+    if not from_env:
+        raise BindingError(
+            f"{binding}: no rewardkit configuration; pass config= (a YAML/TOML path or a mapping, e.g. "
+            f"through the trainer's reward kwargs) or set the environment variable {CONFIG_ENV}"
+        )
+    return from_env
+
+
+def resolve_config(source: ConfigSource) -> RewardkitConfig:
+    """The validated configuration behind ``source`` (read once per path or mapping)."""
+    if isinstance(source, RewardkitConfig):
+        return source
+    key = _key_of(source)
+    with _lock:
+        cached = _configs.get(key)
+    if cached is not None:
+        return cached
+    config = load_config(plain(source) if isinstance(source, Mapping) else source)
+    with _lock:
+        return _configs.setdefault(key, config)
+
+
+def selection_for(config: RewardkitConfig, data_source: str | None) -> RewardSelection:
+    """``rl.reward.by_data_source[data_source]`` when listed (inheriting the catalog), else ``rl.reward``."""
+    top = config.rl.reward
+    if data_source is None or data_source not in top.by_data_source:
+        return top
+    chosen = top.by_data_source[data_source]
+    if chosen.catalog is None and top.catalog is not None:
+        chosen = chosen.model_copy(update={"catalog": top.catalog})
+    return chosen
+
+
+def reward_for(
+    source: ConfigSource,
+    *,
+    data_source: str | None = None,
+    group_size: int | None = None,
+) -> Reward:
+    """The (cached) ``Reward`` for ``source``, the selection ``data_source`` picks, and ``group_size``."""
+    config = resolve_config(source)
+    selection = selection_for(config, data_source)
+    routed = selection is not config.rl.reward
+    cache_key = (_key_of(source), data_source if routed else "", group_size)
+    with _lock:
+        cached = _rewards.get(cache_key)
+    if cached is not None:
+        return cached
+    if not routed and (config.rl.reward.service is not None or config.rewards.backend != "local"):
+        # Service and Ray backends are built by rewardkit.load; they check group size themselves.
+        rl = config.rl.model_copy(update={"group_size": group_size})
+        reward = load(config.model_copy(update={"rl": rl}))
+    else:
+        reward = Reward(config, selection, group_size=group_size)
+    with _lock:
+        return _rewards.setdefault(cache_key, reward)
+
+
+def forget_rewards() -> None:
+    """Drop cached configurations and rewards (tests, or after a config file changed on disk)."""
+    with _lock:
+        rewards = list(_rewards.values())
+        _rewards.clear()
+        _configs.clear()
+    for reward in rewards:
+        reward.close()

@@ -1,0 +1,151 @@
+"""verl binding: ``compute_score`` for ``reward.custom_reward_function`` (and its batch form).
+
+Point verl at this file and pass the configuration through ``reward_kwargs``::
+
+    reward.custom_reward_function.path=/path/to/site-packages/rewardkit/bindings/verl.py
+    reward.custom_reward_function.name=compute_score
+    +reward.custom_reward_function.reward_kwargs.config=/path/to/reward.yaml
+
+(or export ``REWARDKIT_CONFIG=/path/to/reward.yaml``; ``rewardkit.bindings.verl.__file__`` prints
+the path). verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info)`` once
+per response and reads ``{"score": total, <component>: value, ...}``: ``score`` is the reward and
+every other key is logged. ``rl.reward.by_data_source`` picks the selection for a ``data_source``
+(others use ``rl.reward``). The prompt, for providers that need one, is read from ``extra_info``
+under ``rl.data.prompt_column``.
+
+verl needs a number for every response, so a null total (``onError: none``) is refused with an
+error rather than turned into 0; a component that did not score is logged as NaN (verl keeps every
+key for every response). ``compute_score_batch`` scores lists and, when ``group_size`` (or
+``rl.group_size``) is set, rebuilds verl's interleaved groups (``n`` consecutive responses per
+prompt) so group-native providers see whole groups.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rewardkit.bindings.groups import BindingError, FlatBatch, rebuild_groups, singleton_groups
+from rewardkit.bindings.loading import ConfigSource, config_source, resolve_config, reward_for
+from rewardkit.worker import ScoredCandidate
+
+BINDING = "rewardkit.bindings.verl"
+
+
+def _result(candidate: ScoredCandidate, where: str) -> dict[str, float]:
+    if candidate.final is None:
+        failed = {
+            name: entry["reason"] for name, entry in candidate.breakdown.items() if entry["status"] == "error"
+        }
+        raise BindingError(
+            f"{where}: the reward is null (onError: none and components errored: {failed}); verl needs a "
+            "number for every response. Use onError: raise to stop, or zero to score through errors"
+        )
+    out = {"score": float(candidate.final)}
+    for name, entry in candidate.breakdown.items():
+        if name == "score":
+            raise BindingError(f"{where}: a component named 'score' would overwrite verl's reward key")
+        out[name] = float(entry["value"]) if entry["status"] == "scored" else math.nan
+    return out
+
+
+def _prompts(extra_infos: Sequence[Any] | None, key: str, count: int) -> list[Any] | None:
+    if extra_infos is None:
+        return None
+    prompts = []
+    for info in extra_infos:
+        prompts.append(info.get(key) if isinstance(info, dict) else None)
+    return prompts if any(prompt is not None for prompt in prompts) else None
+
+
+def _check_text(solution_strs: Sequence[Any]) -> None:
+    for index, text in enumerate(solution_strs):
+        if not isinstance(text, str):
+            raise BindingError(
+                f"solution_str {index} is {type(text).__name__}, not the decoded response text"
+            )
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: dict[str, Any] | None = None,
+    *,
+    config: ConfigSource | None = None,
+    **kwargs: Any,
+) -> dict[str, float]:
+    """Score one response for verl: ``{"score": total, <component>: value}``.
+
+    ``config`` (a path or mapping, from ``reward_kwargs``) defaults to ``$REWARDKIT_CONFIG``. Other
+    keyword arguments verl adds (``reward_router_address``, ...) are accepted and ignored.
+    """
+    return compute_score_batch(
+        [data_source], [solution_str], [ground_truth], [extra_info], config=config, group_size=1
+    )[0]
+
+
+def compute_score_batch(
+    data_sources: Sequence[str],
+    solution_strs: Sequence[str],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[dict[str, Any] | None] | None = None,
+    *,
+    config: ConfigSource | None = None,
+    group_size: int | None = None,
+    **kwargs: Any,
+) -> list[dict[str, float]]:
+    """Score a batch for verl's batch reward manager: one ``{"score": ..., ...}`` per response.
+
+    With ``group_size`` (default ``rl.group_size``) responses are scored as groups of that many
+    consecutive responses, which must share data source, ground truth and prompt; without it, one by one.
+    Rows of different data sources are scored with the selection each one maps to.
+    """
+    source = config_source(config, BINDING)
+    resolved = resolve_config(source)
+    size = group_size if group_size is not None else resolved.rl.group_size
+    count = len(solution_strs)
+    for name, values in (("data_sources", data_sources), ("ground_truths", ground_truths)):
+        if len(values) != count:
+            raise BindingError(f"{name} has {len(values)} entries for {count} responses")
+    if extra_infos is not None and len(extra_infos) != count:
+        raise BindingError(f"extra_infos has {len(extra_infos)} entries for {count} responses")
+    _check_text(solution_strs)
+    if size is not None and size > 1 and count % size:
+        raise BindingError(f"{count} responses do not divide into groups of {size} (group_size)")
+
+    # Rows are routed by data source; a group never mixes sources, so route whole groups.
+    step = size if size is not None and size > 1 else 1
+    by_source: dict[str, list[int]] = {}
+    for start in range(0, count, step):
+        source_name = data_sources[start]
+        for index in range(start, start + step):
+            if data_sources[index] != source_name:
+                raise BindingError(
+                    f"response {index} has data_source {data_sources[index]!r} but its group (from response "
+                    f"{start}) is {source_name!r}; a group comes from one prompt"
+                )
+        by_source.setdefault(str(source_name), []).extend(range(start, start + step))
+
+    results: list[dict[str, float] | None] = [None] * count
+    prompt_key = resolved.rl.data.prompt_column
+    for source_name, indices in by_source.items():
+        reward = reward_for(source, data_source=source_name, group_size=step)
+        infos = [extra_infos[i] for i in indices] if extra_infos is not None else None
+        batch = FlatBatch(
+            completions=[solution_strs[i] for i in indices],
+            prompts=_prompts(infos, prompt_key, len(indices)) if "prompt" in reward.needs else None,
+            references=[ground_truths[i] for i in indices],
+        )
+        if "prompt" in reward.needs and batch.prompts is None:
+            raise BindingError(
+                f"data_source {source_name!r}: the reward needs the prompt, which verl does not pass; put it "
+                f"in extra_info[{prompt_key!r}] (rl.data.prompt_column) in the dataset"
+            )
+        prefix = f"verl-{source_name}"
+        groups = rebuild_groups(batch, step, prefix) if step > 1 else singleton_groups(batch, prefix)
+        scored = reward.score(groups)
+        for index, (_, candidate) in zip(indices, scored.candidates()):
+            results[index] = _result(candidate, f"response {index} (data_source {source_name!r})")
+    return [result for result in results if result is not None]
