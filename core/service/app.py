@@ -210,6 +210,7 @@ class RewardService:
         scaling: Scaling | None = None,
         *,
         openrlhf: bool = False,
+        namespace: str = "train",
     ) -> RewardWorker:
         """The worker scoring ``selection``; built (preflight) once per distinct spec and kept."""
         assert self.catalog is not None, "preflight() first"
@@ -217,14 +218,21 @@ class RewardService:
         # OpenRLHF sends single responses without groups: no group size, no advantages.
         size = None if openrlhf else group_size if group_size is not None else self.config.rl.group_size
         chosen_scaling: Scaling = "none" if openrlhf else scaling or self.config.rl.advantage_scaling
-        key = canonical_json({"spec": spec.to_json(), "size": size, "scaling": chosen_scaling})
+        key = canonical_json(
+            {"spec": spec.to_json(), "size": size, "scaling": chosen_scaling, "namespace": namespace}
+        )
         with self._workers_lock:
             worker = self._workers.get(key)
             if worker is not None:
                 self._workers.move_to_end(key)
                 return worker
         worker = RewardWorker(
-            spec, self.catalog, group_size=size, scaling=chosen_scaling, available_inputs=KNOWN_NEEDS
+            spec,
+            self.catalog,
+            group_size=size,
+            scaling=chosen_scaling,
+            namespace=namespace,
+            available_inputs=KNOWN_NEEDS,
         )
         with self._workers_lock:
             self._workers[key] = worker
@@ -233,9 +241,9 @@ class RewardService:
         return worker
 
     def resolve(self, selection: Selection, group_size: int | None = None, scaling: Scaling | None = None,
-                *, openrlhf: bool = False) -> RewardWorker:  # fmt: skip
+                *, openrlhf: bool = False, namespace: str = "train") -> RewardWorker:  # fmt: skip
         try:
-            return self.worker_for(selection, group_size, scaling, openrlhf=openrlhf)
+            return self.worker_for(selection, group_size, scaling, openrlhf=openrlhf, namespace=namespace)
         except (PreflightError, RewardSpecError, RewardkitError) as error:
             raise Reply(422, "reward_unavailable", str(error), cause="preflight") from None
 
@@ -350,7 +358,9 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
         parsed: ScoreRequest = service.parse(ScoreRequest, await service.body(request))
         weight = sum(len(group.rollouts) for group in parsed.groups)
         service.check_size(weight)
-        worker = service.resolve(parsed, parsed.group_size, parsed.advantage_scaling)
+        worker = service.resolve(
+            parsed, parsed.group_size, parsed.advantage_scaling, namespace=parsed.namespace
+        )
         groups = [(group.group_id, group.rollouts) for group in parsed.groups]
         batch, waited, elapsed = await service.scored(worker, groups, weight, parsed.deadline_s)
         metrics.rollouts.labels("/v1/score").inc(weight)

@@ -75,6 +75,7 @@ class ScoreRequest(Selection):
     group_size: int | None = Field(default=None, ge=1, description="expected candidates per group")
     advantage_scaling: Literal["group", "batch", "none"] | None = None
     advantages: bool = Field(default=True, description="include GRPO advantages in the answer")
+    namespace: Literal["train", "val"] = Field(default="train", description="metric namespace")
 
     _check_deadline = field_validator("deadline_s")(classmethod(lambda cls, value: _deadline(value)))
 
