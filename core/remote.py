@@ -332,8 +332,14 @@ class RemoteReward:
         session = await self._ensure_session()
         url = self.url + path
         backoff = _BACKOFF_START_S
+        unreachable: Exception | None = None
         while True:
             remaining = deadline - time.monotonic()
+            if remaining <= 0 and unreachable is not None:
+                raise RemoteServiceError(
+                    f"the Reward Service at {self.url} could not be reached before the deadline: "
+                    f"{unreachable}"
+                ) from unreachable
             if remaining <= 0:
                 raise BackpressureTimeout(
                     f"the deadline passed before the Reward Service at {self.url} accepted the request; "
@@ -358,12 +364,8 @@ class RemoteReward:
                     raise _error_for(reply.status, data, url)
             except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError) as error:
                 # Refused (never sent) or closed before any answer (a restart): nothing was scored twice.
-                wait = min(backoff, max(0.0, deadline - time.monotonic()))
-                if wait <= 0:
-                    raise RemoteServiceError(
-                        f"the Reward Service at {self.url} could not be reached before the deadline: {error}"
-                    ) from error
-                await asyncio.sleep(wait)
+                unreachable = error
+                await asyncio.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
                 backoff = min(backoff * 2, _BACKOFF_MAX_S)
 
 

@@ -1,0 +1,92 @@
+"""Shared pieces of the Reward Service tests: real GSM8K groups, a slow provider catalog (so that
+back-pressure is observable), and a helper that starts ``rewardkit serve`` with this folder
+importable (the catalog is loaded by dotted path ``service_fixtures:slow_catalog``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
+from rewardkit.contracts import RewardCandidate, RewardContext
+from rewardkit.service.process import ServerProcess, write_config
+
+HERE = Path(__file__).resolve().parent
+MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
+
+
+def shared_data() -> Path:
+    override = os.environ.get("REWARDKIT_SHARED_DATA")
+    root = Path(override) if override else HERE.parents[0] / ".." / "shared" / "data"
+    if not root.is_dir():
+        root = Path("/work/shared/data")
+    return root
+
+
+def gsm8k_groups(count: int, offset: int = 0) -> list[dict[str, Any]]:
+    """Groups of 4 real model solutions per GSM8K problem, with the gold answer as reference."""
+    path = (
+        shared_data() / "grade-school-math" / "grade_school_math" / "data" / "example_model_solutions.jsonl"
+    )
+    if not path.is_file():
+        raise FileNotFoundError(f"GSM8K model solutions not found at {path}; set REWARDKIT_SHARED_DATA")
+    groups = []
+    with path.open(encoding="utf-8") as handle:
+        for index, line in enumerate(handle):
+            if index < offset:
+                continue
+            if len(groups) == count:
+                break
+            row = json.loads(line)
+            gold = row["ground_truth"].rsplit("A:", 1)[1].strip()
+            rollouts = [
+                {
+                    "trajectory_id": f"p{index}-{model}",
+                    "completion": row[model]["solution"],
+                    "prompt": row["question"],
+                    "reference": gold,
+                }
+                for model in MODELS
+            ]
+            groups.append({"group_id": f"p{index}", "rollouts": rollouts})
+    return groups
+
+
+def _slow_exact(
+    candidate: RewardCandidate, context: RewardContext, *, delay_s: float = 0.05
+) -> RewardProviderResult:
+    time.sleep(delay_s)  # stands in for a sandbox or a judge call: wall-clock work per candidate
+    return RewardProviderResult({"match": float(candidate.completion.strip() == str(context.reference))})
+
+
+def slow_catalog() -> list[RewardProviderSpec]:
+    return [
+        RewardProviderSpec(
+            "slow-exact", partial(map_candidates, _slow_exact), ("reference",), "1", ("match",)
+        )
+    ]
+
+
+def start_server(
+    tmp: Path, config: str, *args: str, env: dict[str, str] | None = None, port: int = 0
+) -> ServerProcess:
+    path = write_config(tmp, config, f"service-{time.monotonic_ns()}.yaml")
+    pythonpath = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH", "")]))
+    return ServerProcess(path, port=port, args=args, env={"PYTHONPATH": pythonpath, **(env or {})}).start()
+
+
+def slow_groups(count: int, size: int = 4, prefix: str = "s") -> list[dict[str, Any]]:
+    return [
+        {
+            "group_id": f"{prefix}{g}",
+            "rollouts": [
+                {"trajectory_id": f"{prefix}{g}-{i}", "completion": str(i % 2), "reference": "1"}
+                for i in range(size)
+            ],
+        }
+        for g in range(count)
+    ]
