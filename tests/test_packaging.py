@@ -83,4 +83,5 @@ def test_plugins_command_reports_the_example_in_this_environment(fresh_venv: Pat
     rows = json.loads(plugins.stdout)
     builtin = [row for row in rows if row["builtin"]]
     assert builtin and all(row["status"] == "loaded" for row in builtin)
-    assert "register_reward_providers" in builtin[0]["hooks"]
+    rules = next(row for row in builtin if row["name"] == "rewardkit.builtin.rules")
+    assert "register_reward_providers" in rules["hooks"]
