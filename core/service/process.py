@@ -50,6 +50,9 @@ class ServerProcess:
         return "".join(self.lines)
 
     def start(self) -> ServerProcess:
+        """Start the server and wait for its address; a started server is returned as it is."""
+        if self.process is not None:
+            return self
         self.process = subprocess.Popen(
             self.command,
             stdout=subprocess.PIPE,
