@@ -1,0 +1,108 @@
+"""OpenRLHF's own reward code paths run rewardkit: the ``.py`` reward function and the remote RM.
+
+``openrlhf.utils.agent.SingleTurnAgentExecutor`` is the class an OpenRLHF run builds from
+``--remote_rm_url``: given a ``.py`` path it imports ``reward_func`` from that file, given a URL it
+posts ``{"query", "prompts", "labels"}`` to it. The test drives its real ``execute`` with a tokenizer
+built here; only the vLLM engine (GPU-only) is replaced, by one that returns fixed token ids, so the
+tokenisation, decoding, reward call and result handling are all OpenRLHF's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from types import SimpleNamespace
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+
+import pytest
+from openrlhf.utils.agent import SingleTurnAgentExecutor
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+import rewardkit
+import rewardkit.bindings.openrlhf as binding
+from rewardkit.bindings.loading import forget_rewards
+from rewardkit.errors import RewardkitError
+from rewardkit.service.process import ServerProcess
+
+WORDS = ["<pad>", "<unk>", "</s>", "what", "is", "two", "plus", "three", "five", "six", "ERR"]
+CONFIG = "rl.reward.spec: {onError: none, components: [{provider: exact-match}, {provider: nonempty}]}\n"
+
+
+def tokenizer() -> PreTrainedTokenizerFast:
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", unk_token="<unk>", eos_token="</s>"
+    )
+
+
+class FixedEngine:
+    """Stands in for OpenRLHF's vLLM engine (GPU-only): "generates" the given text."""
+
+    def __init__(self, tok: PreTrainedTokenizerFast, text: str) -> None:
+        self.ids = tok(text, add_special_tokens=False)["input_ids"]
+
+    async def generate(self, prompt_token_ids, params, multi_modal_data=None):
+        output = SimpleNamespace(token_ids=list(self.ids), finish_reason="stop", logprobs=None)
+        return SimpleNamespace(outputs=[output])
+
+
+def run(executor, tok, prompt: str, label: str, response: str) -> dict:
+    params = SimpleNamespace(max_tokens=8, logprobs=None)
+    return asyncio.run(executor.execute(prompt, label, params, 32, tok, FixedEngine(tok, response)))
+
+
+def expected(prompt: str, label: str, completion: str) -> float:
+    forget_rewards()
+    reward = rewardkit.load(
+        {"rl.reward.spec": {"components": [{"provider": "exact-match"}, {"provider": "nonempty"}]}}
+    )
+    group = ("g", [{"trajectory_id": "t", "completion": completion, "prompt": prompt, "reference": label}])
+    return next(iter(reward.score([group]).candidates()))[1].final
+
+
+@pytest.fixture
+def config_file(tmp_path, monkeypatch):
+    path = tmp_path / "reward.yaml"
+    path.write_text(CONFIG)
+    monkeypatch.setenv("REWARDKIT_CONFIG", str(path))
+    forget_rewards()
+    return path
+
+
+def test_reward_func_file_is_loaded_and_called_by_openrlhf(config_file):
+    tok = tokenizer()
+    executor = SingleTurnAgentExecutor(remote_rm_url=binding.__file__)
+    assert executor.reward_func is not None and executor.reward_func.__name__ == "reward_func"
+    prompt = "what is two plus three"
+    for response, label in [("five </s>", "five"), ("six </s>", "five"), ("</s>", "five")]:
+        out = run(executor, tok, prompt, label, response)
+        completion = response.removesuffix("</s>").strip()
+        assert float(out["reward"][0]) == expected(prompt, label, completion), (response, out)
+        assert float(out["scores"][0]) == float(out["reward"][0])
+        assert set(out["extra_logs"]) == {"exact-match", "nonempty"}
+
+
+def test_an_error_never_reaches_openrlhf_as_zero(config_file):
+    tok = tokenizer()
+    # A label that is not text breaks exact-match's contract: reward_func raises (it never answers 0),
+    # and OpenRLHF's executor then logs the failure and leaves the reward unset.
+    with pytest.raises(RewardkitError, match="needs a string reference"):
+        binding.reward_func(["what is two plus three five"], ["what is two plus three"], [["five"]])
+    executor = SingleTurnAgentExecutor(remote_rm_url=binding.__file__)
+    out = run(executor, tok, "what is two plus three", ["five"], "five </s>")
+    assert out["reward"] is None and out["scores"] is None
+
+
+def test_remote_rm_client_against_the_reward_service(config_file):
+    tok = tokenizer()
+    prompt = "what is two plus three"
+    with ServerProcess(config_file) as server:
+        executor = SingleTurnAgentExecutor(remote_rm_url=f"{server.url}/get_reward")
+        assert executor.reward_func is None
+        for response, label in [("five", "five"), ("six", "five")]:
+            out = run(executor, tok, prompt, label, response)
+            # The service receives the decoded query (prompt + response) and scores the response.
+            assert out["reward"] == [expected(prompt, label, response)], out
