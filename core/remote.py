@@ -33,6 +33,8 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+import orjson
+
 from rewardkit.advantages import group_advantages
 from rewardkit.backpressure import BackpressureTimeout, RequestTooLarge
 from rewardkit.composition import CompositionError, RewardSpec
@@ -348,12 +350,12 @@ class RemoteReward:
                 )
             if path == "/v1/score":
                 payload["deadline_s"] = remaining
-            body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("utf-8")
+            body = orjson.dumps(payload)
             try:
                 async with session.post(url, data=body) as reply:
                     data = await reply.read()
                     if reply.status == 200:
-                        return json.loads(data)
+                        return orjson.loads(data)
                     retry_after = reply.headers.get("Retry-After")
                     if reply.status == 503 and retry_after is not None:
                         wait = _seconds(retry_after)

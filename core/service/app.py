@@ -11,17 +11,19 @@ accepting and answering health checks.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
+import os
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -128,8 +130,9 @@ class Reply(Exception):
 
 
 def _json(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    body = json.dumps(payload, separators=(",", ":"), allow_nan=False).encode("utf-8")
-    return Response(body, status, headers, media_type="application/json")
+    # orjson: a 1024-rollout answer encodes in ~2 ms instead of ~15 ms (benchmarks/service.py).
+    # Every number here is finite by contract (the worker checks terms; composition checks totals).
+    return Response(orjson.dumps(payload), status, headers, media_type="application/json")
 
 
 def _field_path(loc: Sequence[int | str]) -> str:
@@ -174,6 +177,9 @@ class RewardService:
         self._workers: OrderedDict[str, RewardWorker] = OrderedDict()
         self._workers_lock = threading.Lock()
         self._recent_score_s = 1.0
+        # Groups of one request are scored concurrently, as Reward.score does in process.
+        threads = config.rewards.concurrency or min(8, (os.cpu_count() or 1) * 4)
+        self.executor = ThreadPoolExecutor(threads, thread_name_prefix="rewardkit-service")
 
     # -- preflight and the worker cache ----------------------------------------------------------
 
@@ -305,7 +311,8 @@ class RewardService:
         metrics.inflight_rollouts.inc(weight)
         started = time.perf_counter()
         try:
-            batch = await run_in_threadpool(worker.evaluate, groups)
+            executor = self.executor if len(groups) > 1 else None
+            batch = await run_in_threadpool(worker.evaluate, groups, executor)
         except RewardContractError as error:
             raise Reply(422, "contract_violation", str(error), cause="contract") from None
         except CompositionError as error:
@@ -476,7 +483,10 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
     async def lifespan(app: Starlette) -> Any:
         await run_in_threadpool(service.preflight)
         log.info("reward service ready: %d worker(s) preflighted", len(service._workers))
-        yield
+        try:
+            yield
+        finally:
+            service.executor.shutdown(wait=True)
 
     app = Starlette(
         routes=[
