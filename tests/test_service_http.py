@@ -385,3 +385,26 @@ def test_auth_missing_wrong_and_right_tokens(tmp_path: Path):
         ].decode()
         assert 'rewardkit_failures_total{cause="unauthorized"} 8.0' in metrics
     assert svc.output and all(token not in svc.output for token in TOKENS)
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+
+def test_serve_refuses_a_bad_configuration_and_an_unknown_provider(tmp_path):
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("rl.reward.provider: gsm8k\nrewards.max_inflite: 3\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "rewardkit.cli", "serve", str(bad), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "rewards.max_inflight" in done.stderr
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("rl.reward.provider: no-such-provider\n")
+    with pytest.raises(RuntimeError) as caught:
+        ServerProcess(unknown, start_timeout_s=60).start()
+    assert "no-such-provider" in str(caught.value) and "startup failed" in str(caught.value)
