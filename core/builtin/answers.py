@@ -21,16 +21,16 @@ from rewardkit.contracts import MetricContribution, RewardCandidate, RewardConte
 from rewardkit.errors import RewardContractError
 
 _HASH_FORM = re.compile(r"####\s*(?P<span>[^\n]*)")
-_ANSWER_TAG = re.compile(r"<answer>(?P<span>.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _ANSWER_LINE = re.compile(
-    r"^[\s*#>_]*(?:A|Answer|Final\s+answer)[\s*_]*[:：][\s*_]*(?P<span>[^\n]*)", re.IGNORECASE | re.MULTILINE
+    r"^[ \t*#>_]*(?:A|Answer|Final\s+answer)[\s*_]*[:：][\s*_]*(?P<span>[^\n]*)", re.IGNORECASE | re.MULTILINE
 )
 _ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+)?answer\s+is\b[\s:*_]*(?P<span>[^\n]*)", re.IGNORECASE)
+_OPERATOR = re.compile(r"[+*/()=]|(?<=[\d\s])-")
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _MAX_BOX_ATTEMPTS = 8
 
 
-_SPAN_FORMS = (("answer-tag", _ANSWER_TAG), ("answer-line", _ANSWER_LINE), ("answer-is", _ANSWER_IS))
+_SPAN_FORMS = (("answer-line", _ANSWER_LINE), ("answer-is", _ANSWER_IS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +56,15 @@ def last_boxed(text: str) -> str | None:
         # An unbalanced last box: look for an earlier, well-formed one.
         best = max(text.rfind(command, 0, best) for command in _BOX_COMMANDS)
     return None
+
+
+def last_answer_tag(text: str) -> str | None:
+    """Content of the last complete ``<answer>...</answer>``, or None; linear time on any input."""
+    end = text.rfind("</answer>")
+    if end < 0:
+        return None
+    start = text.rfind("<answer>", 0, end)
+    return None if start < 0 else text[start + len("<answer>") : end]
 
 
 def _braced_after(text: str, start: int) -> str | None:
@@ -89,6 +98,9 @@ def find_answer(text: str) -> FoundAnswer | None:
     boxed = last_boxed(text)
     if boxed is not None:
         return FoundAnswer("boxed", boxed)
+    tagged = last_answer_tag(text)
+    if tagged is not None:
+        return FoundAnswer("answer-tag", tagged)
     for form, pattern in _SPAN_FORMS:
         span = _last_match(pattern, text)
         if span is not None:
@@ -180,7 +192,8 @@ def arithmetic_gold(reference: object) -> Fraction | None:
     try:
         return evaluate(value.strip(), allow_unary_minus=True).value
     except (ExpressionError, ZeroDivisionError):
-        return parse_number(value)
+        # "$1,200" is a number with dressing; "2 +" is a broken expression, not the number 2.
+        return None if _OPERATOR.search(value) else parse_number(value)
 
 
 def score_arithmetic(
@@ -207,6 +220,7 @@ __all__ = [
     "find_answer",
     "format_number",
     "gsm8k_gold",
+    "last_answer_tag",
     "last_boxed",
     "score_arithmetic",
     "score_gsm8k",

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Literal
 
+from rewardkit.builtin.answers import last_answer_tag
 from rewardkit.builtin.expressions import ExpressionError, evaluate
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
 from rewardkit.errors import RewardContractError
@@ -28,7 +29,6 @@ Policy = Literal["strict", "lenient"]
 POLICIES: tuple[str, ...] = ("strict", "lenient")
 
 _INTEGER = re.compile(r"\s*-?\d+\s*")
-_ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _LENIENT_OPERATORS: tuple[tuple[str, str], ...] = (
     ("\\times", "*"),
     ("\\cdot", "*"),
@@ -77,14 +77,6 @@ def countdown_problem(reference: object) -> tuple[tuple[int, ...], int]:
     return tuple(numbers), target
 
 
-def last_answer_block(text: str) -> str | None:
-    """The content of the last complete ``<answer>...</answer>`` block, or None."""
-    content = None
-    for match in _ANSWER_BLOCK.finditer(text):
-        content = match.group(1)
-    return content
-
-
 def _lenient_expression(answer: str, target: int) -> str | None:
     """Map Unicode/LaTeX operators to ASCII and drop a trailing ``= target``; None if it is wrong."""
     for old, new in _LENIENT_OPERATORS:
@@ -103,7 +95,7 @@ def _lenient_expression(answer: str, target: int) -> str | None:
 def judge_countdown(completion: str, numbers: Sequence[int], target: int, policy: str) -> tuple[bool, str]:
     """``(correct, why)`` where ``why`` is ``ok``, ``missing-answer``, ``invalid-expression``,
     ``number-mismatch``, ``division-by-zero`` or ``wrong-value``."""
-    answer = last_answer_block(completion)
+    answer = last_answer_tag(completion)
     if answer is None:
         return False, "missing-answer"
     if policy == "lenient":

@@ -7,7 +7,11 @@ no float rounding can turn a wrong answer into a right one.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from fractions import Fraction
+from itertools import islice
+
+MAX_DIGITS = 1000
 
 # A number token: optional sign, digits with comma thousands groups or plain digits, optional
 # decimals, optional "/denominator". The look-behind stops a match inside a longer number or word.
@@ -45,6 +49,8 @@ def _to_fraction(match: re.Match[str]) -> Fraction | None:
     if whole is None and decimals is None:
         return None
     digits = (whole or "0").replace(",", "") + (decimals or "")
+    if len(digits) > MAX_DIGITS:  # a wall of digits is not an answer, and int() refuses it anyway
+        return None
     value = Fraction(digits)
     if denominator is not None:
         if decimals is not None or int(denominator) == 0:
@@ -53,26 +59,30 @@ def _to_fraction(match: re.Match[str]) -> Fraction | None:
     return -value if match.group("sign") == "-" else value
 
 
-def numbers_in(text: str) -> list[Fraction]:
-    """Every number in ``text``, in order, as exact fractions."""
-    found = []
+def iter_numbers(text: str) -> Iterator[Fraction]:
+    """Every number in ``text``, in order, as exact fractions, produced lazily."""
     for match in NUMBER_PATTERN.finditer(dress_down(text)):
         value = _to_fraction(match)
         if value is not None:
-            found.append(value)
-    return found
+            yield value
+
+
+def numbers_in(text: str) -> list[Fraction]:
+    """Every number in ``text``, in order, as exact fractions."""
+    return list(iter_numbers(text))
 
 
 def first_number(text: str) -> Fraction | None:
     """The first number in ``text`` (the answer in "A: $1,200 per month"), or None."""
-    values = numbers_in(text)
-    return values[0] if values else None
+    return next(iter_numbers(text), None)
 
 
 def last_number(text: str) -> Fraction | None:
     """The last number in ``text``, or None."""
-    values = numbers_in(text)
-    return values[-1] if values else None
+    value = None
+    for value in iter_numbers(text):  # noqa: B007 (the loop keeps the last one)
+        pass
+    return value
 
 
 def parse_number(text: str) -> Fraction | None:
@@ -80,8 +90,8 @@ def parse_number(text: str) -> Fraction | None:
 
     Returns None when there is no number or more than one (so "3 + 4" is not a number).
     """
-    values = numbers_in(text)
-    return values[0] if len(values) == 1 else None
+    found = list(islice(iter_numbers(text), 2))
+    return found[0] if len(found) == 1 else None
 
 
 def format_number(value: Fraction) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import importlib_metadata
-from rewardkit import RewardProviderSpec, hookimpl
 
+from rewardkit import RewardProviderSpec, hookimpl
 from rewardkit_rl.verifiers.format_tags import format_provider
 from rewardkit_rl.verifiers.math_verifier import MATH_DIAGNOSTICS, MathVerifier
 from rewardkit_rl.verifiers.multiple_choice import multiple_choice_provider

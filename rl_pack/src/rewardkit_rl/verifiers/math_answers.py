@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from rewardkit.builtin.answers import last_boxed
+from rewardkit.builtin.answers import last_answer_tag, last_boxed
 
 _FINAL_ANSWER = re.compile(r"final\s+answer(?:\s+is)?[ \t]*[:：]?[ \t]*(?P<span>[^\n]+)", re.IGNORECASE)
 _HOPE = re.compile(r"\.?\s*I hope it is correct\.?\s*$", re.IGNORECASE)
@@ -20,15 +20,6 @@ _INTEGER = re.compile(r"-?\d+")
 _DECIMAL = re.compile(r"-?\d+\.\d+")
 _SLASH = re.compile(r"(-?\d+)/(\d+)")
 _LATEX_FRACTION = re.compile(r"(-?)\\frac\{(-?\d+)\}\{(\d+)\}")
-
-
-def last_answer_tag(text: str) -> str | None:
-    """Content of the last complete ``<answer>...</answer>``; linear time on any input."""
-    end = text.rfind("</answer>")
-    if end < 0:
-        return None
-    start = text.rfind("<answer>", 0, end)
-    return None if start < 0 else text[start + len("<answer>") : end]
 
 
 def extract_answer(text: str) -> tuple[str, str] | None:

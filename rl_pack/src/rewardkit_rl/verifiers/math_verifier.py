@@ -25,7 +25,6 @@ from rewardkit.contracts import (
     RewardProviderResult,
 )
 from rewardkit.errors import RewardContractError
-
 from rewardkit_rl.verifiers.math_answers import exact_value, extract_answer, fast_verdict, normalise
 from rewardkit_rl.verifiers.pool import KillablePool, Outcome
 

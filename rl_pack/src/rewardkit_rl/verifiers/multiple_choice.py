@@ -11,12 +11,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from rewardkit.builtin.answers import last_boxed
+from rewardkit.builtin.answers import last_answer_tag, last_boxed
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
 from rewardkit.errors import RewardContractError
 from rewardkit.pointwise import MappedProvider, map_candidates
-
-from rewardkit_rl.verifiers.math_answers import last_answer_tag
 
 
 @lru_cache(maxsize=32)
