@@ -1,0 +1,149 @@
+"""multiple-choice, format, overlong and repetition: behaviour, params in preflight, registration."""
+
+from __future__ import annotations
+
+import pytest
+
+from rewardkit import PreflightError, RewardContractError, resolve_catalog
+from rewardkit.contracts import RewardCandidate, RewardContext
+from rewardkit_rl.verifiers.format_tags import check_format
+from rewardkit_rl.verifiers.multiple_choice import extract_choice, score_multiple_choice
+from rewardkit_rl.verifiers.overlong import overlong_penalty
+from rewardkit_rl.verifiers.repetition import repeated_fraction
+
+
+def test_rl_pack_registers_its_verifiers() -> None:
+    catalog = resolve_catalog()
+    for name, owner in (("math", "rewardkit-rl"), ("format", "rewardkit-rl"), ("overlong", "rewardkit-rl")):
+        assert name in catalog
+        assert catalog.entry(name).owner.distribution == owner
+    for name in ("multiple-choice", "repetition"):
+        assert name in catalog
+
+
+@pytest.mark.parametrize(
+    ("text", "letter"),
+    [
+        ("The answer is (B).", "B"),
+        ("Answer: c", "C"),
+        ("After checking, the correct option is D", "D"),
+        ("\\boxed{A}", "A"),
+        ("\\boxed{\\text{(E)}}", "E"),
+        ("<answer>B</answer>", "B"),
+        ("(C)", "C"),
+        ("I choose A, no wait. The answer is B", "B"),
+        ("A train leaves at noon.", None),
+        ("The answer is Z", None),
+        ("", None),
+    ],
+)
+def test_multiple_choice_extraction(text: str, letter: str | None) -> None:
+    assert extract_choice(text, "ABCDE") == letter
+
+
+def test_multiple_choice_scoring_and_bad_reference() -> None:
+    def score(text: str, reference: object) -> float:
+        return score_multiple_choice(RewardCandidate("t", text), RewardContext(reference=reference)).terms[
+            "task"
+        ]
+
+    assert score("The answer is (B)", "B") == 1.0
+    assert score("The answer is (B)", "(b)") == 1.0
+    assert score("The answer is (C)", "B") == 0.0
+    with pytest.raises(RewardContractError, match="one of the letters"):
+        score("The answer is (B)", "banana")
+    with pytest.raises(PreflightError, match="letters must be ASCII letters"):
+        resolve_catalog().bind("multiple-choice", {"letters": "A1"})
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("<think>reasoning</think><answer>42</answer>", True),
+        ("  <think>a</think>\n<answer>b</answer>\n", True),
+        ("<answer>b</answer><think>a</think>", False),  # wrong order
+        ("<think>a</think><think>a</think><answer>b</answer>", False),  # twice
+        ("<think>a</think>", False),
+        ("preamble <think>a</think><answer>b</answer>", False),
+        ("<think>a<answer>b</answer></think>", False),  # nested, not in sequence
+        ("</think>a<think><answer>b</answer>", False),
+        ("", False),
+    ],
+)
+def test_format_default_tags(text: str, ok: bool) -> None:
+    assert check_format(text, ("think", "answer"), False)[0] is ok
+
+
+def test_format_options_and_preflight() -> None:
+    assert check_format("x <reasoning>a</reasoning> y <final>b</final>", ("reasoning", "final"), True) == (
+        True,
+        2,
+    )
+    bound = resolve_catalog().bind("format", {"tags": ["plan", "answer"]})
+    result = bound.score_group(
+        "g", [{"trajectory_id": "a", "completion": "<plan>p</plan><answer>1</answer>"}]
+    )
+    assert result.items[0].result.terms["format"] == 1.0
+    for params, message in (
+        ({"tags": []}, "non-empty"),
+        ({"tags": ["a b"]}, "invalid tag"),
+        ({"tags": ["a", "a"]}, "distinct"),
+    ):
+        with pytest.raises(PreflightError, match=message):
+            resolve_catalog().bind("format", params)
+
+
+def test_overlong_follows_dapo() -> None:
+    assert overlong_penalty(50, 100, 20, False) == 0.0
+    assert overlong_penalty(80, 100, 20, False) == 0.0
+    assert overlong_penalty(90, 100, 20, False) == pytest.approx(-0.5)
+    assert overlong_penalty(100, 100, 20, False) == pytest.approx(-1.0)
+    assert overlong_penalty(101, 100, 20, False) == -1.0
+    assert overlong_penalty(10, 100, 20, True) == -1.0  # the engine cut it at the budget
+
+
+def test_overlong_skips_without_a_token_count_and_checks_params() -> None:
+    bound = resolve_catalog().bind("overlong", {"max_tokens": 100, "buffer_tokens": 20})
+    result = bound.score_group(
+        "g",
+        [
+            {"trajectory_id": "a", "completion": "x"},
+            {"trajectory_id": "b", "completion": "x", "completion_token_count": 95},
+            {
+                "trajectory_id": "c",
+                "completion": "x",
+                "completion_token_count": 10,
+                "finish_reason": "length",
+            },
+        ],
+    )
+    statuses = [(item.result.status, dict(item.result.terms)) for item in result.items]
+    assert statuses == [("skipped", {}), ("scored", {"overlong": -0.75}), ("scored", {"overlong": -1.0})]
+    with pytest.raises(PreflightError, match=r"buffer_tokens .* exceeds"):
+        resolve_catalog().bind("overlong", {"max_tokens": 10, "buffer_tokens": 20})
+    with pytest.raises(PreflightError, match="max_tokens"):
+        resolve_catalog().bind("overlong", {"buffer_tokens": 20})
+
+
+def test_repetition() -> None:
+    assert repeated_fraction("one two three four five", 3) == 0.0
+    assert repeated_fraction("a b c a b c a b c", 3) == pytest.approx(4 / 7)
+    assert repeated_fraction("short", 3) == 0.0
+    assert repeated_fraction("", 1) == 0.0
+    bound = resolve_catalog().bind("repetition", {"ngram_size": 1, "max_penalty": 0.5})
+    result = bound.score_group("g", [{"trajectory_id": "a", "completion": "go go go go"}])
+    assert result.items[0].result.terms["repetition"] == pytest.approx(-0.5 * 3 / 4)
+    with pytest.raises(PreflightError, match="ngram_size"):
+        resolve_catalog().bind("repetition", {"ngram_size": 0})
+
+
+@pytest.mark.parametrize("name", ["multiple-choice", "format", "repetition"])
+def test_junk_completions(name: str) -> None:
+    bound = resolve_catalog().bind(name)
+    junk = ["", "\x00\xff\ufffd", "<think>" * 100_000, "(A) " * 250_000, "\\boxed{" * 50_000]
+    rollouts = [
+        {"trajectory_id": f"j{index}", "completion": text, "reference": "A"}
+        for index, text in enumerate(junk)
+    ]
+    result = bound.score_group("g", rollouts)
+    assert all(item.result.status == "scored" for item in result.items)
