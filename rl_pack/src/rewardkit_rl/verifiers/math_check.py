@@ -33,9 +33,31 @@ def _parse_gold(gold: str) -> tuple[Any, ...]:
     return tuple(_parse(gold))
 
 
+# One of each common answer shape: ANTLR builds its parsing tables lazily, per construct, so the
+# first fraction, root, interval or matrix a worker meets is slow. Pay that once, at start-up.
+WARM_UP_PAIRS: tuple[tuple[str, str], ...] = (
+    ("\\frac{\\sqrt{2}}{2}+x^{2}", "\\dfrac{1}{\\sqrt{2}}+x^2"),
+    ("12\\frac{3}{5}", "\\frac{63}{5}"),
+    ("7\\pi", "7 \\pi"),
+    ("4a-2", "2(2a-1)"),
+    ("(1, 2]", "(1,2]"),
+    ("\\{1, 2\\}", "1, 2"),
+    ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}"),
+    ("\\text{(A)}", "A"),
+    ("30^\\circ", "30"),
+    ("50\\%", "0.5"),
+    ("y = 2x + 1", "2x+1"),
+    ("\\log_2 8 + \\sin(x)", "3+\\sin x"),
+    ("-\\infty", "-\\infty"),
+    ("4:30 \\text{ p.m.}", "4:30"),
+)
+
+
 def warm_up() -> None:
-    """Build the LaTeX parser and SymPy caches once, at worker start-up."""
-    verify(_parse("\\frac{\\sqrt{2}}{2}+x^{2}"), _parse("\\dfrac{1}{\\sqrt{2}}+x^2"), timeout_seconds=None)
+    """Build the LaTeX parser tables and SymPy caches at worker start-up (see ``WARM_UP_PAIRS``)."""
+    for gold, answer in WARM_UP_PAIRS:
+        verify(_parse(gold), _parse(answer), timeout_seconds=None)
+    _parse_gold.cache_clear()
 
 
 def check(request: tuple[str, ...]) -> tuple[str, Any]:

@@ -186,8 +186,12 @@ class MathVerifier:
             else:
                 plan.slow.append(index)
                 plan.requests.append(("verify", gold, answer))
-        # The reference's parse check travels in the same batch as the slow answers, so a group
-        # costs one round trip; its verdict then applies to every candidate of the group.
+        # Whether math-verify can parse the reference only matters when some answer needs it; then
+        # the check travels in the same batch as those answers and, if it fails, the whole group
+        # is skipped so that no group is half-scored. Answers settled above are exact matches or
+        # missing answers, which are right whatever the parser thinks of the reference.
+        if not plan.slow:
+            return plan
         plan.gold_known = True if exact_value(normalise(gold)) is not None else self._cached_gold(gold)
         if plan.gold_known is None:
             plan.requests.insert(0, ("gold", gold))
