@@ -132,7 +132,16 @@ def test_params_are_checked_in_preflight() -> None:
             catalog.bind("math", params)
 
 
+def wait_for_full_pool(verifier: MathVerifier) -> None:
+    """A killed worker's replacement takes a couple of seconds to start; measure a healthy pool."""
+    pool = verifier.pool
+    deadline = time.monotonic() + 60
+    while len(pool.pids()) < pool.size and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def check_hang_group(verifier: MathVerifier) -> float:
+    wait_for_full_pool(verifier)
     started = time.monotonic()
     scored = results(verifier, "x + 1", HANG, "\\boxed{1 + x}", "\\boxed{x+2}", "\\boxed{x+1}")
     elapsed = time.monotonic() - started
@@ -151,6 +160,7 @@ def test_hang_times_out_from_a_thread_pool(verifier: MathVerifier) -> None:
         scored = results(verifier, f"x + {index}", f"\\boxed{{{index} + x}}", "\\boxed{y}")
         return [result.terms["task"] for result in scored]
 
+    wait_for_full_pool(verifier)
     with ThreadPoolExecutor(max_workers=4) as executor:
         hang = executor.submit(check_hang_group, verifier)
         others = [executor.submit(normal_group, index) for index in range(6)]
