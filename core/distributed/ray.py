@@ -44,7 +44,7 @@ from rewardkit.errors import IdentityMismatchError, PreflightError, RewardkitErr
 from rewardkit.reward import Reward, available_inputs
 from rewardkit.worker import GroupLike, ScoredBatch, group_parts
 
-DEPTH = 2  # groups queued per actor: one running, one waiting, so an actor never idles between calls
+DEPTH = 2  # groups in flight per actor, so an actor never idles between calls
 STARTUP_TIMEOUT_S = 120.0
 ActorOptions = Callable[[int], Mapping[str, Any]]
 
@@ -193,7 +193,15 @@ class RayReward(Reward):
         driver_records = [record.to_json() for record in self.providers]
         handles = []
         for index in range(self.num_actors):
-            options: dict[str, Any] = {"num_cpus": 1, "max_restarts": 0, "max_task_retries": 0}
+            # Providers are thread-safe (in-process scoring runs them in threads), so an actor takes
+            # its queued groups concurrently: one group's Python work overlaps another's wait on
+            # a provider's own worker processes, as it does in-process.
+            options: dict[str, Any] = {
+                "num_cpus": 1,
+                "max_concurrency": DEPTH,
+                "max_restarts": 0,
+                "max_task_retries": 0,
+            }
             if self._actor_options is not None:
                 options.update(self._actor_options(index))
             handles.append(
