@@ -334,19 +334,6 @@ class RayReward(Reward):
         finally:
             self._require_pool().give_back(slot, False)
 
-    def validation(self) -> RayReward:
-        """The held-out reward (``rl.validation.reward``), also scored by its own actors."""
-        local = super().validation()
-        local.close()
-        return RayReward(
-            self.config,
-            local.selection,
-            namespace="val",
-            group_size=local.worker.group_size,
-            catalog=self.catalog,
-            actor_options=self._actor_options,
-        )
-
     # -- shutdown ---------------------------------------------------------------------------------
 
     def _stop_actors(self) -> None:
