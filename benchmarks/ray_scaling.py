@@ -102,6 +102,8 @@ def main() -> None:
         )
 
     groups = math_groups(args.groups)
+    # Other work on the machine takes cores from the 2-actor run first; the JSON keeps the load.
+    load_before = os.getloadavg()[0]
     local = Reward(config(1))
     expected = local.score(groups)  # also the warm-up of the in-process reference
 
@@ -159,6 +161,7 @@ def main() -> None:
             "groups_per_actor_with_2": spread,
             "speedup_2_vs_1_actors": speedup,
             "target_speedup": 1.6,
+            "load_average_1min": {"before": load_before, "after": os.getloadavg()[0]},
         },
     )
     print(f"2 actors vs 1: {speedup:.2f}x (target >= 1.6x); {1 - fast:.0%} of candidates went to math-verify")

@@ -275,9 +275,13 @@ def test_back_pressure_limits_rollouts_in_flight(ray_cluster: dict) -> None:
             remote.score(big)
 
 
-def test_closed_reward_refuses_to_score(ray_cluster: dict) -> None:
+def test_closed_reward_refuses_to_score_and_validation_is_in_process(ray_cluster: dict) -> None:
     remote = RayReward(config({"provider": "revisioned"}))
+    validation = remote.validation()
+    assert type(validation) is Reward and validation.worker.namespace == "val"
+    groups = scripted_groups(2)
+    assert validation.score(groups) == Reward(remote.config, namespace="val").score(groups)
     remote.close()
     remote.close()  # idempotent
     with pytest.raises(rewardkit.RewardkitError, match="closed"):
-        remote.score(scripted_groups(1))
+        remote.score(groups)
