@@ -17,8 +17,9 @@ import gc
 import time
 from collections.abc import Callable
 
-import rewardkit
 from _report import report
+
+import rewardkit
 from rewardkit import RewardCandidate, RewardContext, resolve_catalog
 from rewardkit.builtin.rules import score_exact_match
 

@@ -36,6 +36,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
 from rewardkit.contracts import NAME_PATTERN, RewardProviderResult
 from rewardkit.errors import RewardkitError
 from rewardkit.frozen import NotJSONError, freeze

@@ -44,6 +44,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
 from rewardkit.errors import ConfigError
 
 if sys.version_info >= (3, 11):

@@ -22,6 +22,7 @@ from types import ModuleType
 
 import importlib_metadata
 import pluggy
+
 from rewardkit import hookspecs
 from rewardkit.errors import PluginLoadError
 

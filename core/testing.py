@@ -17,6 +17,7 @@ import threading
 from typing import Any, ClassVar
 
 import pytest
+
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import ProviderEntry, resolve_catalog
 from rewardkit.contracts import RewardGroupRequest, RewardGroupResult

@@ -4,6 +4,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+
 from rewardkit.plugins import reset_plugins
 
 # The suite treats a plugin that fails to load as a failure, never as a warning.

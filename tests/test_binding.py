@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from helpers import bind_spec, bound, rollouts
+
 from rewardkit import (
     MetricContribution,
     ProviderError,

@@ -7,6 +7,7 @@ from typing import Any
 from helpers import bind_spec
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from rewardkit import (
     RewardCandidateResult,
     RewardContractError,

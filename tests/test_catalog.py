@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers import fake_distribution
+
 from rewardkit import (
     IdentityMismatchError,
     PreflightError,

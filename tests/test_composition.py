@@ -7,10 +7,11 @@ import math
 from typing import Any
 
 import pytest
-import rewardkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
+
+import rewardkit
 from rewardkit import RewardkitError, RewardProviderResult
 from rewardkit.composition import (
     ComponentOutcome,

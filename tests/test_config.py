@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from rewardkit import load_config
 from rewardkit.config import RewardSelection, known_keys, parse_override
 from rewardkit.errors import ConfigError, RewardkitError

@@ -9,6 +9,7 @@ from typing import Any
 # In the test extra (pip install -e .[test]); a missing install must fail the suite, not skip it.
 import datasets
 import pytest
+
 from rewardkit.config import DataConfig, load_config
 from rewardkit.data import PreparedRow, check_group_sizes, load_prompt_rows, read_rollouts
 from rewardkit.errors import DataError, RewardkitError

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from helpers import fake_distribution
+
 from rewardkit import PluginLoadError, RegistrationError, UnknownNameError, load_plugins, resolve_catalog
 from rewardkit.catalog import serving_strategies, trainer_bindings
 

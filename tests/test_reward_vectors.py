@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from rewardkit.composition import RewardSpec, RewardSpecError, compose
 from rewardkit.composition_vectors import (
     VECTORS_ENV,

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from rewardkit.cli import main
 from rewardkit.score_job import manifest_path, run_score
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 import rewardkit
 from rewardkit import (
     CompositionError,

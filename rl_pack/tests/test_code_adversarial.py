@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from rewardkit.catalog import resolve_catalog
 
 REFERENCE = {"test_list": ["assert add(1, 2) == 3", "assert add(-1, 1) == 0"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import PreflightError, RewardContractError
 from rewardkit_rl.code.compare import outputs_match

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rewardkit import RewardProviderSpec, hookimpl
-
 from rewardkit_rl.code.provider import DIAGNOSTICS, TERMS, CodeTestsProvider
 
 REVISION = "1"

@@ -18,7 +18,6 @@ from rewardkit.contracts import (
     RewardGroupResult,
     RewardProviderResult,
 )
-
 from rewardkit_rl.code.compare import COMPARE_MODES, CompareMode, outputs_match
 from rewardkit_rl.code.reference import TestPlan, parse_reference
 from rewardkit_rl.code.sandbox import SandboxConfig, SandboxError, SandboxPool

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from rewardkit.errors import RewardContractError
-
 from rewardkit_rl.code.extraction import defines, extract_program
 
 
