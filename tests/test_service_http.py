@@ -248,10 +248,9 @@ def test_reward_vectors_through_the_service(case, compose_over_http):
 
 
 # -- OpenRLHF ------------------------------------------------------------------------------------
-# OpenRLHF's own client (openrlhf.utils.agent.SingleTurnAgentExecutor._fetch_rewards_via_http) cannot
-# be imported on a CPU test machine without torch, transformers and deepspeed: `openrlhf.utils`
-# imports them at package import. So the protocol is tested from its documented shapes: a POST of
-# {"query", "prompts", "labels"} lists, answered with "rewards", "scores" and "extra_logs".
+# Here the protocol is tested from its documented shapes: a POST of {"query", "prompts", "labels"}
+# lists, answered with "rewards", "scores" and "extra_logs". OpenRLHF's own remote-RM client is run
+# against this endpoint in integrations/openrlhf (tox env `openrlhf`), where OpenRLHF is installed.
 
 
 def test_get_reward_speaks_openrlhf_remote_rm_protocol(server):
@@ -276,6 +275,27 @@ def test_get_reward_speaks_openrlhf_remote_rm_protocol(server):
     assert all(len(values) == len(rollouts) for values in answer["extra_logs"].values())
     status, _, raw = request("POST", server.url + "/get_reward", {"query": ["a", "b"], "labels": ["1"]})
     assert status == 400 and "labels" in json.loads(raw)["error"]["message"]
+
+
+def test_get_reward_cuts_responses_exactly_as_the_in_process_binding(server):
+    from rewardkit.bindings.openrlhf import reward_func
+
+    prompts = ["Q: 2+2?\nA: ", "Q: 3+3?\nA: "]
+    queries = [prompts[0] + "The answer is 4<|im_end|>", prompts[1] + "The answer is 7</s><pad>"]
+    labels = ["#### 4", "#### 6"]
+    status, _, raw = request(
+        "POST", server.url + "/get_reward", {"query": queries, "prompts": prompts, "labels": labels}
+    )
+    assert status == 200, raw
+    config = {"rl": {"reward": {"provider": "gsm8k"}}}
+    local = reward_func(queries, prompts, labels, config=config)
+    assert json.loads(raw)["rewards"] == [float(x) for x in local["rewards"]] == [1.0, 0.0]
+    status, _, raw = request(
+        "POST",
+        server.url + "/get_reward",
+        {"query": ["no prompt here"], "prompts": ["Q: 1?"], "labels": ["1"]},
+    )
+    assert status == 422 and "prompt does not occur" in json.loads(raw)["error"]["message"]
 
 
 # -- the client ----------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rewardkit.advantages import Scaling
+from rewardkit.bindings.groups import BindingError
+from rewardkit.bindings.openrlhf import response_of
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import CompositionError, RewardSpec, RewardSpecError, compose
 from rewardkit.config import RewardkitConfig, RewardSelection
@@ -426,13 +428,16 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
         worker = service.resolve(Selection(), openrlhf=True)
         groups = []
         for index, query in enumerate(parsed.query):
-            rollout: dict[str, Any] = {"trajectory_id": f"q{index}", "completion": query}
+            # OpenRLHF's query is the prompt followed by the response: score only the response, cut
+            # exactly as the in-process binding cuts it, so both paths give the same reward.
+            prompt = parsed.prompts[index] if parsed.prompts is not None else ""
+            try:
+                completion = response_of(query, prompt, index)
+            except BindingError as error:
+                raise Reply(422, "invalid_query", str(error), cause="validation") from None
+            rollout: dict[str, Any] = {"trajectory_id": f"q{index}", "completion": completion}
             if parsed.prompts is not None:
-                prompt = parsed.prompts[index]
                 rollout["prompt"] = prompt
-                # OpenRLHF's query is the prompt followed by the response: score only the response.
-                if query.startswith(prompt):
-                    rollout["completion"] = query[len(prompt) :]
             if parsed.labels is not None:
                 rollout["reference"] = parsed.labels[index]
             groups.append((f"q{index}", [rollout]))
