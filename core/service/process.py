@@ -18,6 +18,18 @@ from pathlib import Path
 from types import TracebackType
 
 _ANNOUNCE = "rewardkit serve: listening on "
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the parent dies, even by SIGKILL.
+
+    Without it a test run killed by a timeout leaves its servers running (seen here).
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class ServerProcess:
@@ -60,6 +72,7 @@ class ServerProcess:
             stdin=subprocess.DEVNULL,
             text=True,
             env=self.env,
+            preexec_fn=_die_with_parent,
         )
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
