@@ -16,7 +16,8 @@ SCALINGS: tuple[str, ...] = ("group", "batch", "none")
 EPSILON = 1e-6
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
+def mean_std(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and population standard deviation; ``(0.0, 0.0)`` for no values."""
     if not values:
         return 0.0, 0.0
     mean = math.fsum(values) / len(values)
@@ -32,11 +33,11 @@ def group_advantages(
         raise ValueError(f"advantage scaling must be one of {SCALINGS}, got {scaling!r}")
     batch_std = 1.0
     if scaling == "batch":
-        _, batch_std = _mean_std([total for group in totals_by_group for total in group if total is not None])
+        _, batch_std = mean_std([total for group in totals_by_group for total in group if total is not None])
     out = []
     for group in totals_by_group:
         present = [total for total in group if total is not None]
-        mean, group_std = _mean_std(present)
+        mean, group_std = mean_std(present)
         scale = group_std if scaling == "group" else batch_std if scaling == "batch" else 1.0
         divisor = scale + EPSILON if scaling != "none" else 1.0
         out.append([0.0 if total is None else (total - mean) / divisor for total in group])

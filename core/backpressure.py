@@ -50,6 +50,8 @@ class InflightLimiter:
 
         ``deadline`` is a ``time.monotonic()`` instant (``None`` waits forever).
         """
+        if type(weight) is not int or weight < 1:
+            raise ValueError(f"an in-flight weight is a positive number of rollouts, got {weight!r}")
         if weight > self.capacity:
             raise RequestTooLarge(
                 f"a request of {weight} rollouts exceeds rewards.max_inflight={self.capacity}; "

@@ -115,6 +115,15 @@ class BoundProvider:
         candidates: list[RewardCandidate],
     ) -> Any:
         first = rollouts[0].get(need)
+        try:
+            frozen = freeze(first, f"${need}")
+        except NotJSONError as error:
+            raise RewardContractError(
+                f"{need!r} is not JSON-compatible at {error.path}: {error.reason}",
+                group_id=group_id,
+                trajectory_id=candidates[0].trajectory_id,
+                rule="json-input",
+            ) from None
         for candidate, rollout in zip(candidates, rollouts):
             value = rollout.get(need)
             if value is None:
@@ -133,15 +142,7 @@ class BoundProvider:
                     trajectory_id=candidate.trajectory_id,
                     rule="inconsistent-common-input",
                 )
-        try:
-            return freeze(first, f"${need}")
-        except NotJSONError as error:
-            raise RewardContractError(
-                f"{need!r} is not JSON-compatible at {error.path}: {error.reason}",
-                group_id=group_id,
-                trajectory_id=candidates[0].trajectory_id,
-                rule="json-input",
-            ) from None
+        return frozen
 
     def check_request(
         self, request: RewardGroupRequest, expected_size: int | None = None
@@ -263,12 +264,18 @@ class BoundProvider:
                     "declared-terms",
                 )
             for term, value in terms.items():
-                if type(value) is not float and (type(value) is not int):
-                    raise fail(f"term {term!r} is {type(value).__name__}, not a number", "finite-terms")
-                if not math.isfinite(value):
-                    raise fail(f"term {term!r} is {value!r}, not finite", "finite-terms")
+                if not _finite(value):
+                    raise fail(
+                        f"term {term!r} is {value!r} ({type(value).__name__}); terms must be finite "
+                        "Python floats or ints",
+                        "finite-terms",
+                    )
         elif terms:
             raise fail(f"a {result.status} result must not carry terms", "declared-terms")
+        if result.reason is not None and type(result.reason) is not str:
+            raise fail(
+                f"reason must be a string or None, got {type(result.reason).__name__}", "result-reason"
+            )
         for contribution in result.diagnostics:
             name = getattr(contribution, "name", None)
             if name not in self._declared_diagnostics:
@@ -276,10 +283,25 @@ class BoundProvider:
                     f"undeclared diagnostic {name!r}; declared: {sorted(self._declared_diagnostics)}",
                     "declared-diagnostics",
                 )
-            for attr in ("value", "weight"):
-                value = getattr(contribution, attr)
-                if type(value) not in (float, int) or not math.isfinite(value):
-                    raise fail(f"diagnostic {name!r} {attr} is {value!r}, not finite", "finite-diagnostics")
+            if not _finite(contribution.value) or not _finite(contribution.weight) or contribution.weight < 0:
+                raise fail(
+                    f"diagnostic {name!r} has value {contribution.value!r} and weight "
+                    f"{contribution.weight!r}; both must be finite numbers and the weight non-negative",
+                    "finite-diagnostics",
+                )
+
+
+def _finite(value: object) -> bool:
+    """A finite Python float or int (not bool); ints too large for a float are not finite."""
+    kind = type(value)
+    if kind is float:
+        return math.isfinite(value)  # type: ignore[arg-type]
+    if kind is int:
+        try:
+            return math.isfinite(float(value))  # type: ignore[arg-type]
+        except OverflowError:
+            return False
+    return False
 
 
 def _candidate(group_id: str, index: int, rollout: object) -> RewardCandidate:

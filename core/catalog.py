@@ -20,7 +20,7 @@ from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
 from rewardkit.frozen import NotJSONError
 from rewardkit.identity import canonical_json, code_fingerprint, provider_identity
 from rewardkit.plugins import PluginInfo, PluginManager, import_module_attribute, load_plugins
-from rewardkit.registry import Registered, Registry, owner_label
+from rewardkit.registry import Registry, owner_label
 
 CatalogFactory = Callable[[], Iterable[RewardProviderSpec]]
 
@@ -66,6 +66,7 @@ class Catalog:
     def __init__(self, providers: Registry[RewardProviderSpec], ref: str | None) -> None:
         self._providers = providers
         self.ref = ref
+        self._entries: dict[str, ProviderEntry] = {}  # keeps each entry's cached identity
 
     def names(self) -> list[str]:
         return [entry.name for entry in self._providers]
@@ -74,11 +75,13 @@ class Catalog:
         return name in self._providers
 
     def entry(self, name: str) -> ProviderEntry:
-        registered = self._providers.get(name)
-        return _entry(registered)
+        if name not in self._entries:
+            registered = self._providers.get(name)
+            self._entries[name] = ProviderEntry(registered.value, registered.owner)
+        return self._entries[name]
 
     def entries(self) -> list[ProviderEntry]:
-        return [_entry(registered) for registered in self._providers]
+        return [self.entry(registered.name) for registered in self._providers]
 
     def bind(
         self,
@@ -123,10 +126,6 @@ class Catalog:
             )
         identity = provider_identity(spec, params) if params else entry.identity
         return BoundProvider(spec, provider, params, identity)
-
-
-def _entry(registered: Registered[RewardProviderSpec]) -> ProviderEntry:
-    return ProviderEntry(registered.value, registered.owner)
 
 
 # -- building registries from plugins ----------------------------------------------------------

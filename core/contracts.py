@@ -13,8 +13,8 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from rewardkit.errors import RegistrationError
+from rewardkit.frozen import NotJSONError, freeze
 
-Need = Literal["prompt", "reference"]
 KNOWN_NEEDS: tuple[str, ...] = ("prompt", "reference")
 Status = Literal["scored", "skipped", "error"]
 
@@ -22,6 +22,8 @@ Status = Literal["scored", "skipped", "error"]
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 
 LENGTH_VERDICT = "length"
+# Diagnostic names the framework writes itself under reward_provider/<provider>/.
+RESERVED_DIAGNOSTICS = frozenset({"sample_count"})
 
 
 def is_length_verdict(finish_reason: str | None) -> bool:
@@ -188,6 +190,16 @@ class RewardProviderSpec:
                 check_name(f"{where} {attr[:-1]}", item)
             if len(set(names)) != len(names):
                 raise RegistrationError(f"{where}: duplicate entries in {attr}: {names}")
+        reserved = sorted(RESERVED_DIAGNOSTICS.intersection(self.diagnostics))
+        if reserved:
+            raise RegistrationError(f"{where}: diagnostic names {reserved} are reserved for the framework")
+        try:
+            freeze(self.semantic_identity, "$")
+        except NotJSONError as error:
+            raise RegistrationError(
+                f"{where}: semantic_identity is not JSON at {error.path}: {error.reason} "
+                "(use CredentialRef(...).identity() for credentials)"
+            ) from None
 
     @property
     def default_term(self) -> str:

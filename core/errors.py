@@ -31,6 +31,7 @@ class RewardContractError(RewardkitError):
         prefix = f"[{', '.join(where)}] " if where else ""
         tag = f" (rule: {rule})" if rule else ""
         super().__init__(f"{prefix}{message}{tag}")
+        self.message = message
         self.group_id = group_id
         self.trajectory_id = trajectory_id
         self.rule = rule

@@ -11,38 +11,21 @@ import functools
 import hashlib
 import inspect
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from rewardkit.contracts import RewardProviderSpec
-from rewardkit.frozen import NotJSONError, thaw
+from rewardkit.frozen import freeze, thaw
 
 
 def canonical_json(value: Any, path: str = "$") -> str:
-    """Serialise a JSON value canonically; refuse anything JSON cannot represent exactly."""
-    _check_json(value, path)
-    return json.dumps(thaw(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Serialise a JSON value canonically; refuse anything JSON cannot represent exactly.
 
-
-def _check_json(value: Any, path: str) -> None:
-    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise NotJSONError(path, f"non-finite number {value!r} has no JSON form")
-        return
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise NotJSONError(path, f"mapping key {key!r} is not a string")
-            _check_json(item, f"{path}.{key}")
-        return
-    if isinstance(value, (list, tuple)):
-        for index, item in enumerate(value):
-            _check_json(item, f"{path}[{index}]")
-        return
-    raise NotJSONError(path, f"{type(value).__name__} is not a JSON type")
+    Validation is ``freeze``'s, so what the adapter accepts as a common input and what identity
+    accepts as params or semantic identity are the same set of values.
+    """
+    plain = thaw(freeze(value, path))
+    return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def sha256_hex(text: str) -> str:

@@ -22,7 +22,7 @@ def metric_name(namespace: str, *segments: str) -> str:
     if namespace not in NAMESPACES:
         raise RewardkitError(f"metric namespace must be one of {NAMESPACES}, got {namespace!r}")
     for segment in segments:
-        if not NAME_PATTERN.match(segment) and segment not in ("sample_count",):
+        if not NAME_PATTERN.match(segment):
             raise RewardkitError(f"metric path segment {segment!r} is not a valid name")
     return "/".join((namespace, *segments))
 

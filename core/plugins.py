@@ -87,6 +87,7 @@ class PluginManager:
         self.pm.add_hookspecs(hookspecs)
         self.infos: dict[int, PluginInfo] = {}
         self.failures: list[PluginFailure] = []
+        self._entry_point_owners: dict[str, str] = {}
         self._loaded = False
         self.tracing = False
         self._lock = threading.Lock()
@@ -130,11 +131,27 @@ class PluginManager:
             wanted = {entry_point.name, dist_name}
             if allow is not None and not wanted & allow:
                 continue
-            if wanted & block or self.pm.has_plugin(entry_point.name):
+            if wanted & block:
                 continue
+            owner = self._entry_point_owners.get(entry_point.name)
+            if owner == dist_name:
+                continue  # the same distribution seen twice on sys.path
             try:
+                if owner is not None:
+                    raise PluginLoadError(
+                        f"entry point name {entry_point.name!r} is already taken by distribution {owner}"
+                    )
                 plugin = entry_point.load()
                 self.add(plugin, entry_point.name, dist_name, dist_version)
+                self._entry_point_owners[entry_point.name] = dist_name
+                unknown = sorted(c.name for c in self.pm.get_hookcallers(plugin) or [] if c.spec is None)
+                if unknown:
+                    self.pm.unregister(plugin)
+                    raise PluginLoadError(
+                        f"implements hooks rewardkit does not define: {unknown} (misspelt? the hooks are "
+                        "register_reward_providers, register_catalogs, register_serving_strategies, "
+                        "register_trainer_bindings)"
+                    )
             except Exception as error:
                 failure = PluginFailure(
                     entry_point.name, dist_name, dist_version, f"{type(error).__name__}: {error}"

@@ -43,7 +43,10 @@ class MappedProvider:
                 if error.group_id is not None:
                     raise
                 raise RewardContractError(
-                    str(error), group_id=request.group_id, trajectory_id=candidate.trajectory_id
+                    error.message,
+                    group_id=request.group_id,
+                    trajectory_id=candidate.trajectory_id,
+                    rule=error.rule,
                 ) from error
             except Exception as error:  # one candidate's crash is that candidate's error
                 result = RewardProviderResult.fail(f"{type(error).__name__}: {error}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -49,6 +49,24 @@ def record_of(bound: BoundProvider, catalog_ref: str | None) -> ProviderRecord:
         identity=bound.identity,
         code_fingerprint=code_fingerprint(bound.spec),
     )
+
+
+def check_resume_all(
+    recorded: Sequence[ProviderRecord], current: Sequence[ProviderRecord], strict: bool | None = None
+) -> None:
+    """``check_resume`` for every provider of a run; the two runs must select the same providers."""
+    by_name = {record.provider: record for record in current}
+    for record in recorded:
+        if record.provider not in by_name:
+            raise IdentityMismatchError(
+                f"pending work was scored with provider {record.provider!r} (identity "
+                f"{record.identity}), which this configuration no longer selects "
+                f"(it selects {sorted(by_name)})"
+            )
+        check_resume(record, by_name[record.provider], strict)
+    missing = sorted(set(by_name) - {record.provider for record in recorded})
+    if missing:
+        raise IdentityMismatchError(f"pending work has no record of providers {missing}; start a new run")
 
 
 def strict_identity() -> bool:

@@ -19,11 +19,11 @@ from typing import Any
 
 from rewardkit.backpressure import InflightLimiter
 from rewardkit.catalog import Catalog, resolve_catalog
-from rewardkit.composition import RewardSpec
+from rewardkit.composition import RewardSpec, RewardSpecError
 from rewardkit.config import RewardkitConfig, RewardSelection, load_config
 from rewardkit.contracts import KNOWN_NEEDS
-from rewardkit.errors import PreflightError
-from rewardkit.provenance import ProviderRecord, check_resume
+from rewardkit.errors import ConfigError, PreflightError
+from rewardkit.provenance import ProviderRecord, check_resume_all
 from rewardkit.worker import GroupLike, RewardWorker, ScoredBatch
 
 DEFAULT_THREADS = 8
@@ -32,7 +32,10 @@ DEFAULT_THREADS = 8
 def spec_of(selection: RewardSelection) -> RewardSpec:
     """The composed spec a selection stands for (one provider is a one-component spec)."""
     if selection.spec is not None:
-        return RewardSpec.parse(selection.spec)
+        try:
+            return RewardSpec.parse(selection.spec)
+        except RewardSpecError as error:
+            raise ConfigError(str(error), key="rl.reward.spec") from None
     assert selection.provider is not None
     return RewardSpec.single(selection.provider, selection.params)
 
@@ -91,19 +94,7 @@ class Reward:
 
     def check_resume(self, recorded: Sequence[ProviderRecord], strict: bool | None = None) -> None:
         """Refuse to resume pending work recorded under other provider identities."""
-        current = {record.provider: record for record in self.providers}
-        recorded_names = {record.provider for record in recorded}
-        for record in recorded:
-            if record.provider not in current:
-                raise PreflightError(
-                    f"pending work was scored with provider {record.provider!r} (identity "
-                    f"{record.identity}), which this configuration no longer selects "
-                    f"(it selects {sorted(current)})"
-                )
-            check_resume(record, current[record.provider], strict)
-        missing = sorted(set(current) - recorded_names)
-        if missing:
-            raise PreflightError(f"pending work has no record of providers {missing}; start a new run")
+        check_resume_all(recorded, self.providers, strict)
 
     # -- scoring -------------------------------------------------------------------------------
 
@@ -155,11 +146,12 @@ class Reward:
         selection = self.selection
         if validation is not None and validation.reward is not None:
             chosen = validation.reward
-            selection = (
-                RewardSelection(provider=chosen, catalog=self.selection.catalog)
-                if isinstance(chosen, str)
-                else chosen
-            )
+            if isinstance(chosen, str):
+                selection = RewardSelection(provider=chosen, catalog=self.selection.catalog)
+            elif chosen.catalog is None:
+                selection = chosen.model_copy(update={"catalog": self.selection.catalog})
+            else:
+                selection = chosen
             if selection.catalog != self.selection.catalog:
                 raise PreflightError(
                     f"rl.validation.reward must use the training catalog {self.selection.catalog!r}, "

@@ -19,11 +19,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from rewardkit.advantages import mean_std
 from rewardkit.config import RewardkitConfig, load_config
 from rewardkit.data import check_group_sizes, read_rollouts
-from rewardkit.errors import ConfigError, PreflightError, RewardkitError
-from rewardkit.provenance import ProviderRecord
-from rewardkit.reward import Reward
+from rewardkit.errors import ConfigError, IdentityMismatchError, PreflightError, RewardkitError
+from rewardkit.identity import canonical_json, sha256_hex
+from rewardkit.provenance import ProviderRecord, check_resume_all
+from rewardkit.reward import load
 from rewardkit.tables import format_table
 from rewardkit.worker import ScoredBatch
 
@@ -48,12 +50,14 @@ def manifest_path(out: Path) -> Path:
     return out.with_name(out.name + ".run.json")
 
 
-def _write_manifest(out: Path, config: RewardkitConfig, reward: Reward, status: str, **extra: Any) -> None:
+def _write_manifest(out: Path, config: RewardkitConfig, reward: Any, status: str, **extra: Any) -> None:
     document = {
         "status": status,
         "config": str(config.source_path) if config.source_path else None,
         "rollouts": config.rl.data.rollouts_path,
-        "catalog": reward.catalog.ref,
+        "catalog": reward.selection.catalog,
+        "service": config.rl.reward.service,
+        "backend": config.rewards.backend,
         "spec": reward.spec.to_json(),
         "providers": [record.to_json() for record in reward.providers],
         **extra,
@@ -61,7 +65,7 @@ def _write_manifest(out: Path, config: RewardkitConfig, reward: Reward, status: 
     write_atomically(manifest_path(out), [json.dumps(document, indent=2) + "\n"])
 
 
-def _check_previous_run(out: Path, reward: Reward, resume: bool) -> None:
+def _check_previous_run(out: Path, reward: Any, resume: bool) -> None:
     path = manifest_path(out)
     if not path.exists():
         if resume:
@@ -79,7 +83,15 @@ def _check_previous_run(out: Path, reward: Reward, resume: bool) -> None:
             f"{path} records a pending run that did not finish; pass --resume to finish it under the "
             "same provider identities, or delete the manifest to start over"
         )
-    reward.check_resume(records)
+    check_resume_all(records, reward.providers)
+    recorded_spec, current_spec = previous.get("spec"), reward.spec.to_json()
+    if canonical_json(recorded_spec) != canonical_json(current_spec):
+        raise IdentityMismatchError(
+            f"the pending run in {path} composed its reward with spec "
+            f"{sha256_hex(canonical_json(recorded_spec))[:16]} but this configuration gives "
+            f"{sha256_hex(canonical_json(current_spec))[:16]} (weights, gates, floor, onError or clip "
+            "changed); finish it with the recorded spec or start a new run"
+        )
 
 
 class ProgressBar:
@@ -111,21 +123,18 @@ class ProgressBar:
             self.stream.flush()
 
 
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    if not values:
-        return math.nan, math.nan
-    mean = math.fsum(values) / len(values)
-    return mean, math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+def _mean_or_nan(values: Sequence[float]) -> tuple[float, float]:
+    return mean_std(values) if values else (math.nan, math.nan)
 
 
-def summary_rows(reward: Reward, batch: ScoredBatch) -> list[tuple[Any, ...]]:
+def summary_rows(reward: Any, batch: ScoredBatch) -> list[tuple[Any, ...]]:
     """Per component (with its provider and term) and for the final total: mean, std and counts."""
     candidates = [candidate for _, candidate in batch.candidates()]
     rows: list[tuple[Any, ...]] = []
     for component in reward.spec.components:
         entries = [candidate.breakdown[component.name] for candidate in candidates]
         values = [entry["value"] for entry in entries if entry["status"] == "scored"]
-        mean, std = _mean_std(values)
+        mean, std = _mean_or_nan(values)
         counts = {
             status: sum(1 for entry in entries if entry["status"] == status)
             for status in ("scored", "skipped", "error")
@@ -144,7 +153,7 @@ def summary_rows(reward: Reward, batch: ScoredBatch) -> list[tuple[Any, ...]]:
             )
         )
     finals = [candidate.final for candidate in candidates if candidate.final is not None]
-    mean, std = _mean_std(finals)
+    mean, std = _mean_or_nan(finals)
     nulls = len(candidates) - len(finals)
     gated = sum(1 for candidate in candidates if candidate.gated)
     rows.append(("final", "-", f"{mean:.4f}", f"{std:.4f}", len(finals), 0, nulls, gated))
@@ -171,7 +180,7 @@ def run_score(
             key="rl.data.rollouts_path",
         )
     out_path = Path(out)
-    with Reward(config) as reward:
+    with load(config) as reward:
         _check_previous_run(out_path, reward, resume)
         groups = read_rollouts(
             rollouts_path,

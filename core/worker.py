@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from rewardkit.advantages import Scaling, group_advantages
+from rewardkit.advantages import SCALINGS, Scaling, group_advantages
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog
 from rewardkit.composition import ComponentOutcome, Composition, CompositionError, RewardSpec, compose
@@ -121,13 +121,16 @@ class RewardWorker:
         available_inputs: Sequence[str] = KNOWN_NEEDS,
     ) -> None:
         metric_name(namespace)  # validates the namespace
+        if scaling not in SCALINGS:
+            raise PreflightError(f"advantage scaling must be one of {SCALINGS}, got {scaling!r}")
+        if group_size is not None and (type(group_size) is not int or group_size < 1):
+            raise PreflightError(f"group size must be a positive integer or None, got {group_size!r}")
         self.namespace = namespace
         self.scaling = scaling
         self.group_size = group_size
         self.catalog = catalog
         self.providers: dict[str, BoundProvider] = {}
         owners: dict[str, tuple[str, str]] = {}  # provider name -> (params key, first component)
-        components = []
         for component in spec.components:
             params_key = canonical_json(component.params)
             key = f"{component.provider}|{params_key}"
@@ -142,7 +145,6 @@ class RewardWorker:
             owners.setdefault(component.provider, (params_key, component.name))
             if key not in self.providers:
                 self.providers[key] = catalog.bind(component.provider, component.params, available_inputs)
-            components.append(component)
         resolved = spec.with_terms(lambda name: self._provider_named(name).spec.default_term)
         self.spec = resolved
         read: dict[tuple[str, str], str] = {}

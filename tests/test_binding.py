@@ -414,3 +414,55 @@ def test_nonempty_and_constant():
         0.25,
         0.25,
     ]
+
+
+# -- review findings: each was a hole before ---------------------------------------------------
+
+
+def test_reserved_and_non_json_spec_fields_are_refused_at_registration():
+    from rewardkit import CredentialRef, RegistrationError
+
+    with pytest.raises(RegistrationError, match=r"\['sample_count'\] are reserved"):
+        RewardProviderSpec("p", lambda: None, (), "1", ("task",), ("sample_count",))
+    with pytest.raises(RegistrationError, match="semantic_identity is not JSON"):
+        RewardProviderSpec(
+            "p", lambda: None, (), "1", ("task",), semantic_identity={"key": CredentialRef("K")}
+        )
+
+
+def test_an_int_too_large_for_a_float_is_a_contract_error():
+    expect_result_rule(
+        "finite-terms",
+        lambda request: RewardGroupResult(
+            request.group_id, items_for(request, RewardProviderResult({"task": 10**400}))
+        ),
+    )
+
+
+def test_negative_diagnostic_weight_is_refused():
+    result = RewardProviderResult({"task": 1.0}, diagnostics=(MetricContribution("seen", 1.0, -1.0),))
+    expect_result_rule(
+        "finite-diagnostics", lambda request: RewardGroupResult(request.group_id, items_for(request, result))
+    )
+
+
+def test_reason_must_be_text():
+    expect_result_rule(
+        "result-reason",
+        lambda request: RewardGroupResult(
+            request.group_id, items_for(request, RewardProviderResult.skip(42))
+        ),  # type: ignore[arg-type]
+    )
+
+
+def test_equal_non_json_inputs_are_reported_as_non_json():
+    rows = rollouts(2)
+    rows[0]["reference"], rows[1]["reference"] = {1, 2}, {1, 2}
+    expect_rule("json-input", Recording(), rows)
+
+
+def test_scorer_contract_errors_keep_their_rule():
+    with pytest.raises(RewardContractError) as caught:
+        bound("exact-match").score_group("g", rollouts(1, reference=[1]))
+    assert caught.value.rule == "reference-type"
+    assert str(caught.value).count("[group") == 1

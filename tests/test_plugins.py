@@ -139,8 +139,26 @@ def register_rewards_providers(register):  # misspelt hook name
     pass
 """
     fake_distribution(site, "acme-typo", {"typo": "fake_typo"}, {"fake_typo": source})
-    with pytest.raises(Exception, match="register_rewards_providers"):
+    install_good_and_broken(site)
+    rows = {row["name"]: row for row in load_plugins().describe()}
+    assert rows["typo"]["status"] == "failed" and "register_rewards_providers" in rows["typo"]["error"]
+    assert rows["good"]["status"] == "loaded", "one misspelt plugin does not stop the others"
+    from rewardkit.plugins import reset_plugins
+
+    reset_plugins()
+    monkeypatch.setenv("REWARDKIT_STRICT_PLUGINS", "1")
+    monkeypatch.setenv("REWARDKIT_DISABLE_PLUGINS", "broken")
+    with pytest.raises(PluginLoadError, match="register_rewards_providers"):
         load_plugins()
+
+
+def test_an_entry_point_name_taken_by_another_distribution_is_reported(site: Path):
+    fake_distribution(site, "acme-a", {"shared": "fake_a"}, {"fake_a": GOOD.replace("{name}", "from-a")})
+    fake_distribution(site, "acme-b", {"shared": "fake_b"}, {"fake_b": GOOD.replace("{name}", "from-b")})
+    rows = [row for row in load_plugins().describe() if row["name"] == "shared"]
+    assert sorted(row["status"] for row in rows) == ["failed", "loaded"]
+    failed = next(row for row in rows if row["status"] == "failed")
+    assert "already taken by distribution acme-" in failed["error"]
 
 
 def test_unknown_provider_lists_known_names_and_hints_a_plugin(fresh_plugins: None):

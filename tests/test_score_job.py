@@ -173,3 +173,14 @@ def test_the_readme_main_command_runs_as_a_program(tmp_path: Path):
     )
     assert completed.returncode == 0, completed.stderr
     assert len((tmp_path / "r.jsonl").read_text().splitlines()) == 48
+
+
+def test_resume_refuses_a_changed_spec(tmp_path: Path, capsys: pytest.CaptureFixture):
+    config = config_for(tmp_path, good_rows())
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(config), "--out", str(out)]) == 0
+    manifest = json.loads(manifest_path(out).read_text())
+    manifest["spec"]["onError"] = "zero"
+    manifest_path(out).write_text(json.dumps({**manifest, "status": "pending"}))
+    assert main(["score", str(config), "--out", str(out), "--resume"]) == 2
+    assert "onError" in capsys.readouterr().err

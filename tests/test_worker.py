@@ -133,7 +133,9 @@ def test_validation_cannot_switch_catalog():
         {
             "rl": {
                 "reward": {"provider": "keyed", "catalog": CATALOG},
-                "validation": {"reward": {"provider": "constant"}},
+                "validation": {
+                    "reward": {"provider": "constant", "catalog": "catalog_fixtures:team_catalog"}
+                },
             }
         }
     )
@@ -401,3 +403,33 @@ def test_resume_check_refuses_another_identity(monkeypatch: pytest.MonkeyPatch, 
     with pytest.raises(rewardkit.IdentityMismatchError) as caught:
         current.check_resume(recorded)
     assert recorded[0].identity in str(caught.value) and current.providers[0].identity in str(caught.value)
+
+
+def test_scaling_and_group_size_are_checked_at_construction():
+    with pytest.raises(PreflightError, match="advantage scaling"):
+        worker(ONE, scaling="grp")  # type: ignore[arg-type]
+    for size in (0, True, "4"):
+        with pytest.raises(PreflightError, match="group size"):
+            worker(ONE, group_size=size)  # type: ignore[arg-type]
+
+
+def test_limiter_refuses_non_positive_weights():
+    with pytest.raises(ValueError, match="positive number of rollouts"):
+        InflightLimiter(2).acquire(0, None)
+
+
+def test_a_validation_selection_without_catalog_uses_the_training_catalog():
+    reward = rewardkit.load(
+        {
+            "rl": {
+                "reward": {"provider": "keyed", "catalog": CATALOG},
+                "validation": {"reward": {"provider": "keyed-ref"}},
+            }
+        }
+    )
+    assert reward.validation().selection.catalog == CATALOG
+
+
+def test_a_bad_spec_names_the_config_key():
+    with pytest.raises(rewardkit.ConfigError, match=r"rl\.reward\.spec.*wieght"):
+        rewardkit.load({"rl": {"reward": {"spec": {"components": [{"provider": "keyed", "wieght": 1}]}}}})
