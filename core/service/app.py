@@ -155,9 +155,9 @@ def _invalid(error: ValidationError) -> Reply:
         # Union member tags ('str', 'list[...]') are pydantic's, not the user's field names.
         path = _field_path([part for part in loc if isinstance(part, int) or "[" not in part])
         details.append({"path": path, "message": item["msg"].removeprefix("Value error, ")})
-    first = details[0]
-    more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
-    return Reply(400, "invalid_request", f"{first['path']}: {first['message']}{more}", details=details)
+    shown = "; ".join(f"{detail['path']}: {detail['message']}" for detail in details[:5])
+    more = f" (and {len(details) - 5} more)" if len(details) > 5 else ""
+    return Reply(400, "invalid_request", f"{shown}{more}", details=details)
 
 
 class RewardService:
