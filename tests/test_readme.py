@@ -13,7 +13,7 @@ README = (ROOT / "README.md").read_text()
 
 def test_quick_start_runs_and_prints_scores():
     (block,) = re.findall(r"```python\n(.*?)```", README, re.DOTALL)
-    assert len(block.splitlines()) <= 25
+    assert len(block.splitlines()) <= 20
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(block, "README.md", "exec"), {})
