@@ -107,6 +107,19 @@ def group_parts(group: GroupLike) -> tuple[str, Sequence[Mapping[str, Any]]]:
     )
 
 
+def batch_parts(groups: Sequence[GroupLike]) -> list[tuple[str, Sequence[Mapping[str, Any]]]]:
+    """Every group's id and rollouts; a group id may appear once per batch."""
+    parts = [group_parts(group) for group in groups]
+    seen: set[str] = set()
+    for group_id, _ in parts:
+        if group_id in seen:
+            raise RewardkitError(
+                f"group {group_id!r} appears twice in the batch; a group must be complete in one place"
+            )
+        seen.add(group_id)
+    return parts
+
+
 class RewardWorker:
     """Scores batches of complete groups with one ``RewardSpec``."""
 
@@ -230,14 +243,7 @@ class RewardWorker:
     def _stage(
         self, groups: Sequence[GroupLike], executor: Executor | None, admit: Admission
     ) -> list[tuple[str, Sequence[Mapping[str, Any]], list[tuple[str, Composition]], dict]]:
-        parts = [group_parts(group) for group in groups]
-        seen: set[str] = set()
-        for group_id, _ in parts:
-            if group_id in seen:
-                raise RewardkitError(
-                    f"group {group_id!r} appears twice in the batch; a group must be complete in one place"
-                )
-            seen.add(group_id)
+        parts = batch_parts(groups)
         if executor is not None and len(parts) > 1:
             futures = [
                 executor.submit(self._score_group, group_id, rollouts, admit) for group_id, rollouts in parts

@@ -42,7 +42,7 @@ from rewardkit.distributed.actor import RewardActor
 from rewardkit.distributed.wire import staged_from_wire
 from rewardkit.errors import IdentityMismatchError, PreflightError, RewardkitError
 from rewardkit.reward import Reward, available_inputs
-from rewardkit.worker import GroupLike, ScoredBatch, group_parts
+from rewardkit.worker import GroupLike, ScoredBatch, batch_parts
 
 DEPTH = 2  # groups in flight per actor, so an actor never idles between calls
 STARTUP_TIMEOUT_S = 120.0
@@ -268,14 +268,7 @@ class RayReward(Reward):
 
     def _stage_on_actors(self, groups: Sequence[GroupLike], deadline_s: float | None) -> list:
         pool = self._require_pool()
-        parts = [group_parts(group) for group in groups]
-        seen: set[str] = set()
-        for group_id, _ in parts:
-            if group_id in seen:
-                raise RewardkitError(
-                    f"group {group_id!r} appears twice in the batch; a group must be complete in one place"
-                )
-            seen.add(group_id)
+        parts = batch_parts(groups)
         admit = self._admission(deadline_s)
         futures: list[Future] = [
             self._dispatch.submit(self._stage_one, pool, group_id, rollouts, admit)
