@@ -207,25 +207,33 @@ def load_prompt_rows(data: DataConfig, needs: Sequence[str] = ("prompt",)) -> li
     return rows
 
 
+def _prompt_and_reference(
+    record: Mapping[str, Any], data: DataConfig, needs: frozenset[str], where: str, row: int, label: str
+) -> tuple[Any, Any]:
+    """The mapped prompt (always required) and reference (required when needed, else optional)."""
+    prompt = _mapped(
+        record, data.prompt_column, required=True, path=where, row=row, label=label, canonical="prompt"
+    )
+    if data.response_column is None:
+        return prompt, None
+    reference = _mapped(
+        record,
+        data.response_column,
+        required="reference" in needs,
+        path=where,
+        row=row,
+        label=label,
+        canonical="reference",
+    )
+    return prompt, reference
+
+
 def _jsonl_rows(data: DataConfig, needs: frozenset[str]) -> list[PreparedRow]:
     path = Path(data.path or "")
     where = str(path)
     rows: list[PreparedRow] = []
     for line, record in _json_lines(path):
-        prompt = _mapped(
-            record, data.prompt_column, required=True, path=where, row=line, label="line", canonical="prompt"
-        )
-        reference = None
-        if data.response_column is not None:
-            reference = _mapped(
-                record,
-                data.response_column,
-                required="reference" in needs,
-                path=where,
-                row=line,
-                label="line",
-                canonical="reference",
-            )
+        prompt, reference = _prompt_and_reference(record, data, needs, where, line, "line")
         rows.append(PreparedRow(index=len(rows), prompt=prompt, reference=reference))
     return rows
 
@@ -343,20 +351,7 @@ def _hf_rows(data: DataConfig, needs: frozenset[str]) -> list[PreparedRow]:
     rows: list[PreparedRow] = []
     for index, raw in enumerate(dataset):
         record = _apply_items_fn(function, data.items_fn or "", raw, index, where) if function else raw
-        prompt = _mapped(
-            record, data.prompt_column, required=True, path=where, row=index, label="row", canonical="prompt"
-        )
-        reference = None
-        if data.response_column is not None:
-            reference = _mapped(
-                record,
-                data.response_column,
-                required="reference" in needs,
-                path=where,
-                row=index,
-                label="row",
-                canonical="reference",
-            )
+        prompt, reference = _prompt_and_reference(record, data, needs, where, index, "row")
         representations = {key: value for key, value in record.items() if key not in mapped}
         rows.append(
             PreparedRow(index=index, prompt=prompt, reference=reference, representations=representations)
