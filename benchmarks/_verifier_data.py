@@ -78,3 +78,27 @@ def math_verify_cases() -> list[dict[str, Any]]:
 
 def hendrycks_cases() -> list[dict[str, Any]]:
     return list(_jsonl(shared_data() / "math/math_equivalence_test_cases.jsonl"))
+
+
+def direct_math_verify(groups: list) -> list[bool]:
+    """The baseline: math-verify called directly, the way TRL's accuracy_reward does it
+    (parse the gold, parse the completion, verify), one candidate after another."""
+    from latex2sympy2_extended import NormalizationConfig
+    from math_verify import LatexExtractionConfig, parse, verify
+
+    answer_config = [
+        LatexExtractionConfig(
+            normalization_config=NormalizationConfig(
+                nits=False, malformed_operators=False, basic_latex=True, boxed="all", units=True
+            ),
+            boxed_match_priority=0,
+            try_extract_without_anchor=False,
+        )
+    ]
+    verdicts = []
+    for _, reference, texts, _ in groups:
+        gold = parse(f"${reference}$", extraction_mode="first_match")
+        for text in texts:
+            answer = parse(text, extraction_config=answer_config, extraction_mode="first_match")
+            verdicts.append(bool(gold) and bool(verify(gold, answer)))
+    return verdicts

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import report
+from _verifier_data import shared_data
 
 import rewardkit
 from rewardkit.service.process import ServerProcess, write_config
@@ -33,9 +33,9 @@ MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verificat
 
 
 def _data_path() -> Path:
-    root = os.environ.get("REWARDKIT_SHARED_DATA")
-    base = Path(root) if root else Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-    return base / "grade-school-math" / "grade_school_math" / "data" / "example_model_solutions.jsonl"
+    return (
+        shared_data() / "grade-school-math" / "grade_school_math" / "data" / "example_model_solutions.jsonl"
+    )
 
 
 def build_calls(calls: int) -> list[list[dict[str, Any]]]:

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import report
 from _verifier_data import (
     countdown_groups,
+    direct_math_verify,
     gsm8k_groups,
     hendrycks_cases,
     math_groups,
@@ -72,29 +73,6 @@ def _row(label: str, verdicts: list[bool], labels: list[bool], statuses: list[st
     }
 
 
-def _direct_math_verify(groups: list) -> list[bool]:
-    """The way TRL's accuracy_reward calls math-verify: parse gold, parse completion, verify."""
-    from latex2sympy2_extended import NormalizationConfig
-    from math_verify import LatexExtractionConfig, parse, verify
-
-    answer_config = [
-        LatexExtractionConfig(
-            normalization_config=NormalizationConfig(
-                nits=False, malformed_operators=False, basic_latex=True, boxed="all", units=True
-            ),
-            boxed_match_priority=0,
-            try_extract_without_anchor=False,
-        )
-    ]
-    verdicts = []
-    for _, reference, texts, _ in groups:
-        gold = parse(f"${reference}$", extraction_mode="first_match")
-        for text in texts:
-            answer = parse(text, extraction_config=answer_config, extraction_mode="first_match")
-            verdicts.append(bool(gold) and bool(verify(gold, answer)))
-    return verdicts
-
-
 def _case_table(name: str, cases: list[dict[str, Any]], expected_key: str) -> tuple[dict[str, Any], list]:
     bound = resolve_catalog().bind("math", {"timeout_s": 5.0})
     verdicts, labels, statuses, misses = [], [], [], []
@@ -138,7 +116,7 @@ def main() -> None:
     labelled("gsm8k (2,640 GPT-3 solutions)", "gsm8k", {}, gsm8k)
     maths = math_groups()
     labelled("MATH CoT (400 Qwen2.5-Math)", "math", {}, maths)
-    direct = _direct_math_verify(maths)
+    direct = direct_math_verify(maths)
     math_labels = [y for _, _, _, ys in maths for y in ys]
     rows.append(_row("MATH CoT, direct math-verify", direct, math_labels, ["scored"] * len(direct)))
     countdown = countdown_groups()

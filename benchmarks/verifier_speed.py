@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import report
-from _verifier_data import countdown_groups, gsm8k_groups, math_groups
+from _verifier_data import countdown_groups, direct_math_verify, gsm8k_groups, math_groups
 
 from rewardkit import resolve_catalog
 from rewardkit.builtin.answers import score_gsm8k
@@ -58,29 +58,10 @@ def _agreement(verdicts: list[bool], groups: list) -> float:
 
 
 def _math_rows(repeat: int, cold_direct: bool = False) -> list[dict]:
-    from latex2sympy2_extended import NormalizationConfig
-    from math_verify import LatexExtractionConfig, parse, verify
+    from math_verify import parse, verify
 
     groups = math_groups()
     count = sum(len(texts) for _, _, texts, _ in groups)
-    answer_config = [
-        LatexExtractionConfig(
-            normalization_config=NormalizationConfig(
-                nits=False, malformed_operators=False, basic_latex=True, boxed="all", units=True
-            ),
-            boxed_match_priority=0,
-            try_extract_without_anchor=False,
-        )
-    ]
-
-    def direct() -> list[bool]:
-        verdicts = []
-        for _, reference, texts, _ in groups:
-            gold = parse(f"${reference}$", extraction_mode="first_match")
-            for text in texts:
-                answer = parse(text, extraction_config=answer_config, extraction_mode="first_match")
-                verdicts.append(bool(gold) and bool(verify(gold, answer)))
-        return verdicts
 
     if cold_direct:
         # Child mode: one cold pass after the same warm-up the provider's workers get.
@@ -89,7 +70,7 @@ def _math_rows(repeat: int, cold_direct: bool = False) -> list[dict]:
         for warm_gold, warm_answer in WARM_UP_PAIRS:
             verify(parse(f"${warm_gold}$"), parse(f"${warm_answer}$"))
         started = time.perf_counter()
-        verdicts = direct()
+        verdicts = direct_math_verify(groups)
         print(json.dumps({"seconds": time.perf_counter() - started, "verdicts": verdicts}))
         return []
     # Each baseline pass runs in a fresh interpreter, so SymPy's and math-verify's caches are as
