@@ -13,12 +13,22 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
+
 from rewardkit.binding import BoundProvider
 from rewardkit.contracts import KNOWN_NEEDS, RewardProviderSpec, check_name
 from rewardkit.errors import PreflightError, RegistrationError, UnknownNameError
 from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
 from rewardkit.frozen import NotJSONError
 from rewardkit.identity import canonical_json, code_fingerprint, provider_identity
+from rewardkit.params import (
+    ParamsError,
+    derive_params_model,
+    require_unsandboxed_opt_in,
+    schema_document,
+    unsandboxed_choices,
+    validate_params,
+)
 from rewardkit.plugins import PluginInfo, PluginManager, import_module_attribute, load_plugins
 from rewardkit.registry import Registry, owner_label
 
@@ -40,6 +50,11 @@ class ProviderEntry:
     def code_fingerprint(self) -> str:
         return code_fingerprint(self.spec)
 
+    @functools.cached_property
+    def params_model(self) -> type[BaseModel] | None:
+        """The provider's parameter schema: declared, or derived from its factory's annotations."""
+        return self.spec.params_schema or derive_params_model(self.spec.factory, self.spec.name)
+
     def describe(self) -> dict[str, Any]:
         """The row ``rewardkit providers --json`` prints."""
         spec = self.spec
@@ -57,6 +72,7 @@ class ProviderEntry:
             "diagnostics": list(spec.diagnostics),
             "semantic_identity": spec.semantic_identity,
             "description": spec.description,
+            "params": schema_document(self.params_model),
         }
 
 
@@ -91,7 +107,9 @@ class Catalog:
     ) -> BoundProvider:
         """Construct provider ``name`` with ``params`` and bind it to its spec (preflight).
 
-        Fails with ``PreflightError`` when the factory rejects the params or returns something
+        Fails with ``PreflightError`` when the params do not fit the provider's parameter schema
+        (strict types, documented maxima), when a param disables the sandbox without
+        ``REWARDKIT_ALLOW_UNSANDBOXED=1``, when the factory rejects the params or returns something
         without ``evaluate``, or when the provider needs an input the data does not supply.
         """
         entry = self.entry(name)
@@ -105,9 +123,21 @@ class Catalog:
                 "rl.data.response_column)"
             )
         try:
-            canonical_json(params, f"params of {name!r}")
+            text = canonical_json(params, f"params of {name!r}")
         except NotJSONError as error:
             raise PreflightError(f"provider {name!r}: params are not JSON ({error})") from None
+        model = entry.params_model
+        if model is not None:
+            try:
+                validate_params(model, params, json_text=text)
+            except ParamsError as error:
+                verb = f" rejected params {list(error.unknown)}" if error.unknown else ""
+                where = f"provider {name!r} from {owner_label(entry.owner)}{verb}"
+                raise PreflightError(f"{where}: {error}") from None
+        try:
+            require_unsandboxed_opt_in(name, unsandboxed_choices(model, params))
+        except ParamsError as error:
+            raise PreflightError(f"provider {name!r}: {error}") from None
         try:
             provider = spec.factory(**params)
         except TypeError as error:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from pydantic import BaseModel
+
 from rewardkit.errors import RegistrationError
 from rewardkit.frozen import NotJSONError, freeze
 
@@ -154,6 +156,9 @@ class RewardProviderSpec:
     Change ``revision`` whenever the provider's code changes what it scores.
     ``semantic_identity`` is JSON describing anything else that changes scores (judge model,
     prompt hash, timeouts, credential *references*); it is hashed into the identity.
+    ``params_schema`` is a pydantic model of the factory's params (see ``rewardkit.params``);
+    when ``None`` it is derived from the annotations of the factory (or of the scorer behind
+    ``partial(map_candidates, scorer)``). Every configuration is validated against it at load.
     """
 
     name: str
@@ -164,12 +169,16 @@ class RewardProviderSpec:
     diagnostics: tuple[str, ...] = ()
     semantic_identity: Any = None
     description: str = ""
+    params_schema: type[BaseModel] | None = None
 
     def __post_init__(self) -> None:
         check_name("provider", self.name)
         where = f"provider {self.name!r}"
         if not callable(self.factory):
             raise RegistrationError(f"{where}: factory {self.factory!r} is not callable")
+        schema = self.params_schema
+        if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            raise RegistrationError(f"{where}: params_schema must be a pydantic model class, got {schema!r}")
         for attr in ("needs", "terms", "diagnostics"):
             value = getattr(self, attr)
             if isinstance(value, str) or not isinstance(value, (tuple, list)):

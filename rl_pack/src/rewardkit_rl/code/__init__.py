@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rewardkit import RewardProviderSpec, hookimpl
+from rewardkit_rl.code.params import CodeTestsParams
 from rewardkit_rl.code.provider import DIAGNOSTICS, TERMS, CodeTestsProvider
 
-REVISION = "1"
+REVISION = "2"
 
 
 @hookimpl
@@ -20,6 +21,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
         RewardProviderSpec(
             name="code-tests",
             factory=CodeTestsProvider,
+            params_schema=CodeTestsParams,
             needs=("reference",),
             revision=REVISION,
             terms=TERMS,

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import importlib_metadata
+from pydantic import Field
 
 from rewardkit import RewardProviderSpec, hookimpl
+from rewardkit.params import ParamsModel, operator_only
 from rewardkit_rl.verifiers.format_tags import format_provider
 from rewardkit_rl.verifiers.math_verifier import MATH_DIAGNOSTICS, MathVerifier
 from rewardkit_rl.verifiers.multiple_choice import multiple_choice_provider
@@ -26,6 +28,17 @@ def _math_verify_version() -> str:
         return "missing"
 
 
+class MathParams(ParamsModel):
+    """Params of ``math``, checked at load; all of them raise a limit, so they are operator-only."""
+
+    timeout_s: float = Field(
+        5.0, gt=0, le=60, json_schema_extra=operator_only("resource", expects="in (0, 60] seconds")
+    )
+    max_answer_chars: int = Field(1000, ge=1, le=100_000, json_schema_extra=operator_only("resource"))
+    workers: int = Field(0, ge=0, le=64, json_schema_extra=operator_only("resource"))  # 0: CPU count, up to 8
+    memory_limit_mb: int = Field(4096, ge=256, le=65_536, json_schema_extra=operator_only("resource"))
+
+
 @hookimpl
 def register_reward_providers(register: Callable[[RewardProviderSpec], None]) -> None:
     """Registers math, multiple-choice, format, overlong and repetition."""
@@ -33,6 +46,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
         RewardProviderSpec(
             name="math",
             factory=MathVerifier,
+            params_schema=MathParams,
             needs=("reference",),
             revision="1",
             terms=("task",),

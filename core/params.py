@@ -1,0 +1,330 @@
+"""Provider parameter schemas: what each param of a provider may be, and who may set it.
+
+Every ``RewardProviderSpec`` has a parameter schema, a pydantic model: the one it declares as
+``params_schema`` (group-native factories such as ``code-tests`` declare theirs), or one derived
+from the annotated keyword parameters of its factory, or of the scorer for
+``partial(map_candidates, scorer)``. ``check_params`` validates a configuration against it at
+``load``, strictly: JSON types only, so ``"8"`` is not 8 and ``"true"`` is not true. A factory
+taking ``**kwargs`` has no derivable schema; its params are then checked by the factory alone.
+
+A field may be marked operator-only with ``operator_only(reason)`` in its ``json_schema_extra``:
+the Reward Service never lets a client set it, whatever its allow-list says. The reasons are
+``isolation`` (weakens the sandbox), ``resource`` (raises a count, a time or a memory limit; such
+fields carry a documented maximum, ``le=``), ``url``, ``credential`` (a credential *reference*,
+such as an API key variable's name) and ``path``. A field may also name values that disable the
+sandbox (``unsandboxed=("none",)``): choosing one needs ``REWARDKIT_ALLOW_UNSANDBOXED=1`` in the
+process environment and logs a warning, in process and in the service alike.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import os
+import re
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from rewardkit.pointwise import map_candidates
+
+log = logging.getLogger("rewardkit.params")
+
+OperatorOnly = Literal["isolation", "resource", "url", "credential", "path"]
+OPERATOR_ONLY_REASONS: tuple[str, ...] = typing.get_args(OperatorOnly)
+UNSANDBOXED_ENV = "REWARDKIT_ALLOW_UNSANDBOXED"
+
+# Params named like these are never client-settable even when a provider did not mark them:
+# the Reward Service refuses to start with such a param in its allow-list.
+_NAME_WORDS: dict[str, frozenset[str]] = {
+    "isolation": frozenset({"isolation", "sandbox", "cgroup", "unsandboxed", "seccomp"}),
+    "resource": frozenset({"worker", "workers", "concurrency", "timeout", "memory", "mb", "bytes",
+                           "processes", "threads", "parallelism", "limit"}),
+    "url": frozenset({"url", "endpoint", "host", "port", "address", "uri"}),
+    "credential": frozenset({"key", "token", "secret", "password", "credential", "credentials", "env"}),
+    "path": frozenset({"path", "file", "dir", "directory", "folder"}),
+}  # fmt: skip
+
+
+class ParamsModel(BaseModel):
+    """Base of declared parameter schemas: unknown params are errors and types are strict."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def operator_only(reason: OperatorOnly, *, unsandboxed: tuple[Any, ...] = (), expects: str | None = None
+                  ) -> dict[str, Any]:  # fmt: skip
+    """``json_schema_extra`` marking a field operator-only for ``reason``.
+
+    ``unsandboxed`` lists values that disable isolation (they need ``REWARDKIT_ALLOW_UNSANDBOXED=1``);
+    ``expects`` replaces the generated description of a valid value in error messages.
+    """
+    if reason not in OPERATOR_ONLY_REASONS:
+        raise ValueError(f"operator_only reason must be one of {list(OPERATOR_ONLY_REASONS)}, got {reason!r}")
+    extra: dict[str, Any] = {"operator_only": reason}
+    if unsandboxed:
+        extra["unsandboxed"] = list(unsandboxed)
+    if expects:
+        extra["expects"] = expects
+    return extra
+
+
+def _extra(field: FieldInfo) -> dict[str, Any]:
+    extra = field.json_schema_extra
+    return extra if isinstance(extra, dict) else {}
+
+
+def operator_only_reason(model: type[BaseModel] | None, name: str) -> str | None:
+    """Why param ``name`` is never client-settable, or ``None`` when an allow-list may permit it.
+
+    The field's own mark wins; otherwise the name decides (``base_url``, ``api_key_env``,
+    ``workers``, ``cache_dir`` are refused even for a provider that marked nothing).
+    """
+    field = model.model_fields.get(name) if model is not None else None
+    if field is not None and _extra(field).get("operator_only"):
+        return str(_extra(field)["operator_only"])
+    words = set(re.split(r"[^a-z0-9]+", name.lower()))
+    for reason, hints in _NAME_WORDS.items():
+        if words & hints:
+            return reason
+    return None
+
+
+# -- deriving a schema -------------------------------------------------------------------------
+
+
+def _signature_target(factory: Any) -> tuple[Any, int, frozenset[str]]:
+    """The callable whose keyword params are the provider's, how many leading params to skip,
+    and the names a ``partial`` already binds."""
+    bound: set[str] = set()
+    target = factory
+    skip = 0
+    while isinstance(target, functools.partial):
+        bound.update(target.keywords)
+        if target.func is map_candidates and target.args:
+            return target.args[0], 2, frozenset(bound)  # scorer(candidate, context, **params)
+        skip += len(target.args)
+        target = target.func
+    return target, skip, frozenset(bound)
+
+
+def _annotation(hints: Mapping[str, Any], name: str) -> Any:
+    annotation = hints.get(name, Any)
+    try:
+        TypeAdapter(annotation).json_schema()  # only JSON-describable types are checked
+    except Exception:
+        return Any
+    return annotation
+
+
+def derive_params_model(factory: Any, name: str = "provider") -> type[BaseModel] | None:
+    """A strict schema from the factory's (or the lifted scorer's) keyword parameters.
+
+    ``None`` when the factory takes ``**kwargs`` or has no inspectable signature.
+    """
+    target, skip, bound = _signature_target(factory)
+    try:
+        parameters = list(inspect.signature(target).parameters.values())[skip:]
+    except (TypeError, ValueError):
+        return None
+    try:
+        hints = typing.get_type_hints(target.__init__ if inspect.isclass(target) else target,
+                                      include_extras=True)  # fmt: skip
+    except Exception:
+        hints = {}
+    fields: dict[str, Any] = {}
+    for parameter in parameters:
+        if parameter.kind is parameter.VAR_KEYWORD:
+            return None
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.POSITIONAL_ONLY) or parameter.name in bound:
+            continue
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (_annotation(hints, parameter.name), default)
+    model_name = "Params_" + re.sub(r"\W", "_", name)
+    try:
+        return create_model(model_name, __base__=ParamsModel, **fields)
+    except Exception:
+        return None
+
+
+# -- checking params -----------------------------------------------------------------------------
+
+
+class ParamsError(ValueError):
+    """Params do not fit the schema; the message names each param, what it must be and its value."""
+
+    def __init__(self, message: str, *, unknown: tuple[str, ...] = (), fields: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.unknown = unknown
+        self.fields = fields
+
+
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+               "list": "a list", "tuple": "a list", "dict": "a mapping", "NoneType": "null"}  # fmt: skip
+
+
+def _type_text(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _type_text(typing.get_args(annotation)[0])
+    if origin is Literal:
+        return "one of " + repr(list(typing.get_args(annotation)))
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(dict.fromkeys(_type_text(arg) for arg in typing.get_args(annotation)))
+    base = origin or annotation
+    return _TYPE_WORDS.get(getattr(base, "__name__", ""), getattr(base, "__name__", str(base)))
+
+
+def _bounds(field: FieldInfo) -> str:
+    low = high = None
+    low_open = high_open = False
+    for item in field.metadata:
+        for attr, is_low, is_open in (("ge", True, False), ("gt", True, True), ("le", False, False),
+                                      ("lt", False, True)):  # fmt: skip
+            value = getattr(item, attr, None)
+            if value is not None:
+                if is_low:
+                    low, low_open = value, is_open
+                else:
+                    high, high_open = value, is_open
+    if low is None and high is None:
+        return ""
+    if high is None:
+        return f" {'>' if low_open else '>='} {low}"
+    if low is None:
+        return f" {'<' if high_open else '<='} {high} (the documented maximum)"
+    return f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+
+
+def expects(model: type[BaseModel], name: str) -> str:
+    """What a valid value of param ``name`` is, in words (used in errors and in the docs)."""
+    field = model.model_fields[name]
+    custom = _extra(field).get("expects")
+    if custom:
+        return str(custom)
+    return _type_text(field.annotation) + _bounds(field)
+
+
+_TYPE_ERRORS = ("_type", "_parsing", "union_tag")
+
+
+def validate_params(model: type[BaseModel], params: Mapping[str, Any], *, json_text: str | None = None
+                    ) -> BaseModel:  # fmt: skip
+    """The params validated against ``model`` (strict JSON types), or ``ParamsError``.
+
+    One problem per param: its name, what it must be and the value given.
+    """
+    try:
+        return model.model_validate_json(json_text if json_text is not None else json.dumps(dict(params)))
+    except ValidationError as error:
+        problems: list[str] = []
+        unknown: list[str] = []
+        seen: list[str] = []
+        for item in error.errors(include_url=False):
+            name = str(item["loc"][0]) if item["loc"] else "(params)"
+            if item["type"] == "extra_forbidden":
+                unknown.append(name)
+                continue
+            if name in seen or name not in model.model_fields:
+                continue
+            seen.append(name)
+            if item["type"] == "missing":
+                problems.append(f"param {name} is required ({expects(model, name)})")
+                continue
+            field = model.model_fields[name]
+            wanted = expects(model, name)
+            type_error = any(tag in str(item["type"]) for tag in _TYPE_ERRORS)
+            if type_error and typing.get_origin(field.annotation) is not Literal:
+                wanted = _type_text(field.annotation)  # the type is what is wrong, not the range
+            shown = repr(params.get(name))
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            problems.append(f"param {name} must be {wanted}; got {shown} ({item['msg']})")
+        if unknown:
+            problems.insert(0, f"unknown params {sorted(unknown)}; it accepts {list(model.model_fields)}")
+        raise ParamsError("; ".join(problems), unknown=tuple(sorted(unknown)), fields=tuple(seen)) from None
+
+
+def normalise(model: type[BaseModel] | None, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The params with the schema's defaults filled in, as JSON values (for comparing selections)."""
+    if model is None:
+        return dict(params)
+    return validate_params(model, params).model_dump(mode="json")
+
+
+def unsandboxed_choices(model: type[BaseModel] | None, params: Mapping[str, Any]) -> list[str]:
+    """``param=value`` for each param set to a value that disables isolation."""
+    if model is None:
+        return []
+    chosen = []
+    for name, field in model.model_fields.items():
+        values = _extra(field).get("unsandboxed") or ()
+        value = params.get(name, field.default)
+        if any(value == unsafe and type(value) is type(unsafe) for unsafe in values):
+            chosen.append(f"{name}={value!r}")
+    return chosen
+
+
+def require_unsandboxed_opt_in(provider: str, choices: list[str]) -> None:
+    """Refuse an unsandboxed choice unless ``REWARDKIT_ALLOW_UNSANDBOXED=1``; warn when allowed."""
+    if not choices:
+        return
+    shown = ", ".join(choices)
+    if os.environ.get(UNSANDBOXED_ENV) != "1":
+        raise ParamsError(
+            f"{shown} runs untrusted completions without a sandbox, as this process's user; "
+            f"set {UNSANDBOXED_ENV}=1 in the environment to allow it (for trusted code only)"
+        )
+    log.warning("provider %r runs WITHOUT a sandbox (%s; %s=1): completions run as this process's "
+                "user, uid %s", provider, shown, UNSANDBOXED_ENV, os.getuid())  # fmt: skip
+
+
+def schema_document(model: type[BaseModel] | None) -> dict[str, Any] | None:
+    """A JSON description of the schema: per param its type, default, limits and operator-only reason."""
+    if model is None:
+        return None
+    document: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        entry: dict[str, Any] = {"expects": expects(model, name)}
+        if not field.is_required():
+            default = field.default
+            entry["default"] = (
+                list(default)
+                if isinstance(default, tuple)
+                else default
+                if _is_json(default)
+                else repr(default)
+            )
+        reason = operator_only_reason(model, name)
+        if reason:
+            entry["operator_only"] = reason
+        document[name] = entry
+    return document
+
+
+def _is_json(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str, list, tuple, dict))
+
+
+__all__ = [
+    "OPERATOR_ONLY_REASONS",
+    "UNSANDBOXED_ENV",
+    "Field",
+    "OperatorOnly",
+    "ParamsError",
+    "ParamsModel",
+    "derive_params_model",
+    "expects",
+    "normalise",
+    "operator_only",
+    "operator_only_reason",
+    "require_unsandboxed_opt_in",
+    "schema_document",
+    "unsandboxed_choices",
+    "validate_params",
+]
