@@ -133,7 +133,8 @@ def test_sandbox_that_cannot_start_is_an_error_per_candidate(tmp_path):
         provider.close()
 
 
-def test_isolation_none_runs_trusted_code():
+def test_isolation_none_runs_trusted_code(monkeypatch):
+    monkeypatch.setenv("REWARDKIT_ALLOW_UNSANDBOXED", "1")
     bound = resolve_catalog().bind("code-tests", {"isolation": "none", "concurrency": 1})
     try:
         reference = {"test_list": ["assert f() == 1", "assert f() == 2"]}

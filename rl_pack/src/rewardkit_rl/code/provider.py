@@ -23,6 +23,7 @@ from rewardkit_rl.code.reference import TestPlan, parse_reference
 from rewardkit_rl.code.sandbox import SandboxConfig, SandboxError, SandboxPool
 
 TERMS = ("pass_rate", "all_passed")
+CPU_COUNT = os.cpu_count() or 1
 DIAGNOSTICS = (
     "cases_total",
     "cases_passed",
@@ -67,26 +68,41 @@ class CaseOutcome:
         )
 
 
-def outcome_of_asserts(response: dict[str, Any]) -> CaseOutcome:
-    """Read the runner's answer for an assert-style run."""
-    program = response["program"]
+def _verdict_lines(text: str, test_count: int) -> tuple[str, list[str], bool]:
+    """(program status, one status per test, whether the run ended) from the test process's lines."""
+    program = "no_report"
+    tests = ["not_run"] * test_count
+    ended = False
+    for line in text.splitlines():
+        fields = line.split(" ")
+        if fields[0] == "program" and len(fields) == 3:
+            program = fields[1]
+        elif fields[0] == "test" and len(fields) == 3 and fields[1].isdigit() and int(fields[1]) < test_count:
+            tests[int(fields[1])] = fields[2]
+        elif fields == ["end"]:
+            ended = True
+    return program, tests, ended
+
+
+def outcome_of_asserts(response: dict[str, Any], test_count: int) -> CaseOutcome | RewardProviderResult:
+    """Read the runner's answer for an assert-style run (a skip when a case cannot be judged)."""
+    program, tests, ended = _verdict_lines(response["verdicts"], test_count)
     timed_out = bool(response["timed_out"])
+    skips = [status[5:] for status in tests if status.startswith("skip:")]
+    if skips:
+        return RewardProviderResult.skip(f"code-tests: the tests cannot be judged here: {skips[0]}")
     statuses = []
-    for status in response["tests"]:
-        if status == "not_run" and timed_out:
-            status = "timeout"
-        elif status == "not_run" or status == "forged":
-            status = "fail:" + ("forged" if response["forged"] else "not_run")
-        elif status.startswith("error:"):
-            status = "error:" + status[6:]
+    for status in tests:
+        if status == "not_run":
+            status = "timeout" if timed_out else "fail:not_run"
         statuses.append(status)
-    # A pass counts only when the runner saw the end of the run, reported with its nonce.
-    if not response["ended"]:
+    # A pass counts only when the test process finished its run.
+    if not ended:
         statuses = [status if status != "pass" else "fail:no_end" for status in statuses]
     return CaseOutcome(
         statuses=tuple(statuses),
         compile_error=program == "compile_error",
-        runtime_error=program in ("runtime_error", "setup_error"),
+        runtime_error=program in ("runtime_error", "setup_error", "no_report"),
         timeout=timed_out,
         truncated=bool(response["truncated"]),
     )
@@ -126,7 +142,8 @@ class CodeTestsProvider:
             output_limit_bytes=output_limit_bytes,
             cgroup=cgroup,  # type: ignore[arg-type]
         )
-        self.concurrency = concurrency or os.cpu_count() or 1
+        # Timeouts are wall-clock: more sandboxes than CPUs would fail correct programs (seed 000).
+        self.concurrency = min(concurrency or CPU_COUNT, CPU_COUNT)
         self.compare: CompareMode = compare  # type: ignore[assignment]
         self.tolerances = (float_rel_tol, float_abs_tol)
         self._pool: SandboxPool | None = None
@@ -166,9 +183,15 @@ class CodeTestsProvider:
     def score(self, pool: SandboxPool, plan: TestPlan, candidate: RewardCandidate) -> RewardProviderResult:
         """Score one candidate; a sandbox that cannot run it makes the result an error."""
         program = plan.program_from(candidate.completion)
+        if plan.unsupported:
+            return RewardProviderResult.skip(
+                f"code-tests: the tests cannot be judged here: {plan.unsupported}"
+            )
         try:
             if plan.mode == "asserts":
-                outcome = outcome_of_asserts(pool.run(self._request(plan, program)))
+                outcome = outcome_of_asserts(pool.run(self._request(plan, program)), plan.case_count)
+                if isinstance(outcome, RewardProviderResult):
+                    return outcome
             else:
                 outcome = self._run_io(pool, plan, program)
         except SandboxError as error:
@@ -182,6 +205,8 @@ class CodeTestsProvider:
             "program": program,
             "tests": list(plan.tests),
             "setup": plan.setup,
+            "trusted": plan.trusted,
+            "expose": list(plan.expose) if plan.expose is not None else None,
             "module_name": "__main__" if plan.mode == "io" else "solution",
             "stdin": stdin,
             "timeout": config.timeout_s,
@@ -206,7 +231,7 @@ class CodeTestsProvider:
         if response["timed_out"]:
             flags["timeout"] = True
             return "timeout"
-        if response["program"] != "ok" or not response["ended"]:
+        if response["program"] != "ok":
             flags["runtime"] = True
             return "error:" + str(response["program"])
         if response["truncated"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -16,9 +17,12 @@ from rewardkit_rl.code.extraction import defines, extract_program
 class TestPlan:
     """What to run for one reference.
 
-    ``mode="asserts"``: the program runs once, then ``setup``, then each entry of ``tests`` in
-    the same namespace (one case per entry). ``mode="io"``: the program runs once per case with
-    ``inputs[i]`` on stdin, and its stdout is compared with ``outputs[i]``.
+    ``mode="asserts"``: the program runs once in the candidate's process; the test process runs
+    ``trusted`` (the task's own code, e.g. HumanEval prompt helpers), takes the candidate's
+    top-level names (only ``expose`` when given), runs ``setup``, then each entry of ``tests``
+    (one case per entry). ``mode="io"``: the program runs once per case with ``inputs[i]`` on
+    stdin, and its stdout is compared with ``outputs[i]``. ``unsupported`` says why the tests
+    cannot be judged across processes (every candidate is then skipped).
     """
 
     mode: Literal["asserts", "io"]
@@ -28,6 +32,9 @@ class TestPlan:
     outputs: tuple[str, ...] = ()
     prompt: str | None = None
     entry_point: str | None = None
+    trusted: str = ""
+    expose: tuple[str, ...] | None = None
+    unsupported: str | None = None
 
     @property
     def case_count(self) -> int:
@@ -40,10 +47,14 @@ class TestPlan:
             return code
         if defines(code, self.entry_point):
             # A complete function: keep the prompt's imports and helpers, drop its stub.
-            stub = re.search(rf"^(?:async\s+)?def\s+{re.escape(self.entry_point)}\s*\(", self.prompt, re.M)
-            head = self.prompt[: stub.start()] if stub else self.prompt
-            return head + "\n" + code
+            return task_code(self.prompt, self.entry_point) + "\n" + code
         return self.prompt + code
+
+
+def task_code(prompt: str, entry_point: str) -> str:
+    """The prompt's imports and helpers: everything before the entry point's stub."""
+    stub = re.search(rf"^(?:async\s+)?def\s+{re.escape(entry_point)}\s*\(", prompt, re.M)
+    return prompt[: stub.start()] if stub else prompt
 
 
 def _strings(value: object, what: str) -> tuple[str, ...]:
@@ -62,6 +73,32 @@ def _check_compiles(source: str, what: str) -> None:
         compile(source, what, "exec")
     except (SyntaxError, ValueError) as error:
         raise RewardContractError(f"code-tests: reference {what} does not compile: {error}") from None
+
+
+_SINGLETONS = (None, True, False, Ellipsis)
+
+
+def _identity_check(sources: tuple[str, ...]) -> str | None:
+    """Why the tests cannot be judged with values copied across processes, or None.
+
+    Values come back from the candidate's process as copies, so ``x is y`` between a result
+    and anything but None/True/False/... would be judged wrongly; such tests are not supported.
+    """
+    for index, source in enumerate(sources):
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.Compare):
+                continue
+            operands = [node.left, *node.comparators]
+            for position, op in enumerate(node.ops):
+                if not isinstance(op, (ast.Is, ast.IsNot)):
+                    continue
+                pair = operands[position : position + 2]
+                if not any(isinstance(side, ast.Constant) and side.value in _SINGLETONS for side in pair):
+                    line = getattr(node, "lineno", "?")
+                    return (
+                        f"test {index} line {line} compares identity ('is'), which cannot be judged on copies"
+                    )
+    return None
 
 
 def parse_reference(reference: Any) -> TestPlan:
@@ -97,7 +134,9 @@ def parse_reference(reference: Any) -> TestPlan:
         for index, test in enumerate(tests):
             _check_compiles(test, f"test_list[{index}]")
         _check_compiles(setup, "test_imports")
-        plan = TestPlan("asserts", tests=tests, setup=setup, entry_point=entry_point)
+        plan = TestPlan(
+            "asserts", tests=tests, setup=setup, entry_point=entry_point, unsupported=_identity_check(tests)
+        )
     elif "test" in reference:
         test = reference["test"]
         if not isinstance(test, str) or not test.strip():
@@ -105,7 +144,19 @@ def parse_reference(reference: Any) -> TestPlan:
         _check_compiles(test, "test")
         if entry_point and re.search(r"^def\s+check\s*\(", test, re.M):
             test = f"{test}\n\ncheck({entry_point})\n"
-        plan = TestPlan("asserts", tests=(test,), prompt=prompt, entry_point=entry_point)
+        # The prompt is the task's code: its helpers run trusted in the test process, and only
+        # the entry point is taken from the candidate.
+        trusted = task_code(prompt, entry_point) if prompt is not None and entry_point else ""
+        _check_compiles(trusted, "prompt (before the entry point)")
+        plan = TestPlan(
+            "asserts",
+            tests=(test,),
+            prompt=prompt,
+            entry_point=entry_point,
+            trusted=trusted,
+            expose=(entry_point,) if prompt is not None and entry_point else None,
+            unsupported=_identity_check((test,)),
+        )
     elif "inputs" in reference or "outputs" in reference:
         inputs = _strings(reference.get("inputs"), "inputs")
         outputs = _strings(reference.get("outputs"), "outputs")

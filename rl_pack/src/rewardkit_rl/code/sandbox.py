@@ -1,4 +1,8 @@
-"""The bubblewrap sandbox: a pool of warm slots, each one bwrap process running ``runner.py``.
+"""The bubblewrap sandbox: a pool of warm slots, each one bwrap process running the runner.
+
+The runner is the stdlib-only code in ``inside/`` (``rk_runner`` with ``rk_wire``, ``rk_serve``
+and ``rk_judge``); the slot's interpreter receives it as the first frame on its stdin and loads
+it before saying it is ready, so nothing of the host's file system is needed inside.
 
 Isolation of one slot (``isolation="bwrap"``):
 
@@ -6,9 +10,10 @@ Isolation of one slot (``isolation="bwrap"``):
   system directories and of the Python installation only (no home, no project, no host ``/tmp``);
 - a private, size-capped tmpfs ``/tmp`` and a private ``/dev``;
 - the runner keeps only CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN, CAP_FOWNER and
-  CAP_DAC_OVERRIDE; each candidate runs in a forked child that drops to the slot's own
-  unprivileged uid (so RLIMIT_NPROC binds, and it cannot signal the runner) with rlimits on
-  address space, CPU, processes, file size and open files;
+  CAP_DAC_OVERRIDE; each candidate runs in a forked child that drops to the slot's candidate
+  uid, and the tests in another forked child under the slot's test uid (so RLIMIT_NPROC binds,
+  and the candidate can signal neither the runner nor the tests) with rlimits on address space,
+  CPU, processes, file size and open files;
 - when a pids cgroup is available, the whole slot lives in one with ``pids.max`` set;
 - a wall-clock deadline per run, after which every process of the slot's uid is killed;
   the host adds its own deadline on the runner and kills the slot's cgroup and process group.
@@ -44,7 +49,27 @@ from rewardkit_rl.code.cgroups import CgroupUnavailable, PidsCgroup, find_pids_p
 Isolation = Literal["bwrap", "none"]
 CgroupPolicy = Literal["required", "auto", "off"]
 
-_RUNNER_SOURCE = (Path(__file__).with_name("runner.py")).read_text(encoding="utf-8")
+_INSIDE = Path(__file__).with_name("inside")
+# load order: each module imports only the ones before it
+INSIDE_MODULES = ("rk_wire", "rk_serve", "rk_judge", "rk_runner")
+_INSIDE_SOURCES = [[name, (_INSIDE / f"{name}.py").read_text(encoding="utf-8")] for name in INSIDE_MODULES]
+# Reads the modules from stdin (one length-prefixed JSON frame), then runs the runner.
+BOOTSTRAP = """
+import json, os, struct, sys, types
+def read(count):
+    data = b""
+    while len(data) < count:
+        chunk = os.read(0, count - len(data))
+        if not chunk:
+            raise SystemExit(3)
+        data += chunk
+    return data
+for name, source in json.loads(read(struct.unpack(">I", read(4))[0])):
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    exec(compile(source, name + ".py", "exec"), module.__dict__)
+sys.modules["rk_runner"].main()
+"""
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _SYSTEM_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group")
 _CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
@@ -52,6 +77,7 @@ _START_TIMEOUT_S = 20.0
 _HOST_GRACE_S = 5.0
 # uids handed to candidates: a block per process, a uid per slot, far above real accounts.
 _UID_BASE = 1_000_000
+_UIDS_PER_POOL = 512
 _uid_blocks = itertools.count()
 
 
@@ -228,12 +254,15 @@ def _read_frame(fd: int, deadline: float) -> dict[str, Any] | None:
 
 
 class Slot:
-    """One warm sandbox: a bwrap process running the runner, with its own uid and cgroup."""
+    """One warm sandbox: a bwrap process running the runner, with its two uids and cgroup.
 
-    def __init__(self, config: SandboxConfig, index: int, uid: int | None) -> None:
+    ``uids`` is (candidate uid, test uid), or None for ``isolation="none"``.
+    """
+
+    def __init__(self, config: SandboxConfig, index: int, uids: tuple[int, int] | None) -> None:
         self.config = config
         self.index = index
-        self.uid = uid
+        self.uids = uids
         self.process: subprocess.Popen[bytes] | None = None
         self.cgroup: PidsCgroup | None = None
         self.starts = 0
@@ -241,7 +270,7 @@ class Slot:
     def start(self) -> None:
         config = self.config
         python, _ = _python()
-        runner = [python, "-I", "-S", "-c", _RUNNER_SOURCE, json.dumps(self.uid)]
+        runner = [python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(self.uids)]
         if config.isolation == "none":
             argv = runner
         else:
@@ -269,7 +298,12 @@ class Slot:
             self._cleanup()
             raise SandboxError(f"cannot start the sandbox: {error}") from error
         self.starts += 1
-        assert self.process.stdout is not None
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            _write_frame(self.process.stdin.fileno(), _INSIDE_SOURCES)
+        except OSError as error:
+            stderr = self._stop_and_stderr()
+            raise SandboxError(f"the sandbox did not take the runner ({error}): {stderr}") from error
         hello = _read_frame(self.process.stdout.fileno(), time.monotonic() + _START_TIMEOUT_S)
         if not hello or not hello.get("ready"):
             stderr = self._stop_and_stderr()
@@ -352,12 +386,17 @@ class SandboxPool:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not _positive_int(self.size):
-            raise ValueError(f"the sandbox pool size must be a positive integer, got {self.size!r}")
+        if not _positive_int(self.size) or 2 * self.size > _UIDS_PER_POOL:
+            raise ValueError(
+                f"the sandbox pool size must be an integer from 1 to {_UIDS_PER_POOL // 2}, got {self.size!r}"
+            )
         block = next(_uid_blocks)
-        base = _UID_BASE + ((os.getpid() % 4096) * 256 + block % 256) * 64
-        uid_of = (lambda i: None) if self.config.isolation == "none" else (lambda i: base + i)
-        self._slots = [Slot(self.config, i + 64 * block, uid_of(i)) for i in range(self.size)]
+        base = _UID_BASE + ((os.getpid() % 4096) * 256 + block % 256) * _UIDS_PER_POOL
+
+        def uids_of(i: int) -> tuple[int, int] | None:
+            return None if self.config.isolation == "none" else (base + 2 * i, base + 2 * i + 1)
+
+        self._slots = [Slot(self.config, i + _UIDS_PER_POOL * block, uids_of(i)) for i in range(self.size)]
         self._free = queue.Queue()
         for slot in self._slots:
             self._free.put(slot)
@@ -378,7 +417,7 @@ class SandboxPool:
 
     @property
     def uids(self) -> list[int]:
-        return [slot.uid for slot in self._slots if slot.uid is not None]
+        return [uid for slot in self._slots for uid in (slot.uids or ())]
 
     def close(self) -> None:
         with self._lock:
