@@ -126,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-body-bytes", type=int, help="largest request body accepted")
     serve.add_argument("--max-rollouts-per-call", type=int, help="default: rewards.max_inflight")
     serve.add_argument("--drain-timeout", type=float, help="seconds to drain on SIGTERM (default: all)")
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="listen on a non-loopback address with no token configured (an open service, on purpose)",
+    )
     return parser
 
 

@@ -60,6 +60,8 @@ __all__ = [
     "RewardSelection",
     "RewardkitConfig",
     "RewardsConfig",
+    "ServiceAllow",
+    "ServiceConfig",
     "ValidationConfig",
     "known_keys",
     "load_config",
@@ -196,6 +198,40 @@ class RayConfig(_Section):
     num_actors: int = Field(default=2, ge=1)
 
 
+SpecField = Literal["floor", "onError", "clip", "weight", "gate", "threshold"]
+SPEC_FIELDS: tuple[str, ...] = typing.get_args(SpecField)
+
+
+class AllowedProvider(_Section):
+    """``rewards.service.allow.providers.<name>``: the params a client may set on this provider."""
+
+    params: list[str] = Field(default_factory=list)
+
+    @field_validator("params")
+    @classmethod
+    def _distinct(cls, value: list[str]) -> list[str]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"params are listed twice: {sorted({v for v in value if value.count(v) > 1})}")
+        return value
+
+
+class ServiceAllow(_Section):
+    """``rewards.service.allow``: what a Reward Service client may select beyond the configured reward.
+
+    Empty (the default): a client may select exactly the configured reward (``rl.reward``, or
+    ``rl.validation.reward``), nothing else.
+    """
+
+    providers: dict[str, AllowedProvider] = Field(default_factory=dict)
+    spec_fields: list[SpecField] = Field(default_factory=list)
+
+
+class ServiceConfig(_Section):
+    """``rewards.service``: the Reward Service's policy for what clients may choose."""
+
+    allow: ServiceAllow = Field(default_factory=ServiceAllow)
+
+
 class RewardsConfig(_Section):
     """``rewards``: execution limits and backend."""
 
@@ -204,6 +240,7 @@ class RewardsConfig(_Section):
     concurrency: int | None = Field(default=None, ge=1)
     backend: Literal["local", "ray"] = "local"
     ray: RayConfig = Field(default_factory=RayConfig)
+    service: ServiceConfig = Field(default_factory=ServiceConfig)
 
     @field_validator("deadline_s")
     @classmethod
@@ -497,8 +534,39 @@ _MISSING_HINTS = {
 }
 
 
+def _mapped_model(annotation: Any) -> type[BaseModel] | None:
+    """The section model of the values of a ``dict[str, Model]`` field (``allow.providers``)."""
+    if typing.get_origin(annotation) is dict:
+        return _model_in(typing.get_args(annotation)[-1])
+    return None
+
+
+def _section_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The section model at ``loc``, following ``dict[str, Model]`` values; ``None`` if free."""
+    model: type[BaseModel] | None = RewardkitConfig
+    values: type[BaseModel] | None = None
+    for item in loc:
+        if values is not None:
+            model, values = values, None
+            continue
+        if model is None or not isinstance(item, str) or item not in model.model_fields:
+            if model is not None and isinstance(item, str) and item[:1].isupper():
+                continue  # a union member tag
+            return None
+        annotation = model.model_fields[item].annotation
+        model, values = _model_in(annotation), _mapped_model(annotation)
+    return None if values is not None else model
+
+
 def _describe(error: Mapping[str, Any]) -> str:
     message = str(error["msg"])
+    if error["type"] == "extra_forbidden":
+        parent = _section_at(error["loc"][:-1])
+        if parent is not None:
+            wrong = str(error["loc"][-1])
+            close = difflib.get_close_matches(wrong, list(parent.model_fields), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            return f"unknown key {wrong!r}{hint} (known keys: {', '.join(parent.model_fields)})"
     for noise in ("Value error, ", "Assertion failed, "):
         if message.startswith(noise):
             message = message[len(noise) :]

@@ -76,6 +76,19 @@ class PreflightError(RewardkitError):
     """A selected provider cannot be constructed or cannot be fed by the configured data."""
 
 
+class SelectionRefused(PreflightError):
+    """A Reward Service refused a client's reward selection (HTTP 403): ``field`` names what.
+
+    A client may select the service's configured reward; anything else needs the operator's
+    allow-list (``rewards.service.allow``), and some params are never client-settable.
+    """
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.reason = message
+
+
 class ConfigError(RewardkitError):
     """A configuration file, mapping or ``key=value`` override is invalid.
 

@@ -39,7 +39,13 @@ from rewardkit.advantages import group_advantages
 from rewardkit.backpressure import BackpressureTimeout, RequestTooLarge
 from rewardkit.composition import CompositionError, RewardSpec
 from rewardkit.config import RewardkitConfig, RewardSelection
-from rewardkit.errors import PreflightError, ProviderError, RewardContractError, RewardkitError
+from rewardkit.errors import (
+    PreflightError,
+    ProviderError,
+    RewardContractError,
+    RewardkitError,
+    SelectionRefused,
+)
 from rewardkit.provenance import ProviderRecord
 from rewardkit.worker import REWARD_FIELDS, GroupLike, ScoredBatch, ScoredCandidate, ScoredGroup, group_parts
 
@@ -66,6 +72,17 @@ def _error_for(status: int, body: bytes, url: str) -> RewardkitError:
     except (ValueError, KeyError, TypeError):
         code, message = "http_error", body[:500].decode("utf-8", "replace") or f"HTTP {status}"
     where = f"Reward Service {url} answered {status}"
+    if status == 403 and code == "selection_refused":
+        try:
+            field = str(error["details"][0]["path"])
+            reason = str(error["details"][0]["message"])
+        except (LookupError, TypeError):
+            field, reason = "(selection)", message
+        return SelectionRefused(
+            f"{reason} (the Reward Service at {url.rsplit('/v1/', 1)[0]} refused this selection; select its "
+            "configured reward, or ask its operator to allow it in rewards.service.allow)",
+            field=field,
+        )
     if status == 401:
         return RemoteServiceError(f"{where}: unauthorized; set {TOKEN_ENV} to a token the service accepts",
                                   status=status, code=code)  # fmt: skip

@@ -24,6 +24,9 @@ CONFIG = """
 rl.reward.provider: gsm8k
 rl.group_size: 4
 rewards.max_inflight: 256
+rewards.service.allow:
+  providers: {nonempty: {}, gsm8k: {}}
+  spec_fields: [floor, gate, weight]
 """
 
 
@@ -131,7 +134,7 @@ def test_score_returns_finals_breakdown_advantages_and_identities(server):
     assert answer["metrics"] == expected.metrics
 
 
-def test_a_request_may_name_another_provider_or_a_spec(server):
+def test_a_request_may_name_another_provider_or_a_spec_the_allow_list_permits(server):
     group = {
         "group_id": "g",
         "rollouts": [

@@ -44,6 +44,7 @@ from rewardkit.errors import (
     ProviderError,
     RewardContractError,
     RewardkitError,
+    SelectionRefused,
 )
 from rewardkit.identity import canonical_json
 from rewardkit.service.auth import TokenChecker
@@ -57,6 +58,7 @@ from rewardkit.service.models import (
     Selection,
     openapi_document,
 )
+from rewardkit.service.policy import SelectionPolicy
 from rewardkit.worker import RewardWorker, ScoredBatch
 
 log = logging.getLogger("rewardkit.service")
@@ -174,6 +176,7 @@ class RewardService:
         self.metrics.capacity.set(config.rewards.max_inflight)
         self.checker = TokenChecker(settings.tokens)
         self.catalog: Catalog | None = None
+        self.policy: SelectionPolicy | None = None
         self.ready = False
         self.draining = False
         self._workers: OrderedDict[str, RewardWorker] = OrderedDict()
@@ -186,43 +189,47 @@ class RewardService:
     # -- preflight and the worker cache ----------------------------------------------------------
 
     def preflight(self) -> None:
-        """Resolve the catalog and build every configured reward; ready only after this succeeds."""
+        """Resolve the catalog, build every configured reward and the selection policy; ready after."""
         self.catalog = resolve_catalog(self.config.rl.reward.catalog)
-        self.worker_for(Selection())
-        self.worker_for(Selection(), openrlhf=True)
+        configured = [self._configured_spec(self.config.rl.reward)]
         validation = self.config.rl.validation
         if validation is not None and validation.reward is not None:
             chosen = validation.reward
             if isinstance(chosen, str):
-                self.worker_for(Selection(provider=chosen))
-            else:
-                self.worker_for(Selection(provider=chosen.provider, params=chosen.params or None,
-                                          spec=chosen.spec))  # fmt: skip
+                chosen = RewardSelection(provider=chosen)
+            configured.append(self._configured_spec(chosen))
+        self.worker_for(configured[0])
+        self.worker_for(configured[0], openrlhf=True)
+        for spec in configured[1:]:
+            self.worker_for(spec)
+        self.policy = SelectionPolicy(self.catalog, configured, self.config.rewards.service.allow)
         self.ready = True
 
-    def _spec(self, selection: Selection) -> RewardSpec:
+    @staticmethod
+    def _configured_spec(selection: RewardSelection) -> RewardSpec:
         if selection.spec is not None:
             return RewardSpec.parse(selection.spec)
-        if selection.provider is not None:
-            return RewardSpec.single(selection.provider, selection.params or {})
-        configured: RewardSelection = self.config.rl.reward
-        if configured.spec is not None:
-            return RewardSpec.parse(configured.spec)
-        assert configured.provider is not None
-        return RewardSpec.single(configured.provider, configured.params)
+        assert selection.provider is not None
+        return RewardSpec.single(selection.provider, selection.params)
+
+    def admit(self, selection: Selection) -> RewardSpec:
+        """The spec a request selects: the configured reward, or what the policy admits (or 403)."""
+        if selection.provider is None and selection.spec is None:
+            return self._configured_spec(self.config.rl.reward)
+        assert self.policy is not None, "preflight() first"
+        return self.policy.admit(selection.provider, selection.params, selection.spec)
 
     def worker_for(
         self,
-        selection: Selection,
+        spec: RewardSpec,
         group_size: int | None = None,
         scaling: Scaling | None = None,
         *,
         openrlhf: bool = False,
         namespace: str = "train",
     ) -> RewardWorker:
-        """The worker scoring ``selection``; built (preflight) once per distinct spec and kept."""
+        """The worker scoring ``spec``; built (preflight) once per distinct spec and kept."""
         assert self.catalog is not None, "preflight() first"
-        spec = self._spec(selection)
         # OpenRLHF sends single responses without groups: no group size, no advantages.
         size = None if openrlhf else group_size if group_size is not None else self.config.rl.group_size
         chosen_scaling: Scaling = "none" if openrlhf else scaling or self.config.rl.advantage_scaling
@@ -250,8 +257,13 @@ class RewardService:
 
     def resolve(self, selection: Selection, group_size: int | None = None, scaling: Scaling | None = None,
                 *, openrlhf: bool = False, namespace: str = "train") -> RewardWorker:  # fmt: skip
+        """Admit the selection (403 when refused: nothing is built), then its worker (422 if it fails)."""
         try:
-            return self.worker_for(selection, group_size, scaling, openrlhf=openrlhf, namespace=namespace)
+            spec = self.admit(selection)
+            return self.worker_for(spec, group_size, scaling, openrlhf=openrlhf, namespace=namespace)
+        except SelectionRefused as refused:
+            raise Reply(403, "selection_refused", str(refused), cause="forbidden",
+                        details=[{"path": refused.field, "message": refused.reason}]) from None  # fmt: skip
         except (PreflightError, RewardSpecError, RewardkitError) as error:
             raise Reply(422, "reward_unavailable", str(error), cause="preflight") from None
 

@@ -1,7 +1,8 @@
 """Bearer-token authentication for the Reward Service.
 
 Tokens come from ``REWARDKIT_TOKENS`` (comma-separated) and/or a tokens file (one per line, ``#``
-comments). With no token configured the service is open. Every presented token is compared with
+comments). With no token configured the service is open, which ``rewardkit serve`` allows only
+on a loopback address unless ``--insecure-no-auth`` is given. Every presented token is compared with
 every configured one in constant time, and a failure says nothing about why: no token value ever
 reaches a log, a metric or a response.
 """
@@ -9,7 +10,9 @@ reaches a log, a metric or a response.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import os
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -45,6 +48,20 @@ def load_tokens(tokens_file: str | os.PathLike[str] | None = None) -> tuple[str,
         if path is not None:
             found.extend(read_tokens_file(path))
     return tuple(dict.fromkeys(found))
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or a name) reaches only this machine's loopback interface."""
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0]).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    addresses = {info[4][0].split("%", 1)[0] for info in found}
+    return bool(addresses) and all(ipaddress.ip_address(address).is_loopback for address in addresses)
 
 
 class TokenChecker:

@@ -81,7 +81,7 @@ class ScoreRequest(Selection):
 
 
 class ResolveRequest(Selection):
-    """``POST /v1/resolve``: preflight a reward without scoring anything."""
+    """``POST /v1/resolve``: admit and preflight a reward without scoring anything."""
 
 
 class ProviderRecordOut(_Wire):
@@ -208,13 +208,17 @@ _COMMON_ERRORS = {
     "401": "missing or wrong bearer token",
     "413": "the body or the number of rollouts is over the limit (the answer gives the limit)",
 }
+_FORBIDDEN = (
+    "the selection is neither the configured reward nor permitted by the operator's allow-list "
+    "(rewards.service.allow); the answer names the field; nothing was built or run"
+)
 # path, method, request model, response (model name, "text" or a schema), summary, errors, open
 _OPERATIONS: tuple[tuple[str, str, str | None, Any, str, dict[str, str], bool], ...] = (
     ("/v1/score", "post", "ScoreRequest", "ScoreResponse", "Score complete groups",
-     {**_COMMON_ERRORS, "422": "the reward cannot be built or a group broke the contract",
+     {**_COMMON_ERRORS, "403": _FORBIDDEN, "422": "the reward cannot be built or a group broke the contract",
       "503": "the deadline passed while waiting for capacity; Retry-After says when to retry"}, False),
     ("/v1/resolve", "post", "ResolveRequest", "ResolveResponse", "Preflight a reward without scoring",
-     {**_COMMON_ERRORS, "422": "the reward cannot be built"}, False),
+     {**_COMMON_ERRORS, "403": _FORBIDDEN, "422": "the reward cannot be built"}, False),
     ("/v1/compose", "post", "ComposeRequest", "ComposeResponse", "Compose given component outcomes",
      {**_COMMON_ERRORS, "422": "composition refused the spec or the outcomes"}, False),
     ("/get_reward", "post", "GetRewardRequest", "GetRewardResponse", "OpenRLHF remote reward protocol",

@@ -51,6 +51,7 @@ class ServerProcess:
         self.env = {**os.environ, **(env or {})}
         self.start_timeout_s = start_timeout_s
         self.url: str = ""
+        self.auth: str = ""  # "on" or "OFF", from the start-up line
         self.process: subprocess.Popen[str] | None = None
         self.lines: list[str] = []
         self._announced = threading.Event()
@@ -91,7 +92,10 @@ class ServerProcess:
         for line in self.process.stdout:
             self.lines.append(line)
             if line.startswith(_ANNOUNCE) and not self._announced.is_set():
-                self.url = line[len(_ANNOUNCE) :].strip()
+                self.url = line[len(_ANNOUNCE) :].split()[0]
+                self.auth = (
+                    line.rsplit("(auth: ", 1)[-1].split(")", 1)[0].split()[0] if "(auth: " in line else ""
+                )
                 self._announced.set()
 
     @property

@@ -93,7 +93,8 @@ def serve(
 
     async def announce() -> None:
         # Printed once providers are preflighted and the socket accepts, for scripts and tests to read.
-        print(f"rewardkit serve: listening on http://{shown}:{actual_port}", flush=True)
+        auth = "on" if settings.tokens else "OFF (no token configured: anyone who can connect may score)"
+        print(f"rewardkit serve: listening on http://{shown}:{actual_port} (auth: {auth})", flush=True)
 
     original_startup = server.startup
 
