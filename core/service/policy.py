@@ -169,13 +169,16 @@ class SelectionPolicy:
             else:
                 merged[name] = base[name]
         allowed = self.allow.providers
-        for index, component in enumerate(raw.get("components", [])):
+        components = raw.get("components", [])
+        changes = []
+        for index, component in enumerate(components):
             at = "" if single else f"{where}components[{index}]."
             provider = component["provider"]
             name = component.get("name") or provider
             theirs = component.get("params") or {}
             ours = self._operator_params(provider, name)
             changed = self._changed_params(provider, ours, theirs)
+            changes.append((at, provider, name, theirs, ours, changed))
             model = self.catalog.entry(provider).params_model
             for key in changed:  # never client-settable: named first, whatever else is wrong
                 reason = operator_only_reason(model, key)
@@ -185,6 +188,7 @@ class SelectionPolicy:
                         "by a client; leave it out to use the service's value",
                         field=f"{at}params.{key}",
                     )
+        for component, (at, provider, name, theirs, ours, changed) in zip(components, changes):
             if provider not in allowed:
                 listed = sorted(allowed) or "none"
                 raise SelectionRefused(
