@@ -1,6 +1,7 @@
 """Throughput of code-tests on the reflexion GPT-4 MBPP solutions (rollouts per second).
 
-Candidate: the provider as shipped (warm bubblewrap slots, one fork per run, CPU-count slots).
+Candidate: the provider as shipped (warm bubblewrap slots; per run one fork for the candidate's
+process and one for the test process; CPU-count slots).
 Baseline, measured in the same run at equal isolation: a fresh sandbox (new bwrap, cgroup and
 interpreter) for every test case, with the same number of concurrent workers.
 
@@ -12,6 +13,7 @@ Prints a table and writes benchmarks/results/code_throughput.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -19,23 +21,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rewardkit.catalog import resolve_catalog
-from rewardkit_rl.code.provider import outcome_of_asserts
+from rewardkit_rl.code.provider import CaseOutcome, outcome_of_asserts
 from rewardkit_rl.code.reference import parse_reference
 from rewardkit_rl.code.sandbox import SandboxConfig, Slot
 
 ROOT = Path(__file__).resolve().parents[1]
-RUNS = "reflexion/programming_runs/root/{run}/mbpp-py._simple_1_gpt-4_pass_at_k_1_py.jsonl"
-
-
-def shared_data() -> Path:
-    configured = os.environ.get("REWARDKIT_SHARED_DATA")
-    return Path(configured) if configured else ROOT / ".." / "shared" / "data"
+RUNS = "reflexion_{run}.jsonl"
 
 
 def load_rollouts(limit: int | None) -> list[dict]:
     rollouts = []
     for run in ("simple_mbpp_py", "simple_mbpp_py2"):
-        for line in (shared_data() / RUNS.format(run=run)).open():
+        for line in (ROOT / "testdata" / "code" / RUNS.format(run=run)).open():
             row = json.loads(line)
             reference = {key: row[key] for key in ("prompt", "test", "entry_point")}
             rollouts.append(
@@ -79,19 +76,15 @@ def run_baseline(rollouts: list[dict], workers: int) -> tuple[float, list[bool]]
         program = plan.program_from(rollout["completion"])
         statuses = []
         for case in range(plan.case_count):
-            slot = Slot(config, 10_000 + index * 16 + case, 1_900_000 + (index % 64) * 16 + case)
+            uid = 1_900_000 + ((index % 64) * 16 + case) * 2
+            slot = Slot(config, 10_000 + index * 16 + case, (uid, uid + 1))
             try:
-                single = plan.__class__(
-                    plan.mode,
-                    tests=(plan.tests[case],),
-                    setup=plan.setup,
-                    prompt=plan.prompt,
-                    entry_point=plan.entry_point,
-                )
+                single = dataclasses.replace(plan, tests=(plan.tests[case],))
                 response = slot.run(provider._request(single, program))
             finally:
                 slot.close()
-            statuses += outcome_of_asserts(response).statuses
+            outcome = outcome_of_asserts(response, 1)
+            statuses += outcome.statuses if isinstance(outcome, CaseOutcome) else ["skipped"]
         return all(status == "pass" for status in statuses)
 
     start = time.perf_counter()

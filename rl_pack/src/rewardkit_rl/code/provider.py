@@ -206,7 +206,7 @@ class CodeTestsProvider:
             "tests": list(plan.tests),
             "setup": plan.setup,
             "trusted": plan.trusted,
-            "expose": list(plan.expose) if plan.expose is not None else None,
+            "expose": list(plan.expose),
             "module_name": "__main__" if plan.mode == "io" else "solution",
             "stdin": stdin,
             "timeout": config.timeout_s,

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from rewardkit.errors import RewardContractError
 from rewardkit_rl.code.extraction import defines, extract_program
+from rewardkit_rl.code.names import names_for_tests
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,7 @@ class TestPlan:
 
     ``mode="asserts"``: the program runs once in the candidate's process; the test process runs
     ``trusted`` (the task's own code, e.g. HumanEval prompt helpers), takes the candidate's
-    top-level names (only ``expose`` when given), runs ``setup``, then each entry of ``tests``
+    top-level names listed in ``expose`` (see ``names.py``), runs ``setup``, then each entry of ``tests``
     (one case per entry). ``mode="io"``: the program runs once per case with ``inputs[i]`` on
     stdin, and its stdout is compared with ``outputs[i]``. ``unsupported`` says why the tests
     cannot be judged across processes (every candidate is then skipped).
@@ -33,7 +34,7 @@ class TestPlan:
     prompt: str | None = None
     entry_point: str | None = None
     trusted: str = ""
-    expose: tuple[str, ...] | None = None
+    expose: tuple[str, ...] = ()
     unsupported: str | None = None
 
     @property
@@ -134,8 +135,14 @@ def parse_reference(reference: Any) -> TestPlan:
         for index, test in enumerate(tests):
             _check_compiles(test, f"test_list[{index}]")
         _check_compiles(setup, "test_imports")
+        names = names_for_tests(tests, "", setup, entry_point)
         plan = TestPlan(
-            "asserts", tests=tests, setup=setup, entry_point=entry_point, unsupported=_identity_check(tests)
+            "asserts",
+            tests=tests,
+            setup="".join(f"import {module}\n" for module in names.stdlib_imports) + setup,
+            entry_point=entry_point,
+            expose=names.expose,
+            unsupported=_identity_check(tests),
         )
     elif "test" in reference:
         test = reference["test"]
@@ -148,13 +155,15 @@ def parse_reference(reference: Any) -> TestPlan:
         # the entry point is taken from the candidate.
         trusted = task_code(prompt, entry_point) if prompt is not None and entry_point else ""
         _check_compiles(trusted, "prompt (before the entry point)")
+        names = names_for_tests((test,), trusted, "", entry_point)
         plan = TestPlan(
             "asserts",
             tests=(test,),
+            setup="".join(f"import {module}\n" for module in names.stdlib_imports),
             prompt=prompt,
             entry_point=entry_point,
             trusted=trusted,
-            expose=(entry_point,) if prompt is not None and entry_point else None,
+            expose=names.expose,
             unsupported=_identity_check((test,)),
         )
     elif "inputs" in reference or "outputs" in reference:

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -79,6 +80,17 @@ _HOST_GRACE_S = 5.0
 _UID_BASE = 1_000_000
 _UIDS_PER_POOL = 512
 _uid_blocks = itertools.count()
+
+
+def load_inside_modules() -> dict[str, types.ModuleType]:
+    """The in-sandbox modules loaded into this interpreter, as the bootstrap does (for tests)."""
+    modules = {}
+    for name, source in _INSIDE_SOURCES:
+        module = types.ModuleType(name)
+        sys.modules[name] = module
+        exec(compile(source, f"{name}.py", "exec"), module.__dict__)
+        modules[name] = module
+    return modules
 
 
 class SandboxError(RuntimeError):

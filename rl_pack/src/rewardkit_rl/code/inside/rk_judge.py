@@ -5,8 +5,8 @@ can neither signal it nor read its memory. The tests, the expected values and th
 descriptor live only here. The candidate's functions, classes and objects appear in the tests'
 namespace as ``CandidateObject`` proxies: calling one, reading an attribute, iterating or taking
 its length sends a request to the candidate's process and gets plain data back. A proxy compares,
-hashes and tests for truth like a bare ``object`` (identity only, never truthy by decree), so a
-custom ``__eq__`` or ``__bool__`` in the candidate's code decides nothing here.
+hashes and tests for truth like a bare ``object`` (equal only to itself, always truthy), so a
+custom ``__eq__``, ``__hash__`` or ``__bool__`` in the candidate's code decides nothing here.
 
 Verdict lines on the result descriptor: ``program <status> <detail>``, ``test <i> <status>``
 and ``end``; a run without ``end`` counts as unfinished.
@@ -211,7 +211,9 @@ class CandidateObject:
         return value
 
     def __bool__(self) -> bool:
-        raise TypeError("the truth value of a candidate object is not trusted; return a bool")
+        # Truthy like a bare object: the candidate's own __bool__ or __len__ is never asked, so
+        # it cannot answer differently depending on which assert is looking.
+        return True
 
     __hash__ = object.__hash__
 
@@ -251,8 +253,10 @@ def judge(request: dict[str, Any], calls_fd: int, replies_fd: int, result_fd: in
         exports = hello.get("exports")
         if type(exports) is not dict:
             raise CandidateGone("the candidate's process sent malformed exports")
+        wanted = set(request["expose"])
         for name, data in exports.items():
-            if type(name) is str and name.isidentifier():
+            # only the names the host allowed: never a builtin or a module the tests rely on
+            if type(name) is str and name in wanted:
                 try:
                     namespace[name] = decode(data, link)
                 except rk_wire.WireError:

@@ -44,15 +44,14 @@ class Server:
         self.encoder.nodes = 0
         return self.encoder.encode(value)
 
-    def exports(self, expose: list[str] | None) -> dict[str, Any]:
+    def exports(self, expose: list[str]) -> dict[str, Any]:
         names = {}
-        for name, value in list(self.namespace.items()):
-            if name.startswith("__") or (expose is not None and name not in expose):
-                continue
-            try:
-                names[name] = self.encode(value)
-            except rk_wire.Unsupported:
-                continue
+        for name in expose:
+            if name in self.namespace:
+                try:
+                    names[name] = self.encode(self.namespace[name])
+                except rk_wire.Unsupported:
+                    continue
         return names
 
     def _resolve(self, data: Any) -> Any:
@@ -92,7 +91,7 @@ def _describe(error: BaseException) -> list[str]:
     return [type(error).__name__[:100], message]
 
 
-def serve(program: str, module_name: str, expose: list[str] | None, calls_fd: int, replies_fd: int) -> None:
+def serve(program: str, module_name: str, expose: list[str], calls_fd: int, replies_fd: int) -> None:
     """Run ``program``, report how loading went, then answer calls until the test process leaves."""
     namespace = {"__name__": module_name, "__builtins__": __builtins__, "__file__": "solution.py"}
     try:
