@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from rewardkit.catalog import resolve_catalog
@@ -168,3 +170,10 @@ def test_diagnostics_count_statuses():
         assert second["compile_error"] == 1.0 and items[1].result.terms["pass_rate"] == 0.0
     finally:
         bound.provider.close()
+
+
+def test_sandboxes_never_outnumber_the_cpus():
+    """Timeouts are wall-clock: more sandboxes than CPUs would time out correct programs."""
+    provider = resolve_catalog().bind("code-tests", {"concurrency": 64}).provider
+    assert provider.concurrency == (os.cpu_count() or 1)
+    assert resolve_catalog().bind("code-tests", {"concurrency": 1}).provider.concurrency == 1
