@@ -20,6 +20,9 @@ _INTEGER = re.compile(r"-?\d+")
 _DECIMAL = re.compile(r"-?\d+\.\d+")
 _SLASH = re.compile(r"(-?\d+)/(\d+)")
 _LATEX_FRACTION = re.compile(r"(-?)\\frac\{(-?\d+)\}\{(\d+)\}")
+# A reference stating a relation is never settled by spelling alone: the workers check that it
+# is true (``\log_6(216)=4`` is not) before anything can equal it.
+_RELATION = re.compile(r"[=<>≈≤≥≠]|\\(?:approx|le|ge|leq|geq|ne|neq|lt|gt|leqslant|geqslant)(?![a-zA-Z])")
 
 
 def extract_answer(text: str) -> tuple[str, str] | None:
@@ -74,10 +77,11 @@ def fast_verdict(gold: str, answer: str) -> bool | None:
 
     A False is only given when both sides are exact integers or fractions, never for decimals,
     because math-verify compares decimals with a tolerance that this path must not contradict.
+    A reference that states a relation always goes to the workers.
     """
     gold_form, answer_form = normalise(gold), normalise(answer)
     if gold_form == answer_form:
-        return True
+        return None if _RELATION.search(gold_form) else True
     gold_value, answer_value = exact_value(gold_form), exact_value(answer_form)
     if gold_value is None or answer_value is None:
         return None

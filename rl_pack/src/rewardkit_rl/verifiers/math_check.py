@@ -1,37 +1,19 @@
 """The expensive half of the ``math`` verifier; it runs only inside pool worker processes.
 
-Only math-verify's LaTeX extraction is used. Its plain-expression extraction hands text to
-SymPy's ``parse_expr``, which evaluates Python, so model text never goes there. Its own
-SIGALRM timeouts are switched off (``None``): the parent pool enforces the wall clock.
+``math_forms`` reads the form of the reference and of the answer and compares them, leaf by leaf,
+with math-verify's LaTeX parser and checker. Only math-verify's LaTeX extraction is used: its
+plain-expression extraction hands text to SymPy's ``parse_expr``, which evaluates Python, so
+model text never goes there. Its own SIGALRM timeouts are switched off (``None``): the parent
+pool enforces the wall clock.
 """
 
 from __future__ import annotations
 
-import logging
-from functools import lru_cache
 from typing import Any
 
-from math_verify import LatexExtractionConfig, parse, verify
-
-logging.getLogger("math_verify").setLevel(logging.ERROR)
-
-_LATEX_ONLY = (LatexExtractionConfig(boxed_match_priority=0),)
-
-
-def _parse(answer: str) -> list[Any]:
-    return parse(
-        "\\boxed{" + answer + "}",
-        extraction_config=_LATEX_ONLY,
-        fallback_mode="no_fallback",
-        extraction_mode="first_match",
-        parsing_timeout=None,  # type: ignore[arg-type]
-    )
-
-
-@lru_cache(maxsize=2048)
-def _parse_gold(gold: str) -> tuple[Any, ...]:
-    return tuple(_parse(gold))
-
+from rewardkit_rl.verifiers.math_forms import compare, reference_problem
+from rewardkit_rl.verifiers.math_forms.compare import reference_form
+from rewardkit_rl.verifiers.math_forms.values import parse_leaf
 
 # One of each common answer shape: ANTLR builds its parsing tables lazily, per construct, so the
 # first fraction, root, interval or matrix a worker meets is slow. Pay that once, at start-up.
@@ -50,28 +32,35 @@ WARM_UP_PAIRS: tuple[tuple[str, str], ...] = (
     ("\\log_2 8 + \\sin(x)", "3+\\sin x"),
     ("-\\infty", "-\\infty"),
     ("4:30 \\text{ p.m.}", "4:30"),
+    ("x^2-2x+10=0", "2x^2-4x+20=0"),
+    ("\\cos(e) \\approx -0.912", "-0.9117"),
+    (
+        "\\begin{cases} x & x < 0 \\\\ 2x & x \\ge 0 \\end{cases}",
+        "\\begin{cases} x & x<0 \\\\ 2x & x\\geq 0 \\end{cases}",
+    ),
 )
 
 
 def warm_up() -> None:
     """Build the LaTeX parser tables and SymPy caches at worker start-up (see ``WARM_UP_PAIRS``)."""
     for gold, answer in WARM_UP_PAIRS:
-        verify(_parse(gold), _parse(answer), timeout_seconds=None)
-    _parse_gold.cache_clear()
+        if reference_problem(gold) is None:
+            compare(gold, answer)
+    for cached in (parse_leaf, reference_form, reference_problem):
+        cached.cache_clear()
 
 
 def check(request: tuple[str, ...]) -> tuple[str, Any]:
-    """``("gold", gold)`` -> ``("ok", parseable)``; ``("verify", gold, answer)`` -> ``("ok", equal)``
-    or ``("skip", reason)`` when the gold does not parse."""
+    """``("gold", gold)`` -> ``("ok", problem)`` (None when the reference is usable);
+    ``("verify", gold, answer)`` -> ``("ok", (equal, reason, unparsed))``, or ``("skip", reason)``
+    when the reference cannot be used."""
     kind = request[0]
     if kind == "gold":
-        return "ok", bool(_parse_gold(request[1]))
+        return "ok", reference_problem(request[1])
     if kind == "verify":
-        gold = _parse_gold(request[1])
-        if not gold:
-            return "skip", "the reference could not be parsed as math"
-        predicted = _parse(request[2])
-        if not predicted:
-            return "ok", False
-        return "ok", bool(verify(list(gold), predicted, timeout_seconds=None))
+        problem = reference_problem(request[1])
+        if problem is not None:
+            return "skip", problem
+        verdict = compare(request[1], request[2])
+        return "ok", (verdict.equal, verdict.reason, verdict.unparsed)
     raise ValueError(f"unknown request kind {kind!r}")

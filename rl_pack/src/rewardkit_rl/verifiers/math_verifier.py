@@ -1,11 +1,14 @@
 """The ``math`` verifier: final-answer extraction, a cheap exact path, math-verify in killable workers.
 
-Per group: the reference is checked once (a reference math-verify cannot parse makes every
-candidate ``skipped``, so a group is never half-scored); each candidate's answer is extracted
-(last ``\\boxed{}``, else last ``<answer>``, else a "final answer" phrase); an exact
-normalised comparison decides what it can; the rest are checked by math-verify in parallel
-worker processes with a hard wall-clock ``timeout_s`` each. A candidate that times out is an
-``error`` with reason ``timeout`` (the composition's ``onError`` decides), never a silent 0.
+Per group: the reference is checked once (a reference that cannot be parsed, has an unsupported
+form or states a false equation makes every candidate ``skipped``, so a group is never
+half-scored); each candidate's answer is extracted (last ``\\boxed{}``, else last ``<answer>``,
+else a "final answer" phrase); an exact normalised comparison decides what it can; the rest are
+compared form by form (``math_forms``: relations, lists, intervals, matrices, piecewise
+functions, approximations), leaf by leaf with math-verify, in parallel worker processes with a
+hard wall-clock ``timeout_s`` each. An answer that cannot be read scores 0 with the reason. A
+candidate that times out is an ``error`` with reason ``timeout`` (the composition's ``onError``
+decides), never a silent 0.
 """
 
 from __future__ import annotations
@@ -28,22 +31,34 @@ from rewardkit.errors import RewardContractError
 from rewardkit_rl.verifiers.math_answers import exact_value, extract_answer, fast_verdict, normalise
 from rewardkit_rl.verifiers.pool import KillablePool, Outcome
 
-MATH_DIAGNOSTICS = ("extracted", "fast_path", "timeout")
+MATH_DIAGNOSTICS = ("extracted", "fast_path", "timeout", "unparsed")
 _CHECK_TARGET = "rewardkit_rl.verifiers.math_check:check"
 _GOLD_CACHE_SIZE = 4096
 
 
-def _diagnostics(extracted: float, fast: float, timeout: float) -> tuple[MetricContribution, ...]:
+def _diagnostics(
+    extracted: float, fast: float, timeout: float, unparsed: float = 0.0
+) -> tuple[MetricContribution, ...]:
     return (
         MetricContribution("extracted", extracted),
         MetricContribution("fast_path", fast),
         MetricContribution("timeout", timeout),
+        MetricContribution("unparsed", unparsed),
     )
 
 
-def _scored(value: bool, *, extracted: bool = True, fast: bool = False) -> RewardProviderResult:
+def _scored(
+    value: bool,
+    *,
+    extracted: bool = True,
+    fast: bool = False,
+    reason: str | None = None,
+    unparsed: bool = False,
+) -> RewardProviderResult:
     return RewardProviderResult(
-        terms={"task": float(value)}, diagnostics=_diagnostics(float(extracted), float(fast), 0.0)
+        terms={"task": float(value)},
+        diagnostics=_diagnostics(float(extracted), float(fast), 0.0, float(unparsed)),
+        reason=reason,
     )
 
 
@@ -55,7 +70,8 @@ def _from_outcome(outcome: Outcome) -> RewardProviderResult:
     verdict, detail = outcome.value
     if verdict == "skip":
         return RewardProviderResult.skip(detail, _diagnostics(1.0, 0.0, 0.0))
-    return _scored(bool(detail))
+    equal, reason, unparsed = detail
+    return _scored(bool(equal), reason=None if equal else reason, unparsed=bool(unparsed))
 
 
 @dataclass
@@ -66,7 +82,7 @@ class _Plan:
     results: list[RewardProviderResult | None]
     slow: list[int] = field(default_factory=list)
     requests: list[tuple[str, ...]] = field(default_factory=list)
-    gold_known: bool | None = True
+    gold_problem: str | None = ""  # "" usable, None not known yet, else why it cannot be used
 
 
 class MathVerifier:
@@ -97,7 +113,7 @@ class MathVerifier:
         self.memory_limit_mb = memory_limit_mb
         self._pool: KillablePool | None = None  # created on the first check that needs it
         self._lock = threading.Lock()
-        self._gold_cache: OrderedDict[str, bool] = OrderedDict()
+        self._gold_cache: OrderedDict[str, str] = OrderedDict()
 
     @property
     def pool(self) -> KillablePool:
@@ -113,17 +129,18 @@ class MathVerifier:
         if pool is not None:
             pool.close()
 
-    def _cached_gold(self, gold: str) -> bool | None:
-        """Whether math-verify parsed this reference before (None: not known yet)."""
+    def _cached_gold(self, gold: str) -> str | None:
+        """Why this reference could not be used when it was checked before ("" when it could;
+        None: not known yet)."""
         with self._lock:
             known = self._gold_cache.get(gold)
             if known is not None:
                 self._gold_cache.move_to_end(gold)
             return known
 
-    def _remember_gold(self, gold: str, parseable: bool) -> None:
+    def _remember_gold(self, gold: str, problem: str) -> None:
         with self._lock:
-            self._gold_cache[gold] = parseable
+            self._gold_cache[gold] = problem
             while len(self._gold_cache) > _GOLD_CACHE_SIZE:
                 self._gold_cache.popitem(last=False)
 
@@ -186,27 +203,28 @@ class MathVerifier:
             else:
                 plan.slow.append(index)
                 plan.requests.append(("verify", gold, answer))
-        # Whether math-verify can parse the reference only matters when some answer needs it; then
+        # Whether the reference can be used only matters when some answer needs a worker; then
         # the check travels in the same batch as those answers and, if it fails, the whole group
-        # is skipped so that no group is half-scored. Answers settled above are exact matches or
-        # missing answers, which are right whatever the parser thinks of the reference.
+        # is skipped so that no group is half-scored. Answers settled above are exact matches
+        # (never of a relation, whose truth the workers check) or missing answers, which are
+        # right whatever the parser thinks of the reference.
         if not plan.slow:
             return plan
-        plan.gold_known = True if exact_value(normalise(gold)) is not None else self._cached_gold(gold)
-        if plan.gold_known is None:
+        plan.gold_problem = "" if exact_value(normalise(gold)) is not None else self._cached_gold(gold)
+        if plan.gold_problem is None:
             plan.requests.insert(0, ("gold", gold))
         return plan
 
     def _finish(self, plan: _Plan, outcomes: list[Outcome]) -> list[RewardProviderResult]:
         count = len(plan.results)
-        if plan.gold_known is None and outcomes:
+        if plan.gold_problem is None and outcomes:
             gold_outcome, outcomes = outcomes[0], outcomes[1:]
             if gold_outcome.status != "ok":  # a timeout or crash is retried with the next group
                 return [_from_outcome(gold_outcome)] * count
-            plan.gold_known = bool(gold_outcome.value[1])
-            self._remember_gold(plan.gold, plan.gold_known)
-        if plan.gold_known is False:
-            reason = f"the reference could not be parsed as math: {plan.gold[:80]!r}"
+            plan.gold_problem = gold_outcome.value[1] or ""
+            self._remember_gold(plan.gold, plan.gold_problem)
+        if plan.gold_problem:
+            reason = f"{plan.gold_problem} (reference {plan.gold[:80]!r})"
             return [RewardProviderResult.skip(reason)] * count
         for index, outcome in zip(plan.slow, outcomes):
             plan.results[index] = _from_outcome(outcome)

@@ -1,0 +1,387 @@
+"""Comparing an answer with a reference: the forms first, then the leaves.
+
+The reference's form decides the comparison (``relations``, ``intervals`` and the containers
+here); leaves go to ``values.leaf_equal``. Anything the answer says that cannot be read or
+matched is a wrong answer with a reason, never a pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rewardkit_rl.verifiers.math_forms import intervals, relations, values
+from rewardkit_rl.verifiers.math_forms.forms import (
+    Form,
+    Interval,
+    Items,
+    Leaf,
+    Matrix,
+    Piecewise,
+    Relation,
+    Text,
+    Union,
+    Unsupported,
+    expression_key,
+    label_key,
+    read,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """``equal``; and when the answer could not be read or matched, why (``unparsed`` is set
+    when it could not be read at all)."""
+
+    equal: bool
+    reason: str | None = None
+    unparsed: bool = False
+
+
+class _Unreadable(Exception):
+    """The answer has a shape that is not supported."""
+
+
+@lru_cache(maxsize=4096)
+def reference_form(gold: str) -> Form:
+    return read(gold)
+
+
+@lru_cache(maxsize=4096)
+def reference_problem(gold: str) -> str | None:
+    """Why a reference cannot be used (unsupported shape, unparseable leaf, false statement),
+    or None when it can."""
+    try:
+        return _problem(reference_form(gold))
+    except values.Unparseable as error:
+        return f"the reference could not be parsed as math: {error}"
+
+
+def compare(gold: str, answer: str) -> Verdict:
+    """Whether ``answer`` states the reference ``gold`` (call ``reference_problem`` first)."""
+    reference = reference_form(gold)
+    form = read(answer)
+    try:
+        if _equal(reference, form):
+            return Verdict(True)
+    except _Unreadable as error:
+        return Verdict(False, f"the answer could not be read: {error}", unparsed=True)
+    except values.Unparseable as error:
+        return Verdict(False, f"the answer could not be parsed: {error}", unparsed=True)
+    if isinstance(form, Unsupported):
+        return Verdict(False, f"the answer could not be read: {form.reason}", unparsed=True)
+    mine, theirs = _kind(reference), _kind(form)
+    if mine != theirs and theirs != "a relation":
+        return Verdict(False, f"the answer is {theirs}, the reference {mine}")
+    return Verdict(False)
+
+
+def _kind(form: Form) -> str:
+    if isinstance(form, Items):
+        return {"list": "a list", "set": "a set", "tuple": "a tuple", "pair": "an ordered pair"}[form.kind]
+    names = {
+        Leaf: "a value",
+        Text: "text",
+        Relation: "a relation",
+        Interval: "an interval",
+        Union: "a union of intervals",
+        Matrix: "a matrix",
+        Piecewise: "a piecewise function",
+        Unsupported: "unsupported",
+    }
+    return names[type(form)]
+
+
+# -- the reference ---------------------------------------------------------------------------
+
+
+def _problem(form: Form | None) -> str | None:
+    if form is None:
+        return None
+    if isinstance(form, Unsupported):
+        if form.reason in ("unbalanced brackets", "an empty answer", "an empty value"):
+            return f"the reference could not be parsed as math: {form.reason}"
+        return f"the reference's form is not supported: {form.reason}"
+    if isinstance(form, Leaf):
+        if form.approx and values.plain_decimal(form.latex) is None:
+            return "an approximate reference whose value is not a number written in digits"
+        values.value(form.latex)
+        return None
+    if isinstance(form, Text):
+        return None
+    if isinstance(form, Relation):
+        return _relation_problem(form)
+    if isinstance(form, Items):
+        if not form.items:
+            return "an empty list or set"
+        kinds = {isinstance(item, Relation) for item in form.items}
+        if len(kinds) > 1:
+            return "a list mixing relations and values"
+        return _first(_problem(item) for item in form.items)
+    if isinstance(form, Interval):
+        return _first(_problem(end) for end in (form.low, form.high))
+    if isinstance(form, Union):
+        return _first(_problem(part) for part in form.parts)
+    if isinstance(form, Matrix):
+        return _first(_problem(cell) for row in form.rows for cell in row)
+    if isinstance(form, Piecewise):
+        return _first(_problem(part) for branch in form.branches for part in branch)
+    return "an unknown form"
+
+
+def _first(problems: object) -> str | None:
+    for problem in problems:  # type: ignore[attr-defined]
+        if problem is not None:
+            return problem  # type: ignore[no-any-return]
+    return None
+
+
+def _relation_problem(form: Relation) -> str | None:
+    found = _first(_problem(side) for side in form.sides)
+    if found is not None:
+        return found
+    ops = set(form.ops)
+    if "~" in ops:
+        if ops != {"~"} or len(form.sides) != 2:
+            return "an approximation chained with other relations"
+        target = relations.approximation_target(form)
+        if target is None:
+            return "an approximation whose value is not a number written in digits"
+        value, unit, exact, _ = target
+        if exact is not None and relations._distance(exact, value) > unit:
+            return f"the reference's approximation is off by more than its last digit: {_spell(form)}"
+        return None
+    if ops == {"="}:
+        if label_key(form.sides[0]) is not None or form.sides[0] is None:
+            return None
+        if relations.is_numeric_statement(form):
+            return (
+                None if relations.is_true(form) else f"the reference states a false equation: {_spell(form)}"
+            )
+        if len(form.sides) != 2 or not all(isinstance(side, Leaf) for side in form.sides):
+            return "an equation chain or an equation between non-values"
+        return None
+    if ops <= {"<", "<=", ">", ">=", "!="} or ops == {"in"}:
+        if ops != {"in"} and not all(isinstance(side, Leaf) for side in form.sides):
+            return "an inequality between non-values"
+        if ops == {"!="} and len(form.ops) != 1:
+            return "a chain of \\ne"
+        return None
+    return "a chain mixing equations and inequalities"
+
+
+def _spell(form: Relation) -> str:
+    return " ".join(
+        part
+        for index, side in enumerate(form.sides)
+        for part in ((form.ops[index - 1],) if index else ())
+        + ((side.latex if isinstance(side, Leaf) else "?"),)
+    )[:80]
+
+
+# -- comparison ------------------------------------------------------------------------------
+
+
+def _equal(gold: Form, answer: Form) -> bool:
+    if isinstance(answer, Unsupported):
+        raise _Unreadable(answer.reason)
+    if isinstance(gold, Leaf):
+        return _leaf(gold, answer)
+    if isinstance(gold, Text):
+        return _text(gold, answer)
+    if isinstance(gold, Relation):
+        return _relation(gold, answer)
+    if isinstance(gold, Items):
+        return _items(gold, answer)
+    if isinstance(gold, (Interval, Union)):
+        gold_set = intervals.pieces(gold, pair_is_interval=True)
+        answer_set = intervals.pieces(answer, pair_is_interval=True)
+        if gold_set is None or answer_set is None:
+            return False
+        return intervals.same_set(gold_set, answer_set, _equal)
+    if isinstance(gold, Matrix):
+        return _matrix(gold, answer)
+    if isinstance(gold, Piecewise):
+        return _piecewise(gold, answer)
+    return False
+
+
+def _stated(answer: Form) -> Form | None:
+    """What an ``x = value`` answer states (None when it is not such a statement)."""
+    if isinstance(answer, Relation):
+        return relations.stated_value(answer, _equal)
+    return None
+
+
+def _leaf(gold: Leaf, answer: Form) -> bool:
+    if gold.approx:
+        target = relations.approximation_target(gold)
+        return target is not None and relations.approximation(target, answer, _equal)
+    if isinstance(answer, Leaf):
+        return values.leaf_equal(gold.latex, answer.latex)
+    if isinstance(answer, Text):
+        return values.text_key(gold.latex) == values.text_key(answer.words)
+    stated = _stated(answer)
+    return stated is not None and _equal(gold, stated)
+
+
+def _text(gold: Text, answer: Form) -> bool:
+    if isinstance(answer, Text):
+        return values.text_key(gold.words) == values.text_key(answer.words)
+    if isinstance(answer, Leaf):
+        return values.text_key(gold.words) == values.text_key(answer.latex)
+    if isinstance(answer, Items) and "," in gold.words:
+        words = tuple(Text(word.strip()) for word in gold.words.split(",") if word.strip())
+        return _items(Items("list", words), answer)
+    stated = _stated(answer)
+    return stated is not None and _equal(gold, stated)
+
+
+def _relation(gold: Relation, answer: Form) -> bool:
+    ops = set(gold.ops)
+    if ops == {"~"}:
+        target = relations.approximation_target(gold)
+        return target is not None and relations.approximation(target, answer, _equal)
+    if ops == {"="}:
+        return relations.equation(gold, answer, _equal)
+    if ops == {"in"}:
+        return relations.membership(gold, answer, _equal)
+    return relations.inequality(gold, answer, _equal)
+
+
+def _multiset(gold: tuple[Form, ...], answer: tuple[Form, ...]) -> bool:
+    """Each gold item paired with its own equal answer item (multiplicity counts)."""
+    if len(gold) != len(answer):
+        return False
+    unused = list(answer)
+    for item in gold:
+        for index, candidate in enumerate(unused):
+            if _equal(item, candidate):
+                del unused[index]
+                break
+        else:
+            return False
+    return True
+
+
+def _values_of(answer: Form) -> tuple[Form, ...] | None:
+    """The values of an answer given as a list or set (``1, 2``, ``\\{1, 2\\}``, ``x = 1, x = 2``,
+    ``x \\in \\{1, 2\\}``); None for any other shape."""
+    if isinstance(answer, Relation):
+        if answer.ops == ("in",) and label_key(answer.sides[0]) is not None:
+            answer = answer.sides[1]  # type: ignore[assignment]
+        else:
+            stated = _stated(answer)
+            if stated is None:
+                return None
+            answer = stated
+    if not isinstance(answer, Items) or answer.kind not in ("list", "set"):
+        return None
+    names = {label_key(item.sides[0]) for item in answer.items if isinstance(item, Relation)}
+    if len(names) > 1 or None in names:
+        return answer.items
+    found = []
+    for item in answer.items:
+        stated = _stated(item) if isinstance(item, Relation) else item
+        if stated is None:
+            return None
+        found.append(stated)
+    return tuple(found)
+
+
+def _items(gold: Items, answer: Form) -> bool:
+    if gold.kind == "list" and all(isinstance(item, Relation) for item in gold.items):
+        return _relation_list(gold, answer)
+    if gold.kind in ("pair", "tuple"):
+        stated = _stated(answer)
+        if stated is not None:
+            answer = stated
+        if not isinstance(answer, Items) or answer.kind != gold.kind or len(answer.items) != len(gold.items):
+            return False
+        return all(_equal(mine, theirs) for mine, theirs in zip(gold.items, answer.items))
+    found = _values_of(answer)
+    if found is None:
+        return False
+    if gold.kind == "set":
+        return all(any(_equal(mine, theirs) for theirs in found) for mine in gold.items) and all(
+            any(_equal(mine, theirs) for mine in gold.items) for theirs in found
+        )
+    return _multiset(gold.items, found)
+
+
+def _part_key(part: Form) -> str | None:
+    """What names one part of several relations: its left side's name, or the expression of a
+    numeric statement (``\\cos(\\pi)``)."""
+    if not isinstance(part, Relation):
+        return None
+    name = label_key(part.sides[0])
+    if name is not None:
+        return name
+    if relations.is_numeric_statement(part):
+        return expression_key(part.sides[0])
+    return None
+
+
+def _relation_list(gold: Items, answer: Form) -> bool:
+    """Several relations: every part must match. Parts named by distinct names are paired by
+    name (bare values by position); otherwise the parts are compared as a multiset."""
+    parts = answer.items if isinstance(answer, Items) and answer.kind in ("list", "set") else (answer,)
+    if len(parts) != len(gold.items):
+        return False
+    keys = [_part_key(part) for part in gold.items]
+    if None in keys or len(set(keys)) != len(keys):
+        return _multiset(gold.items, parts)
+    used: set[int] = set()
+    for position, part in enumerate(parts):
+        key = _part_key(part)
+        if key is None:
+            index = position
+        elif key in keys:
+            index = keys.index(key)
+        else:
+            return False
+        if index in used or not _equal(gold.items[index], part):
+            return False
+        used.add(index)
+    return True
+
+
+def _matrix(gold: Matrix, answer: Form) -> bool:
+    stated = _stated(answer)
+    if stated is not None:
+        answer = stated
+    if not isinstance(answer, Matrix) or answer.shape != gold.shape:
+        return False
+    return all(
+        _equal(mine, theirs)
+        for gold_row, answer_row in zip(gold.rows, answer.rows)
+        for mine, theirs in zip(gold_row, answer_row)
+    )
+
+
+def _condition(gold: Form | None, answer: Form | None) -> bool:
+    if gold is None or answer is None:
+        return gold is None and answer is None
+    gold_set = intervals.pieces(gold, pair_is_interval=False)
+    answer_set = intervals.pieces(answer, pair_is_interval=False)
+    if gold_set is not None and answer_set is not None:
+        return intervals.same_set(gold_set, answer_set, _equal)
+    return _equal(gold, answer)
+
+
+def _piecewise(gold: Piecewise, answer: Form) -> bool:
+    """Every branch: the same expression under the same condition (in any order)."""
+    stated = _stated(answer)
+    if stated is not None:
+        answer = stated
+    if not isinstance(answer, Piecewise) or len(answer.branches) != len(gold.branches):
+        return False
+    unused = list(answer.branches)
+    for expression, condition in gold.branches:
+        for index, (their_expression, their_condition) in enumerate(unused):
+            if _condition(condition, their_condition) and _equal(expression, their_expression):
+                del unused[index]
+                break
+        else:
+            return False
+    return True

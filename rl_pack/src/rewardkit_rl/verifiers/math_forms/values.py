@@ -1,0 +1,217 @@
+"""Leaves: parsing one plain expression, and deciding whether two of them are equal.
+
+Parsing is math-verify's LaTeX parser (never its plain-text one, which evaluates Python). Equality
+is math-verify's ``verify`` on the two parsed leaves, with guards where it is more lenient than a
+reward may be:
+
+- a number written in a base (``1101_4``) is compared digit for digit, base included;
+- when both sides give units in ``\\text{}`` (``440\\text{ cm}^2``), the numbers and exponents in
+  the units must agree;
+- two numeric values math-verify calls equal must also agree to a relative 1e-12 (math-verify
+  rounds to 6 decimal places, so ``1/2004!`` "equals" ``1/1004!``); when a decimal is involved,
+  they must agree to half a unit in the last place of the most precise decimal, and at least to
+  6 decimal places (``1/3`` equals ``0.333333`` but ``0.1234567`` does not equal ``0.1234568``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import sympy
+from math_verify import LatexExtractionConfig, parse, verify
+from sympy.core.function import AppliedUndef
+
+from rewardkit_rl.verifiers.math_forms.latex import strip_text, text_groups
+
+logging.getLogger("math_verify").setLevel(logging.ERROR)
+
+_LATEX_ONLY = (LatexExtractionConfig(boxed_match_priority=0),)
+_PRECISION = 40
+_RELATIVE = sympy.Rational(1, 10**12)
+
+
+class Unparseable(Exception):
+    """A leaf of the answer (or the reference) could not be parsed as mathematics."""
+
+
+@lru_cache(maxsize=8192)
+def parse_leaf(latex: str) -> Any:
+    """The SymPy value of one leaf, or None when math-verify cannot parse it."""
+    found = parse(
+        "\\boxed{" + latex + "}",
+        extraction_config=_LATEX_ONLY,
+        fallback_mode="no_fallback",
+        extraction_mode="first_match",
+        parsing_timeout=None,  # type: ignore[arg-type]
+    )
+    for item in found:
+        if isinstance(item, (sympy.Basic, sympy.MatrixBase)):
+            return item
+    return None
+
+
+def value(latex: str) -> Any:
+    """``parse_leaf`` that raises ``Unparseable`` instead of returning None."""
+    parsed = parse_leaf(latex)
+    if parsed is None:
+        raise Unparseable(f"could not parse {latex[:60]!r}")
+    return parsed
+
+
+def is_closed_form(latex: str) -> bool:
+    """A number written as an expression: no free variables, no unknown functions."""
+    parsed = parse_leaf(latex)
+    return (
+        isinstance(parsed, sympy.Expr)
+        and not parsed.free_symbols
+        and not parsed.atoms(AppliedUndef)
+        and not isinstance(parsed, (sympy.Set, sympy.Tuple))
+    )
+
+
+def number(latex: str) -> sympy.Expr | None:
+    """High-precision numeric value of a closed-form leaf (complex allowed), else None."""
+    if not is_closed_form(latex):
+        return None
+    try:
+        evaluated = sympy.N(parse_leaf(latex), _PRECISION)
+    except Exception:
+        return None
+    return evaluated if evaluated.is_number else None
+
+
+def _is_zero(number: sympy.Expr) -> bool:
+    """Zero, or a value SymPy could only bound near zero (``sin(pi)`` evaluates to ``0.e-191``)."""
+    if number == 0:
+        return True
+    return all(
+        part == 0 or (isinstance(part, sympy.Float) and part._prec < 8) for part in number.as_real_imag()
+    )
+
+
+def same_number(first: sympy.Expr, second: sympy.Expr) -> bool:
+    """Two closed-form numbers that agree to a relative 1e-12 (or whose difference is zero)."""
+    try:
+        difference = sympy.N(first - second, _PRECISION)
+        if _is_zero(difference):
+            return True
+        scale = max(abs(sympy.N(first, _PRECISION)), abs(sympy.N(second, _PRECISION)))
+        return bool(abs(difference) <= _RELATIVE * scale)
+    except Exception:
+        return False
+
+
+# -- decimals --------------------------------------------------------------------------------
+
+_DECIMAL_LITERAL = re.compile(r"(?<![\d.])\d*\.(\d+)")
+_PLAIN_DECIMAL = re.compile(
+    r"(?P<sign>[-+]?)\s*(?P<int>\d*)(?:\.(?P<frac>\d+))?"
+    r"(?:\s*(?:\\times|\\cdot|\*)\s*10\s*\^\s*\{?\s*(?P<exp>[-+]?\d+)\s*\}?)?"
+)
+
+
+def decimal_places(latex: str) -> int:
+    """The most digits after a decimal point in any decimal literal of ``latex`` (0 if none)."""
+    outside = latex
+    for start, end, _ in reversed(text_groups(latex)):
+        outside = outside[:start] + outside[end:]
+    return max((len(match.group(1)) for match in _DECIMAL_LITERAL.finditer(outside)), default=0)
+
+
+def plain_decimal(latex: str) -> tuple[Decimal, Decimal] | None:
+    """``(value, unit in the last place)`` of a number written in digits (``-0.912``,
+    ``6.0 \\times 10^{3}``); None for anything else."""
+    match = _PLAIN_DECIMAL.fullmatch(latex.replace("{,}", "").strip())
+    if match is None or not (match.group("int") or match.group("frac")):
+        return None
+    frac = match.group("frac") or ""
+    exponent = int(match.group("exp") or 0)
+    digits = Decimal((match.group("int") or "0") + ("." + frac if frac else ""))
+    scale = Decimal(10) ** exponent
+    sign = -1 if match.group("sign") == "-" else 1
+    return sign * digits * scale, Decimal(10) ** (exponent - len(frac))
+
+
+# -- guards ----------------------------------------------------------------------------------
+
+_BASE_NUMERAL = re.compile(r"(?:\\text\{)?([0-9A-Z]*[0-9][0-9A-Z]*)\}?_\{?\s*(\d+)\s*\}?")
+_PLAIN_NUMERAL = re.compile(r"[0-9A-Z]*[0-9][0-9A-Z]*")
+_UNIT_EXPONENT = re.compile(r"\s*\^\s*\{?\s*([-+]?\d+)\s*\}?")
+
+
+def _numeral(latex: str) -> tuple[str, str | None] | None:
+    text = latex.strip()
+    match = _BASE_NUMERAL.fullmatch(text)
+    if match is not None:
+        return match.group(1).upper().lstrip("0") or "0", match.group(2)
+    if _PLAIN_NUMERAL.fullmatch(text):
+        return text.lstrip("0") or "0", None
+    return None
+
+
+def _unit_marks(latex: str) -> tuple[str, ...] | None:
+    """Digits and exponents written in the units (``\\text{ cm}^2`` -> ``("^2",)``); None when
+    the leaf has no ``\\text{}``."""
+    groups = text_groups(latex)
+    if not groups:
+        return None
+    marks: list[str] = []
+    for _, end, content in groups:
+        marks.extend(re.findall(r"\d+", content))
+        exponent = _UNIT_EXPONENT.match(latex, end)
+        if exponent is not None:
+            marks.append("^" + exponent.group(1))
+    return tuple(marks)
+
+
+def _numbers_agree(gold: Any, answer: Any, decimals: int) -> bool:
+    """The numeric guard described in the module docstring (True when either is not a number)."""
+    if not isinstance(gold, sympy.Expr) or not isinstance(answer, sympy.Expr):
+        return True
+    if gold.free_symbols or answer.free_symbols or gold.atoms(AppliedUndef) or answer.atoms(AppliedUndef):
+        return True
+    try:
+        first, second = sympy.N(gold, _PRECISION), sympy.N(answer, _PRECISION)
+        if not (first.is_number and second.is_number):
+            return True
+        if not (first.is_finite and second.is_finite):
+            return bool(first == second)
+        if decimals or gold.atoms(sympy.Float) or answer.atoms(sympy.Float):
+            places = max(decimals, 6)
+            limit = sympy.Rational(1, 2) * sympy.Rational(1, 10**places) * (1 + _RELATIVE)
+            return bool(abs(first - second) <= limit)
+        return same_number(gold, answer)
+    except Exception:
+        return True
+
+
+def text_key(latex: str) -> str:
+    """Words compared as text: ``\\text{}`` unwrapped, case, spacing and punctuation dropped."""
+    text = strip_text(latex).lower()
+    return re.sub(r"[\s{}()\\.$'`\"]|mathrm|textbf|text", "", text)
+
+
+def leaf_equal(gold: str, answer: str) -> bool:
+    """Whether two leaves are the same value (raises ``Unparseable`` for an answer that does not
+    parse; the reference is parse-checked before any answer is compared)."""
+    if gold == answer:
+        return True
+    gold_numeral, answer_numeral = _numeral(gold), _numeral(answer)
+    if (gold_numeral and gold_numeral[1]) or (answer_numeral and answer_numeral[1]):
+        if gold_numeral is None or answer_numeral is None:
+            return False
+        same_digits = gold_numeral[0] == answer_numeral[0]
+        return same_digits and (answer_numeral[1] is None or answer_numeral[1] == gold_numeral[1])
+    gold_units, answer_units = _unit_marks(gold), _unit_marks(answer)
+    if gold_units is not None and answer_units is not None and gold_units != answer_units:
+        return False
+    gold_value, answer_value = value(gold), value(answer)
+    if not verify([gold_value], [answer_value], timeout_seconds=None):  # type: ignore[arg-type]
+        return False
+    if "%" in gold or "%" in answer:
+        return True  # math-verify's own rule: 10\\% equals 10 and 0.1
+    return _numbers_agree(gold_value, answer_value, max(decimal_places(gold), decimal_places(answer)))
