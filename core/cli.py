@@ -52,17 +52,45 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(row, indent=2))
         return 0
+    params = row.pop("params")
     width = max(len(key) for key in row)
     for key, value in row.items():
         if isinstance(value, (list, dict)) or value is None:
             value = json.dumps(value)
         print(f"{key.ljust(width)}  {value}")
+    if params is None:
+        print(f"{'params'.ljust(width)}  (no schema: the factory takes **kwargs and checks them itself)")
+        return 0
+    print(f"{'params'.ljust(width)}  {'(none)' if not params else ''}".rstrip())
+    for name, about in params.items():
+        default = f", default {json.dumps(about['default'])}" if "default" in about else ", required"
+        only = f"; operator-only ({about['operator_only']})" if "operator_only" in about else ""
+        print(f"  {name}: {about['expects']}{default}{only}")
     return 0
+
+
+def _contributions() -> dict[str, dict[str, list[str]]]:
+    """For each plugin name: the providers, serving strategies and bindings it registered."""
+    from rewardkit.catalog import installed_providers, serving_strategies, trainer_bindings
+
+    found: dict[str, dict[str, list[str]]] = {}
+    registries = (
+        ("providers", installed_providers()),
+        ("serving", serving_strategies()),
+        ("bindings", trainer_bindings()),
+    )
+    for kind, registry in registries:
+        for entry in registry:
+            found.setdefault(entry.owner.name, {}).setdefault(kind, []).append(entry.name)
+    return found
 
 
 @command("plugins")
 def cmd_plugins(args: argparse.Namespace) -> int:
     rows = load_plugins().describe()
+    contributions = _contributions()
+    for row in rows:
+        row["provides"] = contributions.get(str(row["name"]), {})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -72,10 +100,33 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             f"{row['distribution']} {row['version']}",
             row["status"],
             ",".join(row["hooks"]) or row.get("error", ""),
+            "; ".join(f"{kind}: {','.join(names)}" for kind, names in row["provides"].items()) or "-",
         )
         for row in rows
     ]
-    print(format_table(table, ("plugin", "distribution", "status", "hooks / error")))
+    print(format_table(table, ("plugin", "distribution", "status", "hooks / error", "provides")))
+    return 0
+
+
+@command("serving")
+def cmd_serving(args: argparse.Namespace) -> int:
+    from rewardkit.catalog import serving_strategies
+
+    rows = [
+        {
+            "name": entry.name,
+            "distribution": entry.owner.distribution,
+            "version": entry.owner.version,
+            "plugin": entry.owner.name,
+            "description": entry.value.description,
+        }
+        for entry in sorted(serving_strategies(), key=lambda entry: entry.name)
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = [(row["name"], f"{row['distribution']} {row['version']}", row["description"]) for row in rows]
+    print(format_table(table, ("strategy", "distribution", "description")))
     return 0
 
 
@@ -108,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     plugins = sub.add_parser("plugins", help="list loaded plugins, their hooks and load failures")
     plugins.add_argument("--json", action="store_true")
+
+    serving = sub.add_parser("serving", help="list installed checkpoint serving strategies")
+    serving.add_argument("--json", action="store_true")
 
     score = sub.add_parser("score", help="score a JSONL file of rollouts (the main job)")
     score.add_argument("config", help="YAML or TOML configuration")

@@ -56,9 +56,11 @@ def register_catalogs(register: Callable[[str, Callable[[], Any]], None]) -> Non
 def register_serving_strategies(register: Callable[[Any], None]) -> None:
     """Contribute ways to serve a checkpoint for evaluation (vllm-serve, vllm-lora, endpoint).
 
-    Called once per plugin when checkpoint evaluation resolves ``checkpoints.serving``.
-    ``register(spec)`` takes a ``rewardkit.ServingStrategySpec``. Return value: ignored.
-    Since 0.1.
+    Called once per plugin when checkpoint evaluation resolves ``checkpoints.serving`` (and by
+    ``rewardkit serving``). ``register(spec)`` takes a ``rewardkit.ServingStrategySpec`` whose
+    strategy's ``serve(checkpoint)`` yields a ``rewardkit.serving.ServedModel`` (base URL, model
+    name, checkpoint identity, settings). Return value: ignored. Since 0.1; ``ServedModel``
+    replaced the bare URL in 0.2.
     """
 
 

@@ -33,6 +33,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "rewardkit.builtin.rules",
     "rewardkit.builtin.answer_rules",
     "rewardkit.bindings.plugin",
+    "rewardkit.serving.endpoint",
 )
 CORE_DISTRIBUTION = "rewardkit"
 

@@ -1,0 +1,5 @@
+"""Running other programs (model servers, reward services) so that none outlives its owner."""
+
+from rewardkit.supervise.process_tree import ProcessTree, StartError, session_pids
+
+__all__ = ["ProcessTree", "StartError", "session_pids"]

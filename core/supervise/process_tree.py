@@ -1,0 +1,229 @@
+"""A command and everything it starts, from start to the last PID's end.
+
+``ProcessTree`` starts the command in a new session (so every process it forks shares the
+session id, even one that leaves the process group), writes its output to a log file, waits
+for readiness while watching for an early exit, and on ``stop`` signals every process of the
+session: SIGTERM, a grace period, then SIGKILL. Model servers need all three: vLLM ignores
+SIGTERM while its engine starts, and its engine and worker processes survive a SIGKILL of the
+server's main PID (re-parented, still serving).
+
+If the owner itself dies (SIGKILL, a crash) no ``finally`` runs, so each tree also has a tiny
+watchdog process holding the read end of a pipe from the owner: when the pipe closes, the
+watchdog kills the whole session. The main process also gets SIGKILL as its parent-death signal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from rewardkit.errors import RewardkitError
+
+_PR_SET_PDEATHSIG = 1
+
+# Runs as ``python -c``: waits for EOF on stdin (the owner closed it or died), then kills the
+# session given in argv: SIGTERM, up to ``grace`` seconds, SIGKILL, until no process is left.
+_WATCHDOG = r"""
+import os, signal, sys, time
+session, grace = int(sys.argv[1]), float(sys.argv[2])
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+while os.read(0, 4096):
+    pass
+def members():
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[3]) == session and fields[0] not in (b"Z", b"X"):
+                found.append(int(entry))
+    return found
+for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 30.0)):
+    end = time.monotonic() + wait
+    while True:
+        pids = members()
+        if not pids or time.monotonic() > end:
+            break
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        time.sleep(0.1)
+"""
+
+
+class StartError(RewardkitError):
+    """The command exited or did not become ready in time; the message ends with its log's tail."""
+
+
+def session_pids(session: int) -> list[int]:
+    """Live (not zombie) processes whose session id is ``session``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session and fields[0] not in (b"Z", b"X"):
+            found.append(int(entry))
+    return found
+
+
+def _parent_death_kills() -> None:
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+class ProcessTree:
+    """``with ProcessTree(argv, log_path=...) as tree: tree.wait_ready(check)``."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        log_path: str | os.PathLike[str],
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        name: str = "process",
+        grace_s: float = 10.0,
+    ) -> None:
+        self.argv = [str(part) for part in argv]
+        self.log_path = Path(log_path)
+        self.env = dict(env) if env is not None else dict(os.environ)
+        self.cwd = cwd
+        self.name = name
+        self.grace_s = grace_s
+        self.process: subprocess.Popen[bytes] | None = None
+        self.seen_pids: set[int] = set()
+        self._watchdog: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        if self.process is None:
+            raise RewardkitError(f"{self.name} was not started")
+        return self.process.pid
+
+    def start(self) -> ProcessTree:
+        if self.process is not None:
+            return self
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            try:
+                self.process = subprocess.Popen(
+                    self.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    cwd=self.cwd,
+                    start_new_session=True,
+                    preexec_fn=_parent_death_kills,
+                )
+            except OSError as error:
+                raise StartError(f"{self.name}: cannot start {self.argv[0]}: {error}") from None
+        self._watchdog = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(self.process.pid), str(self.grace_s)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        return self
+
+    def pids(self) -> list[int]:
+        """Every live process of the tree now (the session); remembered for ``stop``."""
+        if self.process is None:
+            return []
+        found = session_pids(self.process.pid)
+        self.seen_pids.update(found)
+        return found
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_bytes()[-64_000:].decode("utf-8", "replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def wait_ready(self, check: Callable[[], bool], timeout_s: float, interval_s: float = 0.5) -> None:
+        """Poll ``check`` until it is true; fail (and stop the tree) on exit or timeout."""
+        process = self.process
+        if process is None:
+            raise RewardkitError(f"{self.name} was not started")
+        deadline = time.monotonic() + timeout_s
+        started = time.monotonic()
+        while True:
+            self.pids()
+            code = process.poll()
+            if code is not None:
+                self.stop()
+                raise StartError(
+                    f"{self.name} exited with code {code} after {time.monotonic() - started:.1f} s "
+                    f"before it was ready; log {self.log_path}, last lines:\n{self.log_tail()}"
+                )
+            try:
+                if check():
+                    return
+            except Exception:  # not answering yet
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise StartError(
+                    f"{self.name} was not ready after {timeout_s:g} s and was stopped; "
+                    f"log {self.log_path}, last lines:\n{self.log_tail()}"
+                )
+            time.sleep(interval_s)
+
+    def stop(self) -> int | None:
+        """End every process of the tree: SIGTERM, ``grace_s``, SIGKILL. Returns the main exit code."""
+        process = self.process
+        if process is None:
+            return None
+        session = process.pid
+        for sig, wait in ((signal.SIGTERM, self.grace_s), (signal.SIGKILL, 30.0)):
+            end = time.monotonic() + wait
+            while True:
+                # by session only: a PID seen earlier may belong to someone else by now
+                alive = session_pids(session)
+                process.poll()
+                if not alive or time.monotonic() > end:
+                    break
+                for pid in alive:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, sig)
+                time.sleep(0.1)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(5)
+        if self._watchdog is not None:
+            with contextlib.suppress(OSError):
+                assert self._watchdog.stdin is not None
+                self._watchdog.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._watchdog.wait(10)
+            self._watchdog = None
+        return process.returncode
+
+    def __enter__(self) -> ProcessTree:
+        return self.start()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.stop()
