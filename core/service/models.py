@@ -44,7 +44,8 @@ class Group(_Wire):
 
 class Selection(_Wire):
     """Which reward to score with: one ``provider`` (with ``params``), a RewardSpec as ``spec``, or
-    neither (the reward the service was configured with)."""
+    neither (the reward the service was configured with). Anything but the configured reward must be
+    permitted by the operator's allow-list (``rewards.service.allow``), else the answer is 403."""
 
     provider: str | None = Field(default=None, min_length=1)
     params: dict[str, JsonValue] | None = None
