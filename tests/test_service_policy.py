@@ -199,6 +199,15 @@ def test_by_default_only_the_configured_reward_is_admitted():
     assert refused(check, "guarded", {}) == "provider"  # not the configured params either
 
 
+def test_the_validation_reward_is_configured_too():
+    validation = RewardSpec.single("exact-match", {"case_sensitive": True})
+    check = SelectionPolicy(
+        resolve_catalog(CATALOG), [RewardSpec.single("guarded", CONFIGURED), validation], ServiceAllow()
+    )
+    assert check.admit("exact-match", {"case_sensitive": True}, None) == validation
+    assert refused(check, "exact-match", {}) == "provider"
+
+
 @pytest.mark.parametrize(("name", "value", "reason"), FORBIDDEN)
 def test_a_forbidden_param_is_refused_even_when_the_allow_list_names_the_provider(name, value, reason):
     check = policy({"providers": {"guarded": {"params": ["scale", "label"]}}})
@@ -344,6 +353,16 @@ def test_loopback_addresses_are_recognised():
         is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("[::1]") and is_loopback("localhost")
     )
     assert not is_loopback("0.0.0.0") and not is_loopback("::") and not is_loopback("10.77.0.1")
+
+
+def test_serving_in_process_on_any_address_without_tokens_is_refused_before_binding():
+    from rewardkit.service.app import ServiceSettings
+    from rewardkit.service.server import ServeRefused, serve
+
+    config = load_config({"rl.reward.provider": "gsm8k"})
+    for host in ("0.0.0.0", "::"):
+        with pytest.raises(ServeRefused, match=f"refusing to serve on {host} without authentication"):
+            serve(config, ServiceSettings(), host=host, port=0)
 
 
 def test_the_start_up_line_says_the_address_and_whether_auth_is_on(tmp_path):

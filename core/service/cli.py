@@ -10,9 +10,9 @@ import argparse
 import logging
 
 from rewardkit.config import load_config
-from rewardkit.errors import ConfigError, RewardkitError
+from rewardkit.errors import ConfigError
 from rewardkit.service.app import DEFAULT_MAX_BODY_BYTES, ServiceSettings
-from rewardkit.service.auth import is_loopback, load_tokens
+from rewardkit.service.auth import load_tokens
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -21,23 +21,13 @@ def run_serve(args: argparse.Namespace) -> int:
                         args.max_rollouts_per_call), ("--port", args.port + 1)):  # fmt: skip
         if value is not None and value < 1:
             raise ConfigError(f"{flag} must be positive, got {value}")
-    tokens = load_tokens(args.tokens_file)
-    if not tokens and not args.insecure_no_auth and not is_loopback(args.host):
-        raise ServeRefused(
-            f"refusing to serve on {args.host} without authentication: it is not a loopback address and "
-            "no token is configured (REWARDKIT_TOKENS, --tokens-file or REWARDKIT_TOKENS_FILE). Configure "
-            "a token, listen on 127.0.0.1, or pass --insecure-no-auth to run an open service on purpose"
-        )
     settings = ServiceSettings(
-        tokens=tokens,
+        tokens=load_tokens(args.tokens_file),
         max_body_bytes=args.max_body_bytes or DEFAULT_MAX_BODY_BYTES,
         max_rollouts_per_call=args.max_rollouts_per_call,
     )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from rewardkit.service.server import serve
 
-    return serve(config, settings, host=args.host, port=args.port, drain_timeout_s=args.drain_timeout)
-
-
-class ServeRefused(RewardkitError):
-    """``rewardkit serve`` will not start an open service on a reachable address by accident."""
+    return serve(config, settings, host=args.host, port=args.port, drain_timeout_s=args.drain_timeout,
+                 insecure_no_auth=args.insecure_no_auth)  # fmt: skip

@@ -19,7 +19,9 @@ from typing import Any
 import uvicorn
 
 from rewardkit.config import RewardkitConfig
+from rewardkit.errors import RewardkitError
 from rewardkit.service.app import ServiceSettings, create_app
+from rewardkit.service.auth import is_loopback
 
 log = logging.getLogger("rewardkit.service")
 
@@ -49,6 +51,10 @@ class _DrainingServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
+class ServeRefused(RewardkitError):
+    """The service will not start open (no token) on a non-loopback address by accident."""
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket (``port`` 0 picks a free one); bound here so the real port can be printed."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -73,8 +79,19 @@ def serve(
     drain_timeout_s: float | None = None,
     access_log: bool = False,
     log_level: str = "info",
+    insecure_no_auth: bool = False,
 ) -> int:
-    """Run the service until SIGTERM/SIGINT; returns the exit code."""
+    """Run the service until SIGTERM/SIGINT; returns the exit code.
+
+    With no token configured it listens only on a loopback address unless ``insecure_no_auth``
+    (``--insecure-no-auth``) says an open service is meant; otherwise ``ServeRefused``.
+    """
+    if not settings.tokens and not insecure_no_auth and not is_loopback(host):
+        raise ServeRefused(
+            f"refusing to serve on {host} without authentication: it is not a loopback address and "
+            "no token is configured (REWARDKIT_TOKENS, --tokens-file or REWARDKIT_TOKENS_FILE). Configure "
+            "a token, listen on 127.0.0.1, or pass --insecure-no-auth to run an open service on purpose"
+        )
     app = create_app(config, settings)
     sock = bind(host, port)
     actual_port = sock.getsockname()[1]
