@@ -7,8 +7,11 @@ matched is a wrong answer with a reason, never a pass.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
+
+import sympy
 
 from rewardkit_rl.verifiers.math_forms import intervals, relations, values
 from rewardkit_rl.verifiers.math_forms.forms import (
@@ -155,9 +158,10 @@ def _relation_problem(form: Relation) -> str | None:
         if label_key(form.sides[0]) is not None or form.sides[0] is None:
             return None
         if relations.is_numeric_statement(form):
-            return (
-                None if relations.is_true(form) else f"the reference states a false equation: {_spell(form)}"
-            )
+            truth = relations.is_true(form)
+            if truth is None:
+                return f"the reference's equation could not be evaluated: {_spell(form)}"
+            return None if truth else f"the reference states a false equation: {_spell(form)}"
         if len(form.sides) != 2 or not all(isinstance(side, Leaf) for side in form.sides):
             return "an equation chain or an equation between non-values"
         return None
@@ -192,6 +196,8 @@ def _equal(gold: Form, answer: Form) -> bool:
     if isinstance(gold, Relation):
         return _relation(gold, answer)
     if isinstance(gold, Items):
+        if gold.kind == "list" and intervals.pieces(gold, pair_is_interval=False) is not None:
+            return _number_set(gold, answer)  # x <= -1 or x >= 2
         return _items(gold, answer)
     if isinstance(gold, (Interval, Union)):
         gold_set = intervals.pieces(gold, pair_is_interval=True)
@@ -206,6 +212,14 @@ def _equal(gold: Form, answer: Form) -> bool:
     return False
 
 
+def _number_set(gold: Form, answer: Form) -> bool:
+    gold_set = intervals.pieces(gold, pair_is_interval=False)
+    answer_set = intervals.pieces(answer, pair_is_interval=True)
+    if gold_set is None or answer_set is None:
+        return False
+    return intervals.same_set(gold_set, answer_set, _equal)
+
+
 def _stated(answer: Form) -> Form | None:
     """What an ``x = value`` answer states (None when it is not such a statement)."""
     if isinstance(answer, Relation):
@@ -215,6 +229,9 @@ def _stated(answer: Form) -> Form | None:
 
 def _leaf(gold: Leaf, answer: Form) -> bool:
     if gold.approx:
+        claimed = answer.approx if isinstance(answer, Leaf) else ""
+        if claimed and _precision_words(claimed) != _precision_words(gold.approx):
+            return False  # "to 5 significant figures" does not answer "to 3 significant figures"
         target = relations.approximation_target(gold)
         return target is not None and relations.approximation(target, answer, _equal)
     if isinstance(answer, Leaf):
@@ -225,14 +242,18 @@ def _leaf(gold: Leaf, answer: Form) -> bool:
     return stated is not None and _equal(gold, stated)
 
 
+_NUMBER_WORDS = re.compile(r"\d+|\b(?:one|two|three|four|five|six|seven|eight|nine|ten)\b", re.IGNORECASE)
+
+
+def _precision_words(marker: str) -> list[str]:
+    return [word.lower() for word in _NUMBER_WORDS.findall(marker)]
+
+
 def _text(gold: Text, answer: Form) -> bool:
     if isinstance(answer, Text):
         return values.text_key(gold.words) == values.text_key(answer.words)
     if isinstance(answer, Leaf):
         return values.text_key(gold.words) == values.text_key(answer.latex)
-    if isinstance(answer, Items) and "," in gold.words:
-        words = tuple(Text(word.strip()) for word in gold.words.split(",") if word.strip())
-        return _items(Items("list", words), answer)
     stated = _stated(answer)
     return stated is not None and _equal(gold, stated)
 
@@ -318,7 +339,8 @@ def _part_key(part: Form) -> str | None:
     if name is not None:
         return name
     if relations.is_numeric_statement(part):
-        return expression_key(part.sides[0])
+        parsed = values.parse_leaf(part.sides[0].latex)  # type: ignore[union-attr]
+        return "=" + sympy.srepr(parsed) if parsed is not None else expression_key(part.sides[0])
     return None
 
 
@@ -369,18 +391,50 @@ def _condition(gold: Form | None, answer: Form | None) -> bool:
     return _equal(gold, answer)
 
 
+def _condition_sets(branches: tuple[tuple[Form, Form | None], ...]) -> list[object] | None:
+    """Each branch's condition as a SymPy set of the variable, "otherwise" as what the other
+    conditions leave; None when a condition is not an interval, a point or "otherwise"."""
+    found: list[object] = []
+    for _, condition in branches:
+        if condition is None:
+            found.append(None)
+            continue
+        pieces = intervals.pieces(condition, pair_is_interval=False)
+        if pieces is None and isinstance(condition, Relation) and condition.ops == ("=",):
+            side = condition.sides[1]
+            if label_key(condition.sides[0]) is not None and isinstance(side, Leaf):
+                pieces = [Interval(side, side, True, True)]
+        number_set = None if pieces is None else intervals.as_set(pieces)
+        if number_set is None:
+            return None
+        found.append(number_set)
+    if found.count(None) > 1:
+        return None
+    if None in found:
+        covered = sympy.Union(*[item for item in found if item is not None])
+        found[found.index(None)] = sympy.S.Reals - covered
+    return found
+
+
 def _piecewise(gold: Piecewise, answer: Form) -> bool:
-    """Every branch: the same expression under the same condition (in any order)."""
+    """Every branch: the same expression under the same condition (in any order). Conditions
+    that are intervals or points are compared as sets, so "otherwise" equals what it leaves."""
     stated = _stated(answer)
     if stated is not None:
         answer = stated
     if not isinstance(answer, Piecewise) or len(answer.branches) != len(gold.branches):
         return False
-    unused = list(answer.branches)
-    for expression, condition in gold.branches:
-        for index, (their_expression, their_condition) in enumerate(unused):
-            if _condition(condition, their_condition) and _equal(expression, their_expression):
-                del unused[index]
+    gold_sets, answer_sets = _condition_sets(gold.branches), _condition_sets(answer.branches)
+    unused = list(range(len(answer.branches)))
+    for position, (expression, condition) in enumerate(gold.branches):
+        for index in unused:
+            their_expression, their_condition = answer.branches[index]
+            if gold_sets is not None and answer_sets is not None:
+                same = intervals.same_numbers(gold_sets[position], answer_sets[index])  # type: ignore[arg-type]
+            else:
+                same = _condition(condition, their_condition)
+            if same and _equal(expression, their_expression):
+                unused.remove(index)
                 break
         else:
             return False

@@ -24,10 +24,10 @@ from rewardkit_rl.verifiers.math_forms.latex import (
 @dataclass(frozen=True, slots=True)
 class Leaf:
     """A plain expression (number, symbolic expression, quantity with units), as cleaned LaTeX.
-    ``approx`` is set when the answer says it is rounded ("to two significant figures")."""
+    ``approx`` holds the words saying it is rounded ("to two significant figures"), if any."""
 
     latex: str
-    approx: bool = False
+    approx: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +101,12 @@ _MAX_DEPTH = 6
 _LIST_SEPARATOR = re.compile(
     r",|;|\\text\s*\{\s*,?\s*(?:and|or)\s*,?\s*\}|\s(?:and|or)\s|\\(?:lor|vee|land|wedge)(?![a-zA-Z])"
 )
-_RELATION = re.compile(r"\\(?:le|ge|ne|approx|in|notin)(?![a-zA-Z])|<=|>=|!=|=|<|>")
+# ``!=`` is not a relation here: ``5!=120`` is a factorial.
+_RELATION = re.compile(r"\\(?:le|ge|ne|approx|in|notin)(?![a-zA-Z])|<=|>=|=|<|>")
 _OPS = {
     "\\le": "<=",
     "\\ge": ">=",
     "\\ne": "!=",
-    "!=": "!=",
     "\\approx": "~",
     "\\in": "in",
     "<=": "<=",
@@ -176,7 +176,7 @@ def _parts(text: str) -> list[tuple[str, str]]:
     return parts or [(text, "")]
 
 
-def _expand_pm(text: str, depth: int, approx: bool = False) -> tuple[Form, ...]:
+def _expand_pm(text: str, depth: int, approx: str = "") -> tuple[Form, ...]:
     """``a \\pm b`` is the two values ``a + b`` and ``a - b`` (in a value or a relation; a
     container expands its own items)."""
     signs = [match for match in _PLUS_MINUS.finditer(text) if not _inside_text(text, match.start())]
@@ -196,25 +196,25 @@ def _inside_text(text: str, index: int) -> bool:
     return any(start <= index < end for start, end, _ in text_groups(text))
 
 
-def _approx_marker(text: str) -> tuple[str, bool]:
+def _approx_marker(text: str) -> tuple[str, str]:
     for start, end, content in reversed(text_groups(text)):
         if _APPROX_MARKER.search(content):
             before, after = text[:start].rstrip(), text[end:].lstrip()
             if before.endswith("(") and after.startswith(")"):
                 before, after = before[:-1], after[1:]
-            return (before + " " + after).strip(), True
-    return text, False
+            return (before + " " + after).strip(), content.strip() or "approx"
+    return text, ""
 
 
 def _thousands(text: str) -> str:
     """``1,000,000`` is one number when no other comma is at the top level."""
-    if not _THOUSANDS.search(text):
+    if not _THOUSANDS.search(text) or re.search(r"[(\[]|\\\{", text):
         return text
     candidate = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
     return candidate if len(_parts(candidate)) == 1 else text
 
 
-def _single(text: str, depth: int, approx: bool = False) -> Form:
+def _single(text: str, depth: int, approx: str = "") -> Form:
     text = text.strip()
     if not text:
         return Unsupported("an empty value")
@@ -247,6 +247,9 @@ def _text(content: str, depth: int) -> Form:
     content = content.strip()
     if _NUMERIC_TEXT.fullmatch(content):
         return _read(content, depth + 1)
+    words = [word.strip() for word in re.split(r",|;", content) if word.strip()]
+    if len(words) > 1:
+        return Items("list", tuple(Text(word) for word in words))
     return Text(content)
 
 
@@ -283,7 +286,7 @@ def _union(parts: list[str], depth: int) -> Form:
     return Union(tuple(pieces))
 
 
-def _enclosed(opener: str, inside: str, closer: str, *, depth: int, approx: bool) -> Form:
+def _enclosed(opener: str, inside: str, closer: str, *, depth: int, approx: str) -> Form:
     if opener == "\\{":
         items = _set_items(inside, depth)
         return items if isinstance(items, Unsupported) else Items("set", items)
@@ -393,7 +396,7 @@ _GREEK = (
 )
 _DECORATION = r"\\(?:mathbf|vec|boldsymbol|bm|overrightarrow|overline|mathit|hat|bar|tilde|mathcal)"
 _LABEL = re.compile(
-    rf"(?:{_DECORATION}\s*\{{\s*)?(?:[A-Za-z]|\\(?:{_GREEK}))\s*\}}?"
+    rf"(?:{_DECORATION}\s*(?:\{{\s*(?:[A-Za-z]|\\(?:{_GREEK}))\s*\}}|\s[A-Za-z])|[A-Za-z]|\\(?:{_GREEK}))"
     r"(?:_\s*(?:\{[^{}]*\}|\w))?\s*(?:'+|\^\s*\{\s*\\prime\s*\})?(?:\^\s*\{\s*-1\s*\})?"
     r"(?:\s*\((?:[^()]|\([^()]*\))*\))?"
 )
@@ -411,7 +414,7 @@ def label_key(form: Form | None) -> str | None:
     text = form.latex.strip()
     if _LABEL.fullmatch(text) is None:
         return None
-    key = re.sub(rf"{_DECORATION}\s*\{{\s*([^{{}}]*)\}}", r"\1", text)
+    key = re.sub(rf"{_DECORATION}\s*(?:\{{\s*([^{{}}]*)\}}|\s([A-Za-z]))", r"\1\2", text)
     key = re.sub(r"[\s{}]", "", key)
     return None if key in _NOT_LABELS else key
 

@@ -41,11 +41,16 @@ def pieces(
             return [Interval(point, point, True, True) for point in points]
         if form.kind == "list" and form.joiners <= {"or"}:
             found: list[Interval] = []
+            names: list[str] = []
             for item in form.items:
-                part = pieces(item, pair_is_interval=pair_is_interval, variable=variable)
+                part = pieces(item, pair_is_interval=pair_is_interval, variable=names)
                 if part is None:
                     return None
                 found.extend(part)
+            if len(set(names)) > 1:
+                return None  # x > 0, y > 0 is a system, not a set of numbers
+            if variable is not None:
+                variable.extend(names)
             return found
         return None
     if isinstance(form, Union):
@@ -157,3 +162,31 @@ def same_set(gold: list[Interval], answer: list[Interval], equal: Callable[[Form
             if closed_gold != closed_answer or not equal(end_gold, end_answer):
                 return False
     return True
+
+
+def as_set(found: list[Interval]) -> sympy.Set | None:
+    """The pieces as one SymPy set (None when an end is not a closed-form number)."""
+    parts = []
+    for piece in found:
+        ends = []
+        for end in (piece.low, piece.high):
+            sign = _infinity(end)
+            if sign:
+                ends.append(sympy.oo if sign > 0 else -sympy.oo)
+                continue
+            if not values.is_closed_form(end.latex):
+                return None
+            ends.append(values.value(end.latex))
+        try:
+            parts.append(sympy.Interval(ends[0], ends[1], not piece.closed_low, not piece.closed_high))
+        except Exception:
+            return None
+    return sympy.Union(*parts) if parts else sympy.S.EmptySet
+
+
+def same_numbers(first: sympy.Set, second: sympy.Set) -> bool:
+    """Whether two SymPy sets of reals are the same set (False when SymPy cannot tell)."""
+    try:
+        return bool(first.symmetric_difference(second) == sympy.S.EmptySet)
+    except Exception:
+        return False

@@ -19,6 +19,10 @@ _SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         ),
         (r"\\(?:displaystyle|textstyle|scriptstyle)(?![a-zA-Z])", ""),
         (r"\\[dt]frac(?![a-zA-Z])", r"\\frac"),
+        # \frac with one-token arguments: \frac12, \frac \pi4, \frac{a}b
+        (r"\\frac\s*(\\[a-zA-Z]+|[0-9a-zA-Z])\s*(\\[a-zA-Z]+|[0-9a-zA-Z])", r"\\frac{\1}{\2}"),
+        (r"\\frac\s*(\\[a-zA-Z]+|[0-9a-zA-Z])\s*(\{)", r"\\frac{\1}\2"),
+        (r"\\frac\s*(\{[^{}]*\})\s*(\\[a-zA-Z]+|[0-9a-zA-Z])", r"\\frac\1{\2}"),
         (r"\\(?:mbox|textrm|textnormal|textit|textbf|textup|textsf)(?![a-zA-Z])", r"\\text"),
         (r"\\(?:leqslant|leq|le)(?![a-zA-Z])|≤|⩽", r"\\le "),
         (r"\\(?:geqslant|geq|ge)(?![a-zA-Z])|≥|⩾", r"\\ge "),
@@ -29,7 +33,8 @@ _SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\\lbrace(?![a-zA-Z])", r"\\{"),
         (r"\\rbrace(?![a-zA-Z])", r"\\}"),
         (r"\\(?:qquad|quad)(?![a-zA-Z])", " "),
-        (r"\\[,;:! ]|~", " "),
+        (r"\\!", ""),
+        (r"\\[,;: ]|~", " "),
         (r"−|–", "-"),
         (r"\s+", " "),
     )

@@ -34,10 +34,14 @@ def is_numeric_statement(relation: Relation) -> bool:
     return all(isinstance(side, Leaf) and values.is_closed_form(side.latex) for side in relation.sides)
 
 
-def is_true(relation: Relation) -> bool:
-    """Whether a numeric statement of ``=`` links holds (to a relative 1e-12)."""
+def is_true(relation: Relation) -> bool | None:
+    """Whether a numeric statement of ``=`` links holds (to a relative 1e-12); None when a side
+    cannot be evaluated."""
     numbers = [values.value(side.latex) for side in relation.sides]  # type: ignore[union-attr]
-    return all(values.same_number(first, second) for first, second in pairwise(numbers))
+    verdicts = [values.same_number(first, second) for first, second in pairwise(numbers)]
+    if None in verdicts:
+        return None
+    return all(verdicts)
 
 
 def stated_value(relation: Relation, equal: Equal) -> Form | None:
@@ -54,7 +58,7 @@ def stated_value(relation: Relation, equal: Equal) -> Form | None:
             return last
         return None
     if is_numeric_statement(relation):
-        return sides[-1] if is_true(relation) else None
+        return sides[-1] if is_true(relation) is True else None
     return None
 
 
@@ -120,7 +124,7 @@ def equation(gold: Relation, answer: Form, equal: Equal) -> bool:
         return False
     answer_name = label_key(answer.sides[0])
     if name is not None and answer_name is not None and answer_name != name:
-        return len(gold.sides) == 2 and same_up_to_factor(gold, answer)
+        return False  # y = 2x + 3 is not f(x) = 2x + 3, nor f'(x) = 6x - 5 f(x) = 6x - 5
     stated = stated_value(answer, equal)
     if stated is not None:
         return equal(value, stated)  # type: ignore[arg-type]
@@ -206,9 +210,12 @@ def close_enough(target: tuple[Decimal, Decimal, sympy.Expr | None, str | None],
             return False
         if exact is not None:
             return _distance(exact, number) <= answer_unit / 2 * Decimal("1.000000001")
-        return abs(number - reference) < (unit + answer_unit) / 2
+        # Every value the answer can stand for rounds to the reference.
+        return abs(number - reference) + answer_unit / 2 <= unit / 2
     if exact is not None:
-        return values.is_closed_form(answer.latex) and values.same_number(values.value(answer.latex), exact)
+        if not values.is_closed_form(answer.latex):
+            return False
+        return values.same_number(values.value(answer.latex), exact) is True
     stated = values.number(answer.latex)
     if stated is None or not stated.is_real:
         return False

@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 import sympy
+from latex2sympy2_extended import NormalizationConfig
 from math_verify import LatexExtractionConfig, parse, verify
 from sympy.core.function import AppliedUndef
 
@@ -29,7 +30,15 @@ from rewardkit_rl.verifiers.math_forms.latex import strip_text, text_groups
 
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
-_LATEX_ONLY = (LatexExtractionConfig(boxed_match_priority=0),)
+# math-verify's own normalisation, less its unit stripping: that drops a trailing letter it takes
+# for a unit (``5 + 9t`` parses as ``5 + 9``, ``2\\pi r h`` as ``2\\pi r``). Units written in
+# ``\\text{}`` are taken off here instead (``_without_units``).
+_NORMALISATION = NormalizationConfig(
+    basic_latex=True, units=False, malformed_operators=True, nits=True, boxed="all", equations=False
+)
+_LATEX_ONLY = (LatexExtractionConfig(boxed_match_priority=0, normalization_config=_NORMALISATION),)
+_TRIG_DEGREES = re.compile(r"\\(?:sin|cos|tan|sec|csc|cot)(?![a-zA-Z])")
+_DEGREES = re.compile(r"(\d+(?:\.\d+)?)\s*\^\s*\{?\s*\\circ\s*\}?")
 _PRECISION = 40
 _RELATIVE = sympy.Rational(1, 10**12)
 
@@ -38,11 +47,27 @@ class Unparseable(Exception):
     """A leaf of the answer (or the reference) could not be parsed as mathematics."""
 
 
+def _without_units(latex: str) -> str:
+    """``latex`` less its ``\\text{...}`` groups (and an exponent after one), unless nothing
+    else is left; degrees inside a trigonometric function become radians."""
+    stripped = latex
+    for start, end, _ in reversed(text_groups(latex)):
+        exponent = _UNIT_EXPONENT.match(stripped, end)
+        stripped = stripped[:start] + " " + stripped[exponent.end() if exponent else end :]
+    stripped = stripped.strip()
+    if not stripped or not re.search(r"[\w\\]", stripped):
+        stripped = latex
+    if _TRIG_DEGREES.search(stripped):
+        stripped = _DEGREES.sub(r"(\1\\cdot\\frac{\\pi}{180})", stripped)
+    return stripped
+
+
 @lru_cache(maxsize=8192)
 def parse_leaf(latex: str) -> Any:
-    """The SymPy value of one leaf, or None when math-verify cannot parse it."""
+    """The SymPy value of one leaf, or None when math-verify cannot parse it. The letter ``i``
+    is the imaginary unit (as math-verify reads it when it compares complex numbers)."""
     found = parse(
-        "\\boxed{" + latex + "}",
+        "\\boxed{" + _without_units(latex) + "}",
         extraction_config=_LATEX_ONLY,
         fallback_mode="no_fallback",
         extraction_mode="first_match",
@@ -50,6 +75,10 @@ def parse_leaf(latex: str) -> Any:
     )
     for item in found:
         if isinstance(item, (sympy.Basic, sympy.MatrixBase)):
+            if isinstance(item, sympy.Basic):
+                unit = [symbol for symbol in item.free_symbols if symbol.name == "i"]
+                if unit:
+                    item = item.subs(unit[0], sympy.I)
             return item
     return None
 
@@ -73,12 +102,20 @@ def is_closed_form(latex: str) -> bool:
     )
 
 
+def _evaluated(expression: Any) -> Any:
+    """Unevaluated wrappers (``gcd``, limits, sums) worked out; the expression itself on failure."""
+    try:
+        return expression.doit()
+    except Exception:
+        return expression
+
+
 def number(latex: str) -> sympy.Expr | None:
     """High-precision numeric value of a closed-form leaf (complex allowed), else None."""
     if not is_closed_form(latex):
         return None
     try:
-        evaluated = sympy.N(parse_leaf(latex), _PRECISION)
+        evaluated = sympy.N(_evaluated(parse_leaf(latex)), _PRECISION)
     except Exception:
         return None
     return evaluated if evaluated.is_number else None
@@ -93,16 +130,20 @@ def _is_zero(number: sympy.Expr) -> bool:
     )
 
 
-def same_number(first: sympy.Expr, second: sympy.Expr) -> bool:
-    """Two closed-form numbers that agree to a relative 1e-12 (or whose difference is zero)."""
+def same_number(first: sympy.Expr, second: sympy.Expr) -> bool | None:
+    """Two closed-form numbers that agree to a relative 1e-12 (or whose difference is zero);
+    None when they cannot be evaluated."""
     try:
+        first, second = _evaluated(first), _evaluated(second)
         difference = sympy.N(first - second, _PRECISION)
         if _is_zero(difference):
             return True
+        if not difference.is_number:
+            return None
         scale = max(abs(sympy.N(first, _PRECISION)), abs(sympy.N(second, _PRECISION)))
         return bool(abs(difference) <= _RELATIVE * scale)
     except Exception:
-        return False
+        return None
 
 
 # -- decimals --------------------------------------------------------------------------------
@@ -184,7 +225,7 @@ def _numbers_agree(gold: Any, answer: Any, decimals: int) -> bool:
             places = max(decimals, 6)
             limit = sympy.Rational(1, 2) * sympy.Rational(1, 10**places) * (1 + _RELATIVE)
             return bool(abs(first - second) <= limit)
-        return same_number(gold, answer)
+        return same_number(gold, answer) is not False
     except Exception:
         return True
 
