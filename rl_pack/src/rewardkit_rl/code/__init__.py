@@ -27,7 +27,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             terms=TERMS,
             diagnostics=DIAGNOSTICS,
             semantic_identity={
-                "runner": "bwrap-warm-fork",
+                "runner": "bwrap-warm-fork-two-process",
                 "defaults": {
                     "timeout_s": 6.0,
                     "memory_mb": 1024,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections import Counter
@@ -20,10 +19,9 @@ from rewardkit.contracts import (
 )
 from rewardkit_rl.code.compare import COMPARE_MODES, CompareMode, outputs_match
 from rewardkit_rl.code.reference import TestPlan, parse_reference
-from rewardkit_rl.code.sandbox import SandboxConfig, SandboxError, SandboxPool
+from rewardkit_rl.code.sandbox import CPU_COUNT, SandboxConfig, SandboxError, SandboxPool
 
 TERMS = ("pass_rate", "all_passed")
-CPU_COUNT = os.cpu_count() or 1
 DIAGNOSTICS = (
     "cases_total",
     "cases_passed",

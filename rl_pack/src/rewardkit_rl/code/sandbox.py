@@ -79,6 +79,9 @@ _HOST_GRACE_S = 5.0
 # uids handed to candidates: a block per process, a uid per slot, far above real accounts.
 _UID_BASE = 1_000_000
 _UIDS_PER_POOL = 512
+# Timeouts are wall-clock: more programs at once than CPUs would fail correct ones (seed 000).
+CPU_COUNT = os.cpu_count() or 1
+_RUNNING = threading.BoundedSemaphore(CPU_COUNT)
 _uid_blocks = itertools.count()
 
 
@@ -417,11 +420,14 @@ class SandboxPool:
     def lease(self) -> Iterator[Slot]:
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
-        slot = self._free.get()
-        try:
-            yield slot
-        finally:
-            self._free.put(slot)
+        # Every pool of the process shares the CPU-count cap: a service holding several
+        # code-tests workers (different params) must not run more programs than CPUs either.
+        with _RUNNING:
+            slot = self._free.get()
+            try:
+                yield slot
+            finally:
+                self._free.put(slot)
 
     def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
         with self.lease() as slot:
