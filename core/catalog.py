@@ -24,10 +24,10 @@ from rewardkit.identity import canonical_json, code_fingerprint, provider_identi
 from rewardkit.params import (
     ParamsError,
     derive_params_model,
+    normalised_params,
     require_unsandboxed_opt_in,
     schema_document,
     unsandboxed_choices,
-    validate_params,
 )
 from rewardkit.plugins import PluginInfo, PluginManager, import_module_attribute, load_plugins
 from rewardkit.registry import Registry, owner_label
@@ -44,7 +44,8 @@ class ProviderEntry:
 
     @functools.cached_property
     def identity(self) -> str:
-        return provider_identity(self.spec)
+        """The identity of the provider configured with no params (its defaults filled in)."""
+        return provider_identity(self.spec, self.default_params)
 
     @functools.cached_property
     def code_fingerprint(self) -> str:
@@ -54,6 +55,16 @@ class ProviderEntry:
     def params_model(self) -> type[BaseModel] | None:
         """The provider's parameter schema: declared, or derived from its factory's annotations."""
         return self.spec.params_schema or derive_params_model(self.spec.factory, self.spec.name)
+
+    @functools.cached_property
+    def default_params(self) -> dict[str, Any] | None:
+        """Every param at its default, as JSON; ``None`` when a param is required or there is no schema."""
+        if self.params_model is None:
+            return None
+        try:
+            return normalised_params(self.params_model, {})
+        except (ParamsError, NotJSONError):
+            return None
 
     def describe(self) -> dict[str, Any]:
         """The row ``rewardkit providers --json`` prints."""
@@ -122,18 +133,8 @@ class Catalog:
                 f"{list(available_inputs)}; map a column to it (rl.data.prompt_column / "
                 "rl.data.response_column)"
             )
-        try:
-            text = canonical_json(params, f"params of {name!r}")
-        except NotJSONError as error:
-            raise PreflightError(f"provider {name!r}: params are not JSON ({error})") from None
+        normal = self.normalise(name, params)
         model = entry.params_model
-        if model is not None:
-            try:
-                validate_params(model, params, json_text=text)
-            except ParamsError as error:
-                verb = f" rejected params {list(error.unknown)}" if error.unknown else ""
-                where = f"provider {name!r} from {owner_label(entry.owner)}{verb}"
-                raise PreflightError(f"{where}: {error}") from None
         try:
             require_unsandboxed_opt_in(name, unsandboxed_choices(model, params))
         except ParamsError as error:
@@ -154,8 +155,29 @@ class Catalog:
                 f"factory of provider {name!r} returned {type(provider).__name__}, which has no "
                 "evaluate(request) method; a factory must return a provider"
             )
-        identity = provider_identity(spec, params) if params else entry.identity
-        return BoundProvider(spec, provider, params, identity)
+        return BoundProvider(spec, provider, params, provider_identity(spec, normal))
+
+    def normalise(self, name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``params`` as the provider's schema reads them: checked strictly, defaults filled in,
+        numbers as their declared type (JSON values). Equal configurations normalise equally, so
+        ``{"value": 6}`` and ``{"value": 6.0}`` of a float param, or an explicit default and an
+        omitted one, give one identity. A provider without a schema keeps its params as given.
+        """
+        entry = self.entry(name)
+        params = dict(params or {})
+        try:
+            text = canonical_json(params, f"params of {name!r}")
+        except NotJSONError as error:
+            raise PreflightError(f"provider {name!r}: params are not JSON ({error})") from None
+        model = entry.params_model
+        if model is None:
+            return params
+        try:
+            return normalised_params(model, params, json_text=text)
+        except ParamsError as error:
+            verb = f" rejected params {list(error.unknown)}" if error.unknown else ""
+            where = f"provider {name!r} from {owner_label(entry.owner)}{verb}"
+            raise PreflightError(f"{where}: {error}") from None
 
 
 # -- building registries from plugins ----------------------------------------------------------

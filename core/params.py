@@ -254,7 +254,27 @@ def normalise(model: type[BaseModel] | None, params: Mapping[str, Any]) -> dict[
     """The params with the schema's defaults filled in, as JSON values (for comparing selections)."""
     if model is None:
         return dict(params)
-    return validate_params(model, params).model_dump(mode="json")
+    return normalised_params(model, params)
+
+
+def normalised_params(model: type[BaseModel], params: Mapping[str, Any], *, json_text: str | None = None
+                      ) -> dict[str, Any]:  # fmt: skip
+    """What identity hashes: the validated params, defaults filled in, each value as its declared
+    type dumps it to JSON (a ``float`` param given ``6`` is ``6.0``). A default JSON cannot hold
+    (an object) is left out; the provider's revision covers it.
+    """
+    validated = validate_params(model, params, json_text=json_text)
+    try:
+        return validated.model_dump(mode="json")
+    except Exception:
+        values = {}
+        for name in model.model_fields:
+            try:
+                values[name] = TypeAdapter(Any).dump_python(getattr(validated, name), mode="json")
+            except Exception:
+                if name in params:
+                    values[name] = params[name]
+        return values
 
 
 def unsandboxed_choices(model: type[BaseModel] | None, params: Mapping[str, Any]) -> list[str]:
@@ -321,6 +341,7 @@ __all__ = [
     "derive_params_model",
     "expects",
     "normalise",
+    "normalised_params",
     "operator_only",
     "operator_only_reason",
     "require_unsandboxed_opt_in",

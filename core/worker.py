@@ -144,9 +144,12 @@ class RewardWorker:
         self.catalog = catalog
         self.providers: dict[str, BoundProvider] = {}
         owners: dict[str, tuple[str, str]] = {}  # provider name -> (params key, first component)
+        keys: dict[str, str] = {}  # component name -> provider key
         for component in spec.components:
-            params_key = canonical_json(component.params)
+            # Keyed by the normalised params: 6 and 6.0 of a float param are one configuration.
+            params_key = canonical_json(catalog.normalise(component.provider, component.params))
             key = f"{component.provider}|{params_key}"
+            keys[component.name] = key
             seen = owners.get(component.provider)
             if seen is not None and seen[0] != params_key:
                 raise PreflightError(
@@ -163,7 +166,7 @@ class RewardWorker:
         read: dict[tuple[str, str], str] = {}
         self._components: list[_Component] = []
         for component in resolved.components:
-            key = f"{component.provider}|{canonical_json(component.params)}"
+            key = keys[component.name]
             bound = self.providers[key]
             if component.term not in bound.spec.terms:
                 raise PreflightError(
@@ -180,6 +183,11 @@ class RewardWorker:
             read[pair] = component.name
             self._components.append(_Component(component.name, key, component.term))
         self.records = tuple(record_of(bound, catalog.ref) for bound in self.providers.values())
+        normal = resolved.to_json()
+        for component in normal["components"]:
+            component["params"] = catalog.normalise(component["provider"], component["params"])
+        # What a run records and compares on resume: the spec with every component's params normalised.
+        self.spec_identity: dict[str, Any] = normal
 
     def _provider_named(self, name: str) -> BoundProvider:
         return next(bound for bound in self.providers.values() if bound.name == name)
