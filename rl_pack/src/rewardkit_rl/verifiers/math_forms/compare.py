@@ -155,7 +155,7 @@ def _relation_problem(form: Relation) -> str | None:
             return f"the reference's approximation is off by more than its last digit: {_spell(form)}"
         return None
     if ops == {"="}:
-        if label_key(form.sides[0]) is not None or form.sides[0] is None:
+        if relations.name_of(form.sides[0]) is not None or form.sides[0] is None:
             return None
         if relations.is_numeric_statement(form):
             truth = relations.is_true(form)
@@ -298,7 +298,7 @@ def _values_of(answer: Form) -> tuple[Form, ...] | None:
             answer = stated
     if not isinstance(answer, Items) or answer.kind not in ("list", "set"):
         return None
-    names = {label_key(item.sides[0]) for item in answer.items if isinstance(item, Relation)}
+    names = {relations.name_of(item.sides[0]) for item in answer.items if isinstance(item, Relation)}
     if len(names) > 1 or None in names:
         return answer.items
     found = []
@@ -335,7 +335,7 @@ def _part_key(part: Form) -> str | None:
     numeric statement (``\\cos(\\pi)``)."""
     if not isinstance(part, Relation):
         return None
-    name = label_key(part.sides[0])
+    name = relations.name_of(part.sides[0])
     if name is not None:
         return name
     if relations.is_numeric_statement(part):

@@ -18,6 +18,7 @@ from rewardkit_rl.verifiers.math_forms.latex import (
     strip_text,
     text_groups,
     top_level,
+    unwrap,
 )
 
 
@@ -124,7 +125,8 @@ _ROW_BREAK = re.compile(r"\\\\(?:\[[^\]]*\])?|\\cr(?![a-zA-Z])")
 _CELL = re.compile(r"&")
 _UNION = re.compile(r"\\cup(?![a-zA-Z])")
 _INFINITY = re.compile(r"^[-+]?\\infty$")
-_THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?:,\d{3})+)(?![\d,])")
+_THOUSANDS = re.compile(r"(?<![\d.,])([1-9]\d{0,2})((?:,\d{3})+)(?![\d,])")
+_DECIMAL_COMMA = re.compile(r"-?0,\d+")
 _APPROX_MARKER = re.compile(
     r"approx|significant|sig\.? ?fig|decimal place|nearest|rounded|to \w+ places", re.IGNORECASE
 )
@@ -135,8 +137,8 @@ _OTHERWISE = re.compile(r"^(?:\\text\s*\{\s*)?(?:otherwise|else|elsewhere)\s*\}?
 
 
 def read(latex: str) -> Form:
-    """The form of an answer or a reference."""
-    return _read(clean(latex), 0)
+    """The form of an answer or a reference (see ``latex.unwrap`` for what is taken off first)."""
+    return _read(clean(unwrap(latex)), 0)
 
 
 def _read(text: str, depth: int) -> Form:
@@ -148,16 +150,29 @@ def _read(text: str, depth: int) -> Form:
     if not balanced(text):
         return Unsupported("unbalanced brackets")
     text, approx = _approx_marker(text)
+    if _DECIMAL_COMMA.fullmatch(text):
+        text = text.replace(",", ".")  # 0,111 cannot be a thousands number
     text = _thousands(text)
     parts = _parts(text)
     if len(parts) > 1:
         joiners = frozenset(joiner for _, joiner in parts if joiner)
         items = tuple(item for part, _ in parts for item in _expand_pm(part, depth))
-        return Items("list", items, joiners)
+        return Items("list", _one_name_for_all(items), joiners)
     single = _expand_pm(text, depth, approx)
     if len(single) > 1:
         return Items("list", single, frozenset({"pm"}))
     return single[0]
+
+
+def _one_name_for_all(items: tuple[Form, ...]) -> tuple[Form, ...]:
+    """``x = 1, 2, 3`` names every value: ``x = 1, x = 2, x = 3``."""
+    first = items[0]
+    if not (isinstance(first, Relation) and first.ops == ("=",) and label_key(first.sides[0]) is not None):
+        return items
+    if not all(isinstance(item, Leaf) for item in items[1:]):
+        return items
+    name = first.sides[0]
+    return (first, *(Relation((name, item), ("=",)) for item in items[1:]))
 
 
 def _parts(text: str) -> list[tuple[str, str]]:
@@ -300,7 +315,7 @@ def _enclosed(opener: str, inside: str, closer: str, *, depth: int, approx: str)
     inner = inside.strip()
     if inner.startswith("\\begin{") and enclosing(inner) is not None:
         return _environment(inner, depth)
-    parts = [part.strip() for part, _ in split_top(inner, re.compile(","))]
+    parts = [part.strip() for part, _ in split_top(inner, re.compile(",|;"))]
     if len(parts) == 1:
         if opener == "(" and closer == ")":
             return _read(inner, depth + 1)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from rewardkit.builtin.answers import last_boxed
+
 _SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), replacement)
     for pattern, replacement in (
@@ -33,9 +35,11 @@ _SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\\lbrace(?![a-zA-Z])", r"\\{"),
         (r"\\rbrace(?![a-zA-Z])", r"\\}"),
         (r"\\(?:qquad|quad)(?![a-zA-Z])", " "),
+        (r",\s*\\!\s*", ","),  # 11,\! 111 is one number
         (r"\\!", ""),
         (r"\\[,;: ]|~", " "),
         (r"−|–", "-"),
+        (r"\)\s*(or|and)\s*\(", r") \1 ("),  # (11,7)or(7,11)
         (r"\s+", " "),
     )
 )
@@ -191,3 +195,54 @@ def strip_text(text: str) -> str:
     for start, end, content in reversed(groups):
         text = text[:start] + content + text[end:]
     return text
+
+
+_DOUBLED_COMMAND = re.compile(r"\\\\(?=[a-zA-Z])")
+# Display math may span lines; inline math ($...$, \(...\)) may not (as math-verify reads it).
+_MATH_SEGMENT = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+)\$|\\\(([^\n]+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_WORDS = re.compile(r"[A-Za-z]{3,}")
+_JOINING = re.compile(r"[\s,;.]*(?:(?:and|or|,)[\s,;.]*)*")
+_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_MAX_UNWRAP = 4
+
+
+def _all_boxed(text: str) -> list[str]:
+    found = []
+    for match in _BOX.finditer(text):
+        content = braced_argument(text, match.end() - 1)
+        if content is not None:
+            found.append(content[0])
+    return found
+
+
+def unwrap(text: str) -> str:
+    """The math of a reference or an answer given with its wrapping: the content of
+    ``\\boxed{}`` (of every box, as a list, when there are several side by side), the last
+    ``$...$`` (or ``\\(...\\)``, ``\\[...\\]``) of a sentence, and commands written with doubled
+    backslashes (``\\\\frac``, from an escaped string) outside matrices and cases."""
+    if "\\begin" not in text and "\\\\" in text:
+        text = _DOUBLED_COMMAND.sub(r"\\", text)
+    for _ in range(_MAX_UNWRAP):
+        boxes = _all_boxed(text)
+        if len(boxes) > 1 and all("\\boxed" not in box for box in boxes):
+            leftover = _BOX.sub("", text)
+            for box in boxes:
+                leftover = leftover.replace(box + "}", " ", 1)
+            if _JOINING.fullmatch(_MATH_SEGMENT.sub(" ", leftover).strip()):
+                return ", ".join(box.strip() for box in boxes)
+        boxed = last_boxed(text)
+        if boxed is not None:
+            text = boxed
+            continue
+        segments = list(_MATH_SEGMENT.finditer(text))
+        if not segments:
+            break
+        outside = _MATH_SEGMENT.sub(" ", text)
+        contents = [next(group for group in match.groups() if group is not None) for match in segments]
+        if _JOINING.fullmatch(outside.strip()):
+            text = ", ".join(content.strip() for content in contents)  # $1$ and $2$
+            continue
+        if not _WORDS.search(strip_text(outside)):
+            break
+        text = contents[-1]
+    return text.strip()

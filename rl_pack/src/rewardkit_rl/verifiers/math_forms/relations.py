@@ -15,6 +15,7 @@ A reference relation is one of:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from decimal import Decimal
 from itertools import pairwise
@@ -27,6 +28,28 @@ from rewardkit_rl.verifiers.math_forms.forms import Form, Leaf, Relation, label_
 Equal = Callable[[Form, Form], bool]
 _INEQUALITIES = {"<", "<=", ">", ">="}
 _RELATIVE = sympy.Rational(1, 10**12)
+
+
+_SUBSCRIPT = re.compile(r"_\s*(?:\{[^{}]*\}|\w)")
+_QUANTITY_MARKS = re.compile(r"\\(?:overline|angle|measuredangle|triangle|frac)(?![a-zA-Z])|[|:/\[\]{}\s]")
+
+
+def quantity_key(form: Form | None) -> str | None:
+    """A canonical spelling when ``form`` names a geometric or named quantity built from
+    capital-letter names (``AB``, ``|AB|``, ``A:B``, ``V_1:V_2``, ``\\frac{NO}{BO}``, ``[ABC]``),
+    which a reference states the value of (``AB = 4``); None otherwise."""
+    if not isinstance(form, Leaf):
+        return None
+    text = form.latex
+    bare = _QUANTITY_MARKS.sub("", _SUBSCRIPT.sub("", text)).replace("m\\angle", "")
+    if not bare.isalpha() or not any(char.isupper() for char in bare):
+        return None
+    return re.sub(r"[\s{}]", "", text)
+
+
+def name_of(form: Form | None) -> str | None:
+    """What the left side of ``name = value`` names (``x``, ``f(x)``, ``\\mathbf{y}``, ``AB``)."""
+    return label_key(form) or quantity_key(form)
 
 
 def is_numeric_statement(relation: Relation) -> bool:
@@ -47,12 +70,14 @@ def is_true(relation: Relation) -> bool | None:
 def stated_value(relation: Relation, equal: Equal) -> Form | None:
     """The value an ``=`` answer states: the last side of ``x = v``, ``= v``, ``x = a = v`` (all
     right sides equal) or of a true numeric statement; None for anything else."""
-    if set(relation.ops) != {"="}:
+    if len(set(relation.ops)) != 1 or relation.ops[0] not in ("=", "~"):
         return None
     sides = relation.sides
+    if relation.ops[0] == "~" and (len(sides) != 2 or (sides[0] is not None and name_of(sides[0]) is None)):
+        return None  # x \approx 11 states 11; 1/3 \approx 0.3 states nothing exact
     if sides[0] is None:
         return sides[1]
-    if label_key(sides[0]) is not None:
+    if name_of(sides[0]) is not None:
         last = sides[-1]
         if all(equal(side, last) for side in sides[1:-1]):  # type: ignore[arg-type]
             return last
@@ -115,14 +140,14 @@ def equation(gold: Relation, answer: Form, equal: Equal) -> bool:
     if sides[0] is None:
         return equal(sides[1], answer)  # type: ignore[arg-type]
     value = sides[-1]
-    name = label_key(sides[0])
+    name = name_of(sides[0])
     if name is None and not is_numeric_statement(gold):
         return isinstance(answer, Relation) and same_up_to_factor(gold, answer)
     if not isinstance(answer, Relation):
         return equal(value, answer)  # type: ignore[arg-type]
     if set(answer.ops) != {"="}:
         return False
-    answer_name = label_key(answer.sides[0])
+    answer_name = name_of(answer.sides[0])
     if name is not None and answer_name is not None and answer_name != name:
         return False  # y = 2x + 3 is not f(x) = 2x + 3, nor f'(x) = 6x - 5 f(x) = 6x - 5
     stated = stated_value(answer, equal)
@@ -187,7 +212,7 @@ def approximation_target(
     if found is None:
         return None
     left = gold.sides[0]
-    name = label_key(left)
+    name = name_of(left)
     exact = None
     if name is None and isinstance(left, Leaf):
         exact = values.number(left.latex)
@@ -242,7 +267,7 @@ def approximation(
         return False
     name = target[3]
     if left is not None:
-        answer_name = label_key(left)
+        answer_name = name_of(left)
         if answer_name is not None:
             if name is not None and answer_name != name:
                 return False
