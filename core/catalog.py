@@ -83,6 +83,7 @@ class ProviderEntry:
             "diagnostics": list(spec.diagnostics),
             "semantic_identity": spec.semantic_identity,
             "description": spec.description,
+            "scoring_packages": list(spec.scoring_packages),
             "params": schema_document(self.params_model),
         }
 

@@ -159,6 +159,8 @@ class RewardProviderSpec:
     ``params_schema`` is a pydantic model of the factory's params (see ``rewardkit.params``);
     when ``None`` it is derived from the annotations of the factory (or of the scorer behind
     ``partial(map_candidates, scorer)``). Every configuration is validated against it at load.
+    ``scoring_packages`` names third-party distributions whose version changes scores (such as
+    ``math-verify``); their versions enter the code fingerprint with the provider's package files.
     """
 
     name: str
@@ -170,6 +172,7 @@ class RewardProviderSpec:
     semantic_identity: Any = None
     description: str = ""
     params_schema: type[BaseModel] | None = None
+    scoring_packages: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_name("provider", self.name)
@@ -179,11 +182,15 @@ class RewardProviderSpec:
         schema = self.params_schema
         if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
             raise RegistrationError(f"{where}: params_schema must be a pydantic model class, got {schema!r}")
-        for attr in ("needs", "terms", "diagnostics"):
+        for attr in ("needs", "terms", "diagnostics", "scoring_packages"):
             value = getattr(self, attr)
             if isinstance(value, str) or not isinstance(value, (tuple, list)):
                 raise RegistrationError(f"{where}: {attr} must be a tuple of names, got {value!r}")
             object.__setattr__(self, attr, tuple(value))
+        if not all(isinstance(item, str) and item.strip() for item in self.scoring_packages):
+            raise RegistrationError(
+                f"{where}: scoring_packages must be distribution names, got {self.scoring_packages!r}"
+            )
         unknown = [need for need in self.needs if need not in KNOWN_NEEDS]
         if unknown:
             raise RegistrationError(

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.metadata
 import inspect
 import json
+import os
+import sys
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,23 +58,96 @@ def provider_identity(spec: RewardProviderSpec, params: Mapping[str, Any] | None
 
 
 def code_fingerprint(spec: RewardProviderSpec) -> str:
-    """SHA-256 over the source files of the factory and any callables it wraps (partials)."""
-    files: set[str] = set()
+    """SHA-256 over the provider's code and the versions of the packages it declares it scores with.
+
+    The code is every file of the package holding each callable behind the factory (the factory,
+    the scorer of a ``partial(map_candidates, scorer)``, what partials wrap), sub-packages and
+    folders included: helper modules and scripts a sandbox runs (never imported here, so an
+    import walk would miss them) count as much as the factory's own file. A module of the
+    framework itself (``rewardkit.pointwise``) counts alone. Files are hashed by their path
+    inside the package and their bytes, so the fingerprint is the same wherever it is installed.
+    ``spec.scoring_packages`` adds ``name==version`` of each third-party distribution named there.
+    """
+    roots: set[tuple[str, str]] = set()  # (folder or file, label it is hashed under)
     for target in _callables_behind(spec.factory):
-        try:
-            source_file = inspect.getsourcefile(target)
-        except TypeError:
-            source_file = None
-        if source_file:
-            files.add(source_file)
+        roots.add(_code_root(target))
     digest = hashlib.sha256()
-    for path in sorted(files):
+    for root, label in sorted(roots):
+        digest.update(f"root {label}\n".encode())
+        digest.update(_tree_digest(root).encode())
+    for name in spec.scoring_packages:
+        digest.update(f"package {name}=={_distribution_version(name)}\n".encode())
+    return digest.hexdigest()
+
+
+def _code_root(target: Any) -> tuple[str, str]:
+    """The folder of the package defining ``target`` (its file, for a lone module or the framework's)."""
+    module_name = getattr(target, "__module__", None) or ""
+    try:
+        source_file = inspect.getsourcefile(target)
+    except TypeError:
+        source_file = None
+    if source_file is None:
+        return "", f"<{module_name or type(target).__name__}>"
+    module = sys.modules.get(module_name)
+    package = getattr(module, "__package__", None) or ""
+    if not package or package == _FRAMEWORK:
+        return source_file, module_name
+    return os.path.dirname(source_file), package
+
+
+_FRAMEWORK = __name__.partition(".")[0]
+_tree_cache: dict[str, tuple[tuple[tuple[str, int, int], ...], str]] = {}
+_tree_lock = threading.Lock()
+
+
+def _tree_digest(root: str) -> str:
+    """The SHA-256 of a file, or of every file in a folder (relative path and bytes), cached by stat."""
+    if not root:
+        return "no-source"
+    if os.path.isfile(root):
+        files = [(os.path.basename(root), root)]
+    else:
+        files = []
+        for folder, subfolders, names in os.walk(root):
+            subfolders[:] = sorted(d for d in subfolders if d != "__pycache__" and not d.startswith("."))
+            for name in names:
+                if name.startswith(".") or name.endswith((".pyc", ".pyo")):
+                    continue
+                path = os.path.join(folder, name)
+                files.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
+        files.sort()
+    stats = []
+    for relative, path in files:
+        try:
+            info = os.stat(path)
+            stats.append((relative, info.st_mtime_ns, info.st_size))
+        except OSError:
+            stats.append((relative, -1, -1))
+    key = tuple(stats)
+    with _tree_lock:
+        cached = _tree_cache.get(root)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    digest = hashlib.sha256()
+    for relative, path in files:
+        digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
         try:
             with open(path, "rb") as handle:
-                digest.update(handle.read())
+                digest.update(hashlib.sha256(handle.read()).digest())
         except OSError:
-            digest.update(path.encode())
-    return digest.hexdigest()
+            digest.update(b"unreadable")
+    value = digest.hexdigest()
+    with _tree_lock:
+        _tree_cache[root] = (key, value)
+    return value
+
+
+def _distribution_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
 
 
 def _callables_behind(factory: Any) -> list[Any]:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
+import sys
+from pathlib import Path
+
 import pytest
 
-from rewardkit import PreflightError, resolve_catalog
+from rewardkit import PreflightError, RegistrationError, RewardProviderSpec, resolve_catalog
 from rewardkit.composition import RewardSpec
+from rewardkit.identity import _callables_behind, _code_root, code_fingerprint
 from rewardkit.worker import RewardWorker
 
 
@@ -60,3 +66,108 @@ def test_components_equal_once_normalised_are_one_configuration():
     other = RewardWorker(RewardSpec.single("constant", {"value": 6.0}), resolve_catalog(), group_size=None)
     assert single.records == other.records
     assert single.spec_identity == other.spec_identity
+
+
+def test_gsm8k_refuses_a_string_for_a_boolean_param():
+    with pytest.raises(PreflightError) as caught:
+        resolve_catalog().bind("gsm8k", {"fallback_last_number": "false"})
+    assert "param fallback_last_number must be true or false; got 'false'" in str(caught.value)
+
+
+# -- the code fingerprint ----------------------------------------------------------------------
+
+PROVIDER_MODULE = """
+from functools import partial
+from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
+from {package}.helpers import bonus
+
+def score(candidate, context):
+    return RewardProviderResult({{"task": bonus()}})
+
+SPEC = RewardProviderSpec(
+    "fp-{package}", partial(map_candidates, score), (), "1", ("task",), scoring_packages={packages!r}
+)
+"""
+
+
+def make_package(root: Path, package: str, packages: tuple[str, ...] = ()) -> Path:
+    folder = root / package
+    (folder / "inside").mkdir(parents=True)
+    (folder / "__init__.py").write_text("")
+    (folder / "helpers.py").write_text("def bonus():\n    return 1.0\n")
+    (folder / "inside" / "runner.py").write_text("print('runs in a sandbox, never imported')\n")
+    (folder / "provider.py").write_text(PROVIDER_MODULE.format(package=package, packages=packages))
+    return folder
+
+
+def load_spec(package: str):
+    return importlib.import_module(f"{package}.provider").SPEC
+
+
+@pytest.fixture
+def scratch_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = iter(f"fp_pkg_{index}" for index in range(1000))
+
+    def build(packages: tuple[str, ...] = ()) -> tuple[Path, object]:
+        package = next(name for name in names if name not in sys.modules)
+        folder = make_package(tmp_path, package, packages)
+        return folder, load_spec(package)
+
+    return build
+
+
+@pytest.mark.parametrize("changed", ["helpers.py", "inside/runner.py", "inside/new_script.py"])
+def test_the_fingerprint_covers_every_file_of_the_providers_package(scratch_package, changed: str):
+    folder, spec = scratch_package()
+    before = code_fingerprint(spec)
+    assert code_fingerprint(spec) == before, "deterministic"
+    (folder / changed).write_text("# a scoring change\n" * 3)
+    assert code_fingerprint(spec) != before, f"an edit to {changed} must change the fingerprint"
+
+
+def test_the_fingerprint_does_not_depend_on_where_the_package_is_installed(tmp_path: Path, monkeypatch):
+    fingerprints = []
+    for place in ("a", "b"):
+        make_package(tmp_path / place, "fp_moved")
+        monkeypatch.syspath_prepend(str(tmp_path / place))
+        fingerprints.append(code_fingerprint(load_spec("fp_moved")))
+        for name in [name for name in sys.modules if name.startswith("fp_moved")]:
+            del sys.modules[name]
+    assert fingerprints[0] == fingerprints[1]
+
+
+def test_declared_scoring_packages_enter_the_fingerprint_by_version(scratch_package, monkeypatch):
+    _, plain = scratch_package()
+    _, declared = scratch_package(("math-verify",))
+    before = code_fingerprint(declared)
+    real_version = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata,
+        "version",
+        lambda name: "999.0" if name == "math-verify" else real_version(name),
+    )
+    assert code_fingerprint(declared) != before, "a new math-verify changes the fingerprint"
+    monkeypatch.undo()
+    assert code_fingerprint(declared) == before
+    with pytest.raises(RegistrationError, match="scoring_packages"):
+        RewardProviderSpec("x", plain.factory, (), "1", ("task",), scoring_packages="math-verify")
+
+
+def _fingerprinted_files(spec) -> set[str]:
+    files = set()
+    for target in _callables_behind(spec.factory):
+        root, _ = _code_root(target)
+        path = Path(root)
+        files |= {str(p.relative_to(path)) for p in path.rglob("*.py")} if path.is_dir() else {path.name}
+    return files
+
+
+def test_real_providers_fingerprint_their_helpers_and_sandbox_scripts():
+    catalog = resolve_catalog()
+    assert {"numbers.py", "expressions.py", "answers.py"} <= _fingerprinted_files(catalog.entry("gsm8k").spec)
+    math_files = _fingerprinted_files(catalog.entry("math").spec)
+    assert {"math_answers.py", "math_check.py", "math_forms/compare.py"} <= math_files
+    code_files = _fingerprinted_files(catalog.entry("code-tests").spec)
+    assert {"compare.py", "sandbox.py", "inside/rk_runner.py", "inside/rk_judge.py"} <= code_files
+    assert "math-verify" in catalog.entry("math").spec.scoring_packages

@@ -51,6 +51,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             revision="1",
             terms=("task",),
             diagnostics=MATH_DIAGNOSTICS,
+            scoring_packages=("math-verify", "latex2sympy2_extended", "sympy"),
             semantic_identity={
                 "extraction": "boxed>answer-tag>final-answer",
                 "equivalence": "exact-normalised, then math-verify latex-only",
