@@ -1,0 +1,322 @@
+"""The judge's side of the wire: an OpenAI-compatible chat-completions client on the core transport.
+
+One ``JudgeRunner`` per provider owns a private event loop in a daemon thread, started on the
+first ``evaluate`` (a factory starts nothing), and on it one ``rewardkit.transport.HttpClient``:
+one connection pool, ``max_concurrency`` requests in flight across every group the provider
+scores, each request bounded by ``timeout_s`` and retried on 408/429/5xx and dropped connections
+with capped, jittered backoff that honours ``Retry-After``, all inside the group's absolute
+deadline. ``ask`` sends one question, reads the verdict, asks again when it cannot be read, and
+consults the verdict cache. The API key is read from the variable ``api_key_env`` names; its
+value is removed from every reason and rationale that leaves this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import hashlib
+import json
+import os
+import threading
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import aiohttp
+
+from rewardkit.errors import ProviderError
+from rewardkit.transport import HttpClient, HttpError, RetryPolicy
+from rewardkit_nih_judge import prompts
+from rewardkit_nih_judge.cache import CacheError, VerdictCache
+from rewardkit_nih_judge.params import JudgeParams
+from rewardkit_nih_judge.verdicts import OffScale, Unreadable, Verdict
+
+T = TypeVar("T")
+
+MAX_BACKOFF_S = 8.0
+# Time past a group's deadline a caller waits for the loop to report back before giving up on it.
+GRACE_S = 5.0
+EXCERPT = 300
+
+Message = dict[str, str]
+
+
+class JudgeFailure(Exception):
+    """One question got no usable verdict; ``reason`` says why (the secret already removed)."""
+
+    def __init__(self, reason: str, *, asks: int = 0, reasks: int = 0) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.asks = asks
+        self.reasks = reasks
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A verdict and what it took: requests sent, re-asks after unreadable replies, cache hit."""
+
+    verdict: Verdict
+    asks: int
+    reasks: int
+    cached: bool
+
+
+class _LoopState:
+    """What lives on the runner's event loop; closed by a finalizer that does not hold the runner."""
+
+    def __init__(self, name: str, settings: JudgeParams) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(ready,), name=name, daemon=True)
+        retry = RetryPolicy(
+            attempts=settings.retries + 1, backoff_s=settings.backoff_s, max_backoff_s=MAX_BACKOFF_S
+        )
+        self.client = HttpClient(
+            settings.base_url,
+            token_env=settings.api_key_env,
+            timeout_s=settings.timeout_s,
+            retry=retry,
+            max_connections=settings.max_concurrency,
+        )
+        self.semaphore: asyncio.Semaphore | None = None
+        self.thread.start()
+        ready.wait()
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(ready.set)
+        self.loop.run_forever()
+
+    def close(self) -> None:
+        if self.pid != os.getpid() or self.loop.is_closed():
+            return  # a forked child: the loop's thread lives only in the parent
+        if self.thread.is_alive():
+            future = asyncio.run_coroutine_threadsafe(self.client.close(), self.loop)
+            with contextlib.suppress(Exception):
+                future.result(timeout=5.0)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout=5.0)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+class JudgeRunner:
+    """Runs a provider's judge calls; shared by every group and thread that uses the provider."""
+
+    def __init__(self, settings: JudgeParams, provider: str) -> None:
+        self.settings = settings
+        self.provider = provider
+        self.url = f"{settings.base_url}/chat/completions"
+        self._json_mode = settings.json_mode != "off"
+        self._lock = threading.Lock()
+        self._state: _LoopState | None = None
+        self._finalizer: weakref.finalize | None = None
+        self._cache = VerdictCache(settings.cache_path) if settings.cache_path else None
+        judge = settings.model_dump(mode="json", exclude={"cache_path"})
+        self._cache_base = json.dumps(judge, sort_keys=True, separators=(",", ":"))
+
+    def __repr__(self) -> str:
+        return f"JudgeRunner({self.provider!r}, {self.url!r}, model={self.settings.model!r})"
+
+    # -- the loop ----------------------------------------------------------------------------------
+
+    def _state_now(self) -> _LoopState:
+        with self._lock:
+            state = self._state
+            if state is None or state.pid != os.getpid() or not state.thread.is_alive():
+                state = _LoopState(f"rewardkit-{self.provider}", self.settings)
+                self._state = state
+                self._finalizer = weakref.finalize(self, state.close)
+            return state
+
+    def run(self, make: Callable[[], Awaitable[T]], deadline: float) -> T:
+        """Run ``make()`` on the loop; wait until it ends (it honours ``deadline`` itself)."""
+        state = self._state_now()
+        future = asyncio.run_coroutine_threadsafe(_awaited(make), state.loop)
+        try:
+            return future.result(timeout=max(0.0, deadline - time.monotonic()) + GRACE_S)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise ProviderError(
+                f"the judge at {self.url} did not finish within the group's deadline "
+                f"({self.settings.deadline_s:g} s) and {GRACE_S:g} s of grace"
+            ) from None
+
+    def close(self) -> None:
+        """End the loop and its connections, and close the cache (a later call starts them again)."""
+        with self._lock:
+            if self._finalizer is not None:
+                self._finalizer()
+            self._state = None
+            self._finalizer = None
+        if self._cache is not None:
+            self._cache.close()
+
+    # -- asking ------------------------------------------------------------------------------------
+
+    def redact(self, text: str) -> str:
+        """``text`` without the API key's value (judges and servers may echo what they were sent)."""
+        name = self.settings.api_key_env
+        secret = os.environ.get(name) if name else None
+        if secret and secret in text:
+            text = text.replace(secret, f"<value of ${name}>")
+        return text
+
+    def excerpt(self, text: str) -> str:
+        flat = " ".join(text.split())
+        flat = flat if len(flat) <= EXCERPT else flat[: EXCERPT - 3] + "..."
+        return self.redact(repr(flat))
+
+    def _cache_key(self, messages: Sequence[Message]) -> str:
+        document = self._cache_base + "\n" + json.dumps(list(messages), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(document.encode("utf-8")).hexdigest()
+
+    async def ask(
+        self, messages: Sequence[Message], parse: Callable[[str], Verdict], deadline: float
+    ) -> Exchange:
+        """One verdict for ``messages``: from the cache, or from the judge (asked again while unreadable)."""
+        cache = self._cache
+        key = self._cache_key(messages) if cache is not None else None
+        if cache is not None and key is not None:
+            reply = _cached(cache.get, key)
+            if reply is not None:
+                try:
+                    return Exchange(parse(reply), 0, 0, True)
+                except (Unreadable, OffScale):
+                    pass  # a reply this parser cannot read is not a hit
+        conversation = list(messages)
+        asks = 0
+        while True:
+            content, finish = await self._chat(conversation, deadline, asks)
+            asks += 1
+            try:
+                verdict = parse(content)
+            except OffScale as error:
+                raise JudgeFailure(
+                    f"{error}; the judge said {self.excerpt(content)}", asks=asks, reasks=asks - 1
+                ) from None
+            except Unreadable as error:
+                why = str(error) + (" (the reply was cut at max_tokens)" if finish == "length" else "")
+                if asks > self.settings.parse_retries:
+                    raise JudgeFailure(
+                        f"unreadable verdict after {asks} ask{'s' if asks > 1 else ''}: {why}; "
+                        f"the judge said {self.excerpt(content)}",
+                        asks=asks,
+                        reasks=asks - 1,
+                    ) from None
+                conversation += [
+                    {"role": "assistant", "content": content},
+                    {"role": "user", "content": prompts.fill(prompts.REASK, {"why": why})},
+                ]
+                continue
+            if cache is not None and key is not None:
+                _cached(cache.put, key, content)
+            if verdict.rationale is not None:
+                verdict = Verdict(verdict.value, self.redact(verdict.rationale))
+            return Exchange(verdict, asks, asks - 1, False)
+
+    async def _chat(self, messages: Sequence[Message], deadline: float, asks: int) -> tuple[str, str | None]:
+        settings = self.settings
+        state = self._state_now()
+        body: dict[str, Any] = {
+            "model": settings.model,
+            "messages": list(messages),
+            "temperature": settings.temperature,
+            "max_tokens": settings.max_tokens,
+        }
+        async with _Slot(state, settings, deadline, self.url, asks):
+            while True:
+                if self._json_mode:
+                    body["response_format"] = {"type": "json_object"}
+                else:
+                    body.pop("response_format", None)
+                try:
+                    response = await state.client.request(
+                        "POST",
+                        "/chat/completions",
+                        json_body=body,
+                        deadline=deadline,
+                        timeout_s=settings.timeout_s,
+                    )
+                except HttpError as error:
+                    if self._json_mode and settings.json_mode == "auto" and _refuses_json_mode(error):
+                        self._json_mode = False  # this server cannot: ask without it from now on
+                        continue
+                    raise JudgeFailure(self.redact(str(error)), asks=asks, reasks=max(0, asks - 1)) from None
+                except (aiohttp.ClientError, OSError) as error:
+                    raise JudgeFailure(
+                        self.redact(f"POST {self.url}: {type(error).__name__}: {error}"),
+                        asks=asks,
+                        reasks=max(0, asks - 1),
+                    ) from None
+                break
+        try:
+            choice = response.json()["choices"][0]
+            content, finish = choice["message"]["content"], choice.get("finish_reason")
+        except (HttpError, KeyError, IndexError, TypeError):
+            raise JudgeFailure(
+                f"{self.url} answered {response.status} without choices[0].message.content: "
+                f"{self.excerpt(response.text)}",
+                asks=asks + 1,
+                reasks=asks,
+            ) from None
+        return (content if isinstance(content, str) else ""), finish
+
+
+def _cached(call: Callable[..., T], *args: str) -> T:
+    try:
+        return call(*args)
+    except CacheError as error:
+        raise JudgeFailure(str(error)) from None
+
+
+def _refuses_json_mode(error: HttpError) -> bool:
+    body = (error.body or "").lower()
+    return error.status in (400, 422) and any(word in body for word in ("response_format", "json_object"))
+
+
+class _Slot:
+    """One of ``max_concurrency`` request slots, waited for no longer than the deadline."""
+
+    def __init__(
+        self, state: _LoopState, settings: JudgeParams, deadline: float, url: str, asks: int
+    ) -> None:
+        if state.semaphore is None:
+            state.semaphore = asyncio.Semaphore(settings.max_concurrency)
+        self.semaphore = state.semaphore
+        self.settings = settings
+        self.deadline = deadline
+        self.url = url
+        self.asks = asks
+
+    async def __aenter__(self) -> None:
+        remaining = self.deadline - time.monotonic()
+        if remaining > 0:
+            acquire = asyncio.ensure_future(self.semaphore.acquire())
+            done, _ = await asyncio.wait({acquire}, timeout=remaining)
+            if done:
+                return
+            acquire.cancel()
+            try:
+                await acquire
+            except asyncio.CancelledError:
+                pass
+            else:
+                self.semaphore.release()  # acquired while being cancelled: give it back
+        raise JudgeFailure(
+            f"the group's deadline ({self.settings.deadline_s:g} s) passed before a request to {self.url} "
+            f"could start (max_concurrency {self.settings.max_concurrency})",
+            asks=self.asks,
+            reasks=max(0, self.asks - 1),
+        )
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.semaphore.release()
+
+
+async def _awaited(make: Callable[[], Awaitable[T]]) -> T:
+    return await make()

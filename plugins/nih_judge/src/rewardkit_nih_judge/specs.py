@@ -1,0 +1,59 @@
+"""The catalog entries of ``nih-rubric`` and ``nih-compare``.
+
+``semantic_identity`` holds what no param says: the wire protocol, how a verdict is read and
+normalised, and the failure policy. Everything else that changes a score (judge model and
+revision, the judge-content hash, sampling, timeout/retry/concurrency settings, the credential
+*reference*) is a param, and the catalog hashes the normalised params into the identity.
+"""
+
+from __future__ import annotations
+
+from rewardkit.contracts import RewardProviderSpec
+from rewardkit_nih_judge.compare import COMPARE_DIAGNOSTICS, make_compare_judge
+from rewardkit_nih_judge.params import CompareParams, RubricParams
+from rewardkit_nih_judge.rubric import RUBRIC_DIAGNOSTICS, make_rubric_judge
+
+FAILURE_POLICY = {
+    "unreadable": "asked again parse_retries times, then an error outcome with the reason",
+    "off_scale": "an error outcome with the reason, not asked again",
+    "transport": "retries on 408/429/5xx/connection errors within the group deadline, then an error outcome",
+    "never": "a failed verdict is never scored 0",
+}
+PROTOCOL = "openai-chat-completions"
+
+RUBRIC = RewardProviderSpec(
+    name="nih-rubric",
+    factory=make_rubric_judge,
+    needs=("prompt",),
+    revision="1",
+    terms=("score",),
+    diagnostics=RUBRIC_DIAGNOSTICS,
+    semantic_identity={
+        "protocol": PROTOCOL,
+        "verdict": 'last JSON object with "score", else a trailing "Score: N" line',
+        "normalisation": "(s - lo) / (hi - lo)",
+        "failure_policy": FAILURE_POLICY,
+    },
+    description="an LLM judge grades each candidate against a rubric (OpenAI-compatible API)",
+    params_schema=RubricParams,
+)
+
+COMPARE = RewardProviderSpec(
+    name="nih-compare",
+    factory=make_compare_judge,
+    needs=("prompt",),
+    revision="1",
+    terms=("score",),
+    diagnostics=COMPARE_DIAGNOSTICS,
+    semantic_identity={
+        "protocol": PROTOCOL,
+        "pairwise": "pairs in both orders, win 1 / tie 0.5 / loss 0, mean over pairs; round robin or rings",
+        "listwise": "ranked as given and reversed; 1 - mean rank / (n - 1)",
+        "contradiction": "two orders naming the same position count as a tie (position_flips)",
+        "failure_policy": FAILURE_POLICY,
+    },
+    description="an LLM judge compares a group's candidates pairwise or as a ranking (OpenAI-compatible API)",
+    params_schema=CompareParams,
+)
+
+SPECS = (RUBRIC, COMPARE)

@@ -1,0 +1,206 @@
+"""A scripted OpenAI-compatible judge server for tests and benchmarks (real HTTP on 127.0.0.1).
+
+``ScriptedJudge(answer)`` serves ``POST /v1/chat/completions`` and ``GET /v1/models`` from a
+thread of its own; ``answer(body)`` decides each reply: a string (the verdict text), a mapping
+(sent as the verdict's JSON text) or a ``Reply`` (status, headers, delay, finish reason, or a raw
+body). It records every request body and header and counts requests in flight, server-side.
+
+``python -m rewardkit_nih_judge.testing --latency-s 0.2`` runs one in its own process (the
+benchmark's judge): it prints ``READY <base_url>`` and serves until stdin closes or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import signal
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+
+@dataclass
+class Reply:
+    """One scripted answer. ``body`` (if given) is sent as the whole JSON response instead."""
+
+    content: str | None = None
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    finish_reason: str = "stop"
+    body: Any = None
+
+
+Answer = Callable[[dict[str, Any]], "Reply | str | Mapping[str, Any]"]
+
+
+def constant_score(score: float = 7, rationale: str = "scripted") -> Answer:
+    return lambda body: {"score": score, "rationale": rationale}
+
+
+def user_text(body: Mapping[str, Any]) -> str:
+    """The first user message (the question; later ones are re-asks)."""
+    return next(message["content"] for message in body["messages"] if message["role"] == "user")
+
+
+def graded(body: Mapping[str, Any]) -> str:
+    """The answer a rubric request grades (default template)."""
+    return user_text(body).rsplit("Answer to grade:\n", 1)[1]
+
+
+def pair(body: Mapping[str, Any]) -> tuple[str, str]:
+    """The two answers of a pairwise request (default template), in the order shown."""
+    match = re.search(r"Answer A:\n(?P<a>.*)\n\nAnswer B:\n(?P<b>.*)\Z", user_text(body), re.DOTALL)
+    if match is None:
+        raise ValueError("not a pairwise request")
+    return match.group("a"), match.group("b")
+
+
+def listed(body: Mapping[str, Any]) -> dict[str, str]:
+    """Label -> answer of a listwise request (default template), in the order shown."""
+    parts = re.split(r"(?:^|\n\n)Answer ([A-Z]+):\n", user_text(body).split("Task:\n", 1)[1])
+    return dict(zip(parts[1::2], parts[2::2]))
+
+
+def completion_body(content: str | None, model: str, finish_reason: str = "stop") -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+class ScriptedJudge:
+    """``with ScriptedJudge(answer) as judge: judge.base_url`` (ends with ``/v1``)."""
+
+    def __init__(self, answer: Answer | None = None, *, latency_s: float = 0.0, model: str = "judge") -> None:
+        self.answer: Answer = answer or constant_score()
+        self.latency_s = latency_s
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.port = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def reset(self) -> None:
+        self.requests.clear()
+        self.headers.clear()
+        self.max_in_flight = self.in_flight
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append(body)
+        self.headers.append(dict(request.headers))
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            reply = self.answer(body)
+            if isinstance(reply, str):
+                reply = Reply(reply)
+            elif not isinstance(reply, Reply):
+                reply = Reply(json.dumps(dict(reply)))
+            delay = self.latency_s + reply.delay_s
+            if delay:
+                await asyncio.sleep(delay)
+            if reply.body is not None:
+                return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+            if reply.status != 200:
+                error = {"error": {"message": reply.content or "scripted failure", "code": reply.status}}
+                return web.json_response(error, status=reply.status, headers=reply.headers)
+            return web.json_response(
+                completion_body(reply.content, body.get("model", self.model), reply.finish_reason),
+                headers=reply.headers,
+            )
+        finally:
+            self.in_flight -= 1
+
+    async def _models(self, request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+
+    async def _start(self, port: int) -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", port, backlog=1024)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    def start(self, port: int = 0) -> ScriptedJudge:
+        ready = threading.Event()
+        failure: list[BaseException] = []
+
+        def serve() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._start(port))
+            except BaseException as error:
+                failure.append(error)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(self._runner.cleanup())  # type: ignore[union-attr]
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name="scripted-judge", daemon=True)
+        self._thread.start()
+        ready.wait()
+        if failure:
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+
+    def __enter__(self) -> ScriptedJudge:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="a scripted judge that always answers one score")
+    parser.add_argument("--latency-s", type=float, default=0.2, help="seconds before each answer")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--score", type=float, default=7)
+    args = parser.parse_args(argv)
+    judge = ScriptedJudge(constant_score(args.score), latency_s=args.latency_s).start(args.port)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(f"READY {judge.base_url}", flush=True)
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    stop.wait()
+    judge.stop()
+
+
+if __name__ == "__main__":
+    main()
