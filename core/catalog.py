@@ -187,7 +187,7 @@ class Catalog:
 def _collect(
     manager: PluginManager, hook: str, registry: Registry[Any], name_of: Callable[[Any], str]
 ) -> None:
-    manager.call_each(hook, lambda owner: registry.registrar(owner, name_of))
+    manager.call_each(hook, lambda owner: registry.registrar(owner, name_of), registry.drop_owner)
 
 
 def _cached(manager: PluginManager, key: str, build: Callable[[], Any]) -> Any:
@@ -222,7 +222,7 @@ def catalog_factories(manager: PluginManager | None = None) -> Registry[Callable
 
             return register
 
-        manager.call_each("register_catalogs", registrar)
+        manager.call_each("register_catalogs", registrar, registry.drop_owner)
         return registry
 
     return _cached(manager, "catalogs", build)

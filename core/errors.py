@@ -41,6 +41,14 @@ class RegistrationError(RewardkitError):
     """A plugin registered something invalid, or a name twice."""
 
 
+class NameConflictError(RegistrationError):
+    """Two plugins registered one name, or a plugin tried to override a built-in.
+
+    Unlike a plugin that registers something invalid (that plugin alone fails), a conflict is
+    fatal: which of two owners should win is not for the loader to guess.
+    """
+
+
 class UnknownNameError(RewardkitError, LookupError):
     """A name asked for is not registered at this extension point."""
 

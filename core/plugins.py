@@ -1,7 +1,7 @@
 """Loading plugins: entry points of group ``rewardkit`` one by one, then the built-ins.
 
-A plugin that fails to import is recorded with its distribution, entry point and exception, and
-the others still load. Environment switches:
+A plugin that fails to import, or whose ``register_*`` hook raises or registers something invalid,
+is recorded with its distribution, entry point and exception, and the others still load. Environment switches:
 
 - ``REWARDKIT_STRICT_PLUGINS=1``: a failing plugin is fatal (``PluginLoadError``).
 - ``REWARDKIT_LOAD_PLUGINS=a,b``: load only these entry points (or distributions); ``''`` = none.
@@ -24,7 +24,7 @@ import importlib_metadata
 import pluggy
 
 from rewardkit import hookspecs
-from rewardkit.errors import PluginLoadError
+from rewardkit.errors import NameConflictError, PluginLoadError
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,8 @@ class PluginManager:
         self.pm.add_hookspecs(hookspecs)
         self.infos: dict[int, PluginInfo] = {}
         self.failures: list[PluginFailure] = []
+        # Plugins that imported but whose register_* hook raised: plugin name -> what failed.
+        self.hook_failures: dict[str, list[str]] = {}
         self._entry_point_owners: dict[str, str] = {}
         self._loaded = False
         self.tracing = False
@@ -176,16 +178,45 @@ class PluginManager:
         pairs.sort(key=lambda pair: (not pair[0].builtin, pair[0].name))
         return pairs
 
-    def call_each(self, hook_name: str, make_register: Callable[[PluginInfo], Callable[..., None]]) -> None:
+    def call_each(
+        self,
+        hook_name: str,
+        make_register: Callable[[PluginInfo], Callable[..., None]],
+        on_failure: Callable[[PluginInfo], object] | None = None,
+    ) -> None:
         """Call every implementation of a ``register_*`` hook with a ``register`` bound to its owner.
 
         Calling implementations one by one (not through ``pm.hook``) is what lets a registry name
-        the plugin behind every entry, and so name both owners of a duplicate.
+        the plugin behind every entry, and so name both owners of a duplicate. A hook that raises
+        (or registers something invalid) fails its plugin alone, as an import failure does:
+        ``on_failure(owner)`` withdraws what it registered, the failure is logged and listed by
+        ``describe``, and the other plugins' entries stand. Under ``REWARDKIT_STRICT_PLUGINS=1``
+        it is fatal. A name conflict between two plugins (``NameConflictError``) is always fatal.
         """
         for owner, function in self.impls(hook_name):
             if self.tracing:
                 sys.stderr.write(f"rewardkit-trace: {hook_name} -> {owner.name} ({owner.distribution})\n")
-            function(register=make_register(owner))
+            try:
+                function(register=make_register(owner))
+            except NameConflictError:
+                raise
+            except Exception as error:
+                if on_failure is not None:
+                    on_failure(owner)
+                self._hook_failed(owner, hook_name, error)
+
+    def _hook_failed(self, owner: PluginInfo, hook_name: str, error: Exception) -> None:
+        kind = "built-in plugin" if owner.builtin else "rewardkit plugin"
+        failure = f"{hook_name} raised {type(error).__name__}: {error}"
+        message = (
+            f"{kind} {owner.name!r} from distribution {owner.distribution} {owner.version} failed: "
+            f"{failure}; what it registered there is ignored"
+        )
+        if strict_plugins():
+            raise PluginLoadError(message) from error
+        log.warning("%s (set REWARDKIT_STRICT_PLUGINS=1 to make this fatal)", message)
+        with self._lock:
+            self.hook_failures.setdefault(owner.name, []).append(failure)
 
     def describe(self) -> list[dict[str, object]]:
         """What ``rewardkit plugins`` prints: every loaded plugin with its hooks, and failures."""
@@ -193,16 +224,18 @@ class PluginManager:
         for name, plugin in sorted(self.pm.list_name_plugin(), key=lambda pair: pair[0]):
             info = self.info(plugin)
             hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
-            rows.append(
-                {
-                    "name": name,
-                    "distribution": info.distribution,
-                    "version": info.version,
-                    "builtin": info.builtin,
-                    "hooks": hooks,
-                    "status": "loaded",
-                }
-            )
+            row: dict[str, object] = {
+                "name": name,
+                "distribution": info.distribution,
+                "version": info.version,
+                "builtin": info.builtin,
+                "hooks": hooks,
+                "status": "loaded",
+            }
+            failed = self.hook_failures.get(name)
+            if failed:
+                row.update(status="failed", error="; ".join(failed))
+            rows.append(row)
         rows.extend(
             {
                 "name": failure.name,

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from rewardkit.errors import RegistrationError, UnknownNameError
+from rewardkit.errors import NameConflictError, RegistrationError, UnknownNameError
 from rewardkit.plugins import PluginInfo
 
 T = TypeVar("T")
@@ -41,12 +41,12 @@ class Registry(Generic[T]):
         existing = self._entries.get(name)
         if existing is not None:
             if existing.owner.builtin and not owner.builtin:
-                raise RegistrationError(
+                raise NameConflictError(
                     f"{owner_label(owner)} tries to override the built-in {self.kind} {name!r} "
                     f"of {owner_label(existing.owner)}; custom entries may add names but never "
                     "override a built-in: choose another name"
                 )
-            raise RegistrationError(
+            raise NameConflictError(
                 f"{self.kind} {name!r} is registered twice: by {owner_label(existing.owner)} and by "
                 f"{owner_label(owner)}; uninstall or disable one of them "
                 "(REWARDKIT_DISABLE_PLUGINS)"
@@ -60,6 +60,13 @@ class Registry(Generic[T]):
             self.add(name_of(value) if isinstance(value, self.value_type) else "?", value, owner)
 
         return register
+
+    def drop_owner(self, owner: PluginInfo) -> list[str]:
+        """Forget every entry ``owner`` registered (its hook failed part-way); their names."""
+        dropped = [name for name, entry in self._entries.items() if entry.owner == owner]
+        for name in dropped:
+            del self._entries[name]
+        return dropped
 
     def get(self, name: str) -> Registered[T]:
         try:

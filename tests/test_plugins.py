@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -114,20 +115,75 @@ def test_a_plugin_cannot_override_a_built_in(site: Path):
         resolve_catalog()
 
 
-def test_registering_the_wrong_type_is_refused(site: Path):
-    source = """
+WRONG_TYPE = """
 from rewardkit import hookimpl
 
 @hookimpl
 def register_reward_providers(register):
     register({"name": "dict-is-not-a-spec"})
 """
-    fake_distribution(site, "acme-wrong", {"wrong": "fake_wrong"}, {"fake_wrong": source})
-    with pytest.raises(
-        RegistrationError,
-        match=r"plugin 'wrong' \(acme-wrong 1.0\) registered .* expected RewardProviderSpec",
-    ):
+
+RAISING = """
+from functools import partial
+from rewardkit import RewardProviderSpec, hookimpl, map_candidates, RewardProviderResult
+
+def score(candidate, context):
+    return RewardProviderResult({"task": 0.5})
+
+@hookimpl
+def register_reward_providers(register):
+    register(RewardProviderSpec("half-registered", partial(map_candidates, score), (), "1", ("task",)))
+    raise RuntimeError("the licence server is down")
+"""
+
+
+@pytest.mark.parametrize(
+    "source,needle",
+    [
+        (
+            WRONG_TYPE,
+            r"RegistrationError: plugin 'bad' \(acme-bad 1.0\) registered .* expected RewardProviderSpec",
+        ),
+        (RAISING, "RuntimeError: the licence server is down"),
+    ],
+    ids=["registers-a-non-spec", "hook-raises"],
+)
+def test_a_plugin_whose_hook_fails_fails_alone(
+    site: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture, source: str, needle: str
+):
+    fake_distribution(site, "acme-bad", {"bad": "fake_bad"}, {"fake_bad": source})
+    install_good_and_broken(site)
+    names = resolve_catalog().names()
+    assert "acme-good" in names and "exact-match" in names, "the other plugins' providers stand"
+    assert "half-registered" not in names, "what the failed hook registered is withdrawn"
+    rows = {row["name"]: row for row in load_plugins().describe()}
+    assert rows["bad"]["status"] == "failed" and rows["bad"]["distribution"] == "acme-bad"
+    assert re.search(needle, rows["bad"]["error"]), rows["bad"]["error"]
+    assert re.search(
+        r"plugin 'bad' from distribution acme-bad 1.0 failed: register_reward_providers", caplog.text
+    )
+    assert rows["good"]["status"] == "loaded"
+    from rewardkit.cli import main
+
+    capsys.readouterr()
+    assert main(["providers"]) == 0
+    out, err = capsys.readouterr()
+    assert "acme-good" in out and "Traceback" not in out + err
+
+
+@pytest.mark.parametrize("source", [WRONG_TYPE, RAISING], ids=["registers-a-non-spec", "hook-raises"])
+def test_strict_mode_makes_a_failing_hook_fatal(
+    site: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, source: str
+):
+    fake_distribution(site, "acme-bad", {"bad": "fake_bad"}, {"fake_bad": source})
+    monkeypatch.setenv("REWARDKIT_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginLoadError, match=r"'bad' from distribution acme-bad 1.0 failed"):
         resolve_catalog()
+    from rewardkit.cli import main
+
+    assert main(["providers"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rewardkit: error:") and "acme-bad" in err and "Traceback" not in err
 
 
 def test_a_hook_without_a_spec_is_refused(site: Path, monkeypatch: pytest.MonkeyPatch):
