@@ -1,8 +1,11 @@
 """Group-relative advantages (GRPO) from composed totals.
 
 Within a group, a candidate's advantage is its total minus the mean of the group's non-null
-totals, divided by a scale: the group's standard deviation (``group``), the batch's (``batch``),
-or nothing (``none``). A null total (``onError: none``) is left out of the baseline and gets 0.
+totals, divided by a scale plus ``eps``: the group's standard deviation (``group``), the batch's
+(``batch``), or nothing (``none``, no ``eps`` either). The standard deviation is the sample one
+(Bessel-corrected, ``n - 1``) by default, as TRL's and verl's GRPO compute it, or the population one.
+A null total (``onError: none``) is left out of the baseline and gets 0; so does a group with one
+scored candidate (it has nothing to be relative to).
 """
 
 from __future__ import annotations
@@ -13,32 +16,55 @@ from typing import Literal
 
 Scaling = Literal["group", "batch", "none"]
 SCALINGS: tuple[str, ...] = ("group", "batch", "none")
+StdKind = Literal["sample", "population"]
+STD_KINDS: tuple[str, ...] = ("sample", "population")
 EPSILON = 1e-6
 
 
-def mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and population standard deviation; ``(0.0, 0.0)`` for no values."""
+def mean_std(values: Sequence[float], kind: StdKind = "population") -> tuple[float, float]:
+    """Mean and standard deviation (population, or ``sample`` with ``n - 1``).
+
+    ``(0.0, 0.0)`` for no values; a single value has standard deviation 0 of either kind.
+    """
     if not values:
         return 0.0, 0.0
     mean = math.fsum(values) / len(values)
-    variance = math.fsum((value - mean) ** 2 for value in values) / len(values)
+    divisor = len(values) - 1 if kind == "sample" else len(values)
+    if divisor < 1:
+        return mean, 0.0
+    variance = math.fsum((value - mean) ** 2 for value in values) / divisor
     return mean, math.sqrt(variance)
 
 
 def group_advantages(
-    totals_by_group: Sequence[Sequence[float | None]], scaling: Scaling = "group"
+    totals_by_group: Sequence[Sequence[float | None]],
+    scaling: Scaling = "group",
+    *,
+    std: StdKind = "sample",
+    eps: float = EPSILON,
 ) -> list[list[float]]:
     """Advantages for every candidate of every group, in the same nesting and order."""
     if scaling not in SCALINGS:
         raise ValueError(f"advantage scaling must be one of {SCALINGS}, got {scaling!r}")
+    if std not in STD_KINDS:
+        raise ValueError(f"advantage standard deviation must be one of {STD_KINDS}, got {std!r}")
+    if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps >= 0):
+        raise ValueError(f"advantage eps must be a finite number >= 0, got {eps!r}")
     batch_std = 1.0
     if scaling == "batch":
-        _, batch_std = mean_std([total for group in totals_by_group for total in group if total is not None])
+        present = [total for group in totals_by_group for total in group if total is not None]
+        _, batch_std = mean_std(present, std)
     out = []
     for group in totals_by_group:
         present = [total for total in group if total is not None]
-        mean, group_std = mean_std(present)
-        scale = group_std if scaling == "group" else batch_std if scaling == "batch" else 1.0
-        divisor = scale + EPSILON if scaling != "none" else 1.0
+        if len(present) < 2:
+            out.append([0.0 for _ in group])
+            continue
+        mean, group_std = mean_std(present, std)
+        scale = group_std if scaling == "group" else batch_std
+        divisor = 1.0 if scaling == "none" else scale + eps
+        if divisor == 0:  # eps 0 and every total equal: every difference is 0 as well
+            out.append([0.0 for _ in group])
+            continue
         out.append([0.0 if total is None else (total - mean) / divisor for total in group])
     return out

@@ -187,6 +187,10 @@ class RLConfig(_Section):
     data: DataConfig = Field(default_factory=DataConfig)
     group_size: int | None = Field(default=None, ge=1)
     advantage_scaling: Literal["group", "batch", "none"] = "group"
+    # GRPO's standard deviation: "sample" (n - 1, as TRL and verl) or "population" (n).
+    advantage_std: Literal["sample", "population"] = "sample"
+    # Added to the deviation before dividing; None: the binding's trainer's (TRL 1e-4, verl 1e-6), else 1e-6.
+    advantage_eps: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     reward: RewardSelection
     validation: ValidationConfig | None = None
 

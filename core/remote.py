@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from rewardkit.advantages import group_advantages
+from rewardkit.advantages import EPSILON, group_advantages
 from rewardkit.backpressure import BackpressureTimeout, RequestTooLarge
 from rewardkit.composition import CompositionError, RewardSpec
 from rewardkit.config import RewardkitConfig, RewardSelection
@@ -314,11 +314,12 @@ class RemoteReward:
             for group in answer["groups"]
         )
         providers = tuple(ProviderRecord.from_json(record) for record in answers[0]["providers"])
-        if len(answers) == 1:
-            return ScoredBatch(groups, answers[0]["metrics"], providers)
-        # Split across requests: advantages depend only on totals, so recompute them over the call.
+        # Advantages depend only on totals: recompute them here over the whole call (it may have been
+        # split across requests) with this client's rl.advantage_std and rl.advantage_eps.
         totals = [[candidate.final for candidate in group.candidates] for group in groups]
-        advantages = group_advantages(totals, self.config.rl.advantage_scaling)
+        rl = self.config.rl
+        eps = rl.advantage_eps if rl.advantage_eps is not None else EPSILON
+        advantages = group_advantages(totals, rl.advantage_scaling, std=rl.advantage_std, eps=eps)
         groups = tuple(
             ScoredGroup(
                 group.group_id,
@@ -329,7 +330,11 @@ class RemoteReward:
             )
             for group, group_advantages_ in zip(groups, advantages)
         )
-        return ScoredBatch(groups, _merge_metrics(answers, advantages), providers)
+        if len(answers) == 1:
+            metrics = _with_advantages(dict(answers[0]["metrics"]), advantages)
+        else:
+            metrics = _merge_metrics(answers, advantages)
+        return ScoredBatch(groups, metrics, providers)
 
     async def _ensure_session(self) -> Any:
         if self._session is None:
@@ -417,8 +422,12 @@ def _merge_metrics(answers: Sequence[dict[str, Any]], advantages: list[list[floa
                 sums[name] = sums.get(name, 0.0) + value * weight
                 weights[name] = weights.get(name, 0.0) + weight
     merged = {**counts, **{name: sums[name] / weights[name] for name in sums}}
+    return _with_advantages(merged, advantages)
+
+
+def _with_advantages(metrics: dict[str, float], advantages: list[list[float]]) -> dict[str, float]:
     flat = [abs(a) for group in advantages for a in group]
-    for name in merged:
+    for name in metrics:
         if name.endswith("/advantage/abs_mean") and flat:
-            merged[name] = sum(flat) / len(flat)
-    return dict(sorted(merged.items()))
+            metrics[name] = sum(flat) / len(flat)
+    return dict(sorted(metrics.items()))

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+from rewardkit.advantages import EPSILON
 from rewardkit.backpressure import InflightLimiter
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import RewardSpec, RewardSpecError
@@ -69,6 +70,8 @@ class Reward:
             group_size=group_size if group_size is not None else config.rl.group_size,
             namespace=namespace,
             scaling=config.rl.advantage_scaling,
+            advantage_std=config.rl.advantage_std,
+            advantage_eps=config.rl.advantage_eps if config.rl.advantage_eps is not None else EPSILON,
             available_inputs=available_inputs(config),
         )
         self.limiter = InflightLimiter(config.rewards.max_inflight)

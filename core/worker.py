@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from rewardkit.advantages import SCALINGS, Scaling, group_advantages
+from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind, group_advantages
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog
 from rewardkit.composition import ComponentOutcome, Composition, CompositionError, RewardSpec, compose
@@ -131,6 +131,8 @@ class RewardWorker:
         group_size: int | None,
         namespace: str = "train",
         scaling: Scaling = "group",
+        advantage_std: StdKind = "sample",
+        advantage_eps: float = EPSILON,
         available_inputs: Sequence[str] = KNOWN_NEEDS,
     ) -> None:
         metric_name(namespace)  # validates the namespace
@@ -140,6 +142,8 @@ class RewardWorker:
             raise PreflightError(f"group size must be a positive integer or None, got {group_size!r}")
         self.namespace = namespace
         self.scaling = scaling
+        self.advantage_std = advantage_std
+        self.advantage_eps = advantage_eps
         self.group_size = group_size
         self.catalog = catalog
         self.providers: dict[str, BoundProvider] = {}
@@ -273,7 +277,7 @@ class RewardWorker:
 
     def _annotate(self, staged: list) -> list[list[float]]:
         totals = [[composition.total for _, composition in composed] for _, _, composed, _ in staged]
-        return group_advantages(totals, self.scaling)
+        return group_advantages(totals, self.scaling, std=self.advantage_std, eps=self.advantage_eps)
 
     def _report(self, staged: list, advantages: list[list[float]]) -> dict[str, float]:
         # Names are built (and validated) once per batch, not per candidate: this runs in the hot path.

@@ -66,12 +66,26 @@ def test_compute_score_loaded_from_file_with_verl_kwargs(tmp_path, monkeypatch):
     assert result == {"score": 1.0, "echo-ref": 1.0}
 
 
-def test_by_data_source_picks_the_selection():
+def nan_equal(got: dict, want: dict) -> bool:
+    return list(got) == list(want) and all(
+        (math.isnan(got[key]) and math.isnan(value)) or got[key] == value for key, value in want.items()
+    )
+
+
+def test_by_data_source_picks_the_selection_and_every_response_has_every_key():
     routed = config(**{"rl.reward.by_data_source": {"lenient": {"provider": "verdict"}}})
-    assert compute_score("lenient", "a b c", "zzz", config=routed) == {"score": 3.0, "verdict": 3.0}
+    # verl gathers each key over the batch: every response carries the union, NaN where it does not apply.
+    lenient = compute_score("lenient", "a b c", "zzz", config=routed)
+    assert nan_equal(lenient, {"score": 3.0, "verdict": 3.0, "echo-ref": math.nan})
     assert compute_score("other", "a b c", "zzz", config=routed)["score"] == 1.5
     mixed = compute_score_batch(["lenient", "other"], ["a b", "a b"], ["a b", "a b"], config=routed)
-    assert mixed == [{"score": 2.0, "verdict": 2.0}, {"score": 3.0, "verdict": 2.0, "echo-ref": 1.0}]
+    assert nan_equal(mixed[0], {"score": 2.0, "verdict": 2.0, "echo-ref": math.nan})
+    assert nan_equal(mixed[1], {"score": 3.0, "verdict": 2.0, "echo-ref": 1.0})
+    two = config(
+        **{"rl.reward.by_data_source": {"a": {"provider": "constant"}, "b": {"provider": "nonempty"}}}
+    )
+    keys = [list(row) for row in compute_score_batch(["a", "b", "c"], ["x", "y", "z"], ["x"] * 3, config=two)]
+    assert keys == [["score", "verdict", "echo-ref", "constant", "nonempty"]] * 3
 
 
 def test_skipped_component_is_nan_and_null_total_is_refused():
@@ -133,8 +147,29 @@ def test_by_data_source_config_keys_are_checked():
 def test_response_is_the_query_after_the_prompt_without_eos_markers():
     assert response_of("<s>Q: 1+1? A: 2<|im_end|></s>", "Q: 1+1? A:", 0) == " 2"
     assert response_of("abc", "", 0) == "abc"
-    with pytest.raises(BindingError, match="sample 4: the prompt does not occur in the query"):
+    with pytest.raises(BindingError, match="sample 4: the query does not start with its prompt"):
         response_of("something else", "Q:", 4)
+
+
+def test_the_prompt_is_cut_only_from_the_front_of_the_query():
+    prompt = "Question: What is 2+2?\nAnswer:"
+    answer = " #### 4\n\nQuestion: What is 2+2?\nAnswer:"  # a base model goes on to repeat the prompt
+    assert response_of(prompt + answer, prompt, 0) == answer
+    # The query is the prompt's tokens decoded: whitespace may come back different, nothing else may.
+    assert response_of("what is two plus three five </s>", "what is  two plus three", 0) == " five "
+    assert response_of("Hello , world ! x", "Hello, world!", 0) == " x"
+    # A prompt found later in the query, or only partly at its start (cut from the left), is refused.
+    with pytest.raises(BindingError, match="does not start with its prompt"):
+        response_of("noise " + prompt + " 4", prompt, 0)
+    with pytest.raises(BindingError, match="does not start with its prompt"):
+        response_of("What is 2+2?\nAnswer: 4", prompt, 0)
+
+
+def test_repeated_prompt_case_scores_one_in_process():
+    gsm8k = {"rl.reward.provider": "gsm8k"}
+    prompt = "Question: What is 2+2?\nAnswer:"
+    query = prompt + " #### 4\n\nQuestion: What is 2+2?\nAnswer:"
+    assert list(reward_func([query], [prompt], ["4"], config=gsm8k)["rewards"]) == [1.0]
 
 
 def test_reward_func_shape_from_a_file_loaded_module(monkeypatch):

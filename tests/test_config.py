@@ -153,7 +153,8 @@ def test_unknown_key_names_the_nearest_known_key(key: str, suggestion: str) -> N
 def test_unknown_key_without_a_near_one_lists_the_section() -> None:
     error = error_of({**MINIMAL, "rl.zzzzqqq": 1})
     assert "did you mean" not in str(error)
-    assert "keys under rl: data, group_size, advantage_scaling, reward, validation" in str(error)
+    keys = "data, group_size, advantage_scaling, advantage_std, advantage_eps, reward, validation"
+    assert f"keys under rl: {keys}" in str(error)
 
 
 def test_unknown_key_in_a_file_names_the_file(tmp_path: Path) -> None:

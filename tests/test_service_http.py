@@ -283,22 +283,26 @@ def test_get_reward_speaks_openrlhf_remote_rm_protocol(server):
 def test_get_reward_cuts_responses_exactly_as_the_in_process_binding(server):
     from rewardkit.bindings.openrlhf import reward_func
 
-    prompts = ["Q: 2+2?\nA: ", "Q: 3+3?\nA: "]
-    queries = [prompts[0] + "The answer is 4<|im_end|>", prompts[1] + "The answer is 7</s><pad>"]
-    labels = ["#### 4", "#### 6"]
+    prompts = ["Q: 2+2?\nA: ", "Q: 3+3?\nA: ", "Q: 2+2?\nA:"]
+    queries = [
+        prompts[0] + "The answer is 4<|im_end|>",
+        prompts[1] + "The answer is 7</s><pad>",
+        prompts[2] + " #### 4\n\nQ: 2+2?\nA:",  # the model repeats the prompt after its answer
+    ]
+    labels = ["#### 4", "#### 6", "#### 4"]
     status, _, raw = request(
         "POST", server.url + "/get_reward", {"query": queries, "prompts": prompts, "labels": labels}
     )
     assert status == 200, raw
     config = {"rl": {"reward": {"provider": "gsm8k"}}}
     local = reward_func(queries, prompts, labels, config=config)
-    assert json.loads(raw)["rewards"] == [float(x) for x in local["rewards"]] == [1.0, 0.0]
+    assert json.loads(raw)["rewards"] == [float(x) for x in local["rewards"]] == [1.0, 0.0, 1.0]
     status, _, raw = request(
         "POST",
         server.url + "/get_reward",
         {"query": ["no prompt here"], "prompts": ["Q: 1?"], "labels": ["1"]},
     )
-    assert status == 422 and "prompt does not occur" in json.loads(raw)["error"]["message"]
+    assert status == 422 and "does not start with its prompt" in json.loads(raw)["error"]["message"]
 
 
 # -- the client ----------------------------------------------------------------------------------

@@ -203,7 +203,9 @@ def test_skipped_components_add_nothing_and_are_counted():
 
 
 def test_group_scaling_matches_grpo():
-    (advantages,) = group_advantages([[1.0, 0.0, 0.0, 1.0]], "group")
+    (advantages,) = group_advantages([[1.0, 0.0, 0.0, 1.0]], "group")  # sample std: sqrt(1/3)
+    assert advantages == pytest.approx([0.75**0.5, -(0.75**0.5), -(0.75**0.5), 0.75**0.5], abs=1e-5)
+    (advantages,) = group_advantages([[1.0, 0.0, 0.0, 1.0]], "group", std="population")
     assert advantages == pytest.approx([1.0, -1.0, -1.0, 1.0], abs=1e-5)
 
 
@@ -212,7 +214,7 @@ def test_batch_and_none_scaling():
     none = group_advantages(totals, "none")
     assert none == [[-1.0, 1.0], [0.0, 0.0]]
     batch_std = math.sqrt(sum((x - 1.0) ** 2 for x in (1.0, 3.0, 0.0, 0.0)) / 4)
-    batch = group_advantages(totals, "batch")
+    batch = group_advantages(totals, "batch", std="population")
     assert batch[0] == pytest.approx([-1 / batch_std, 1 / batch_std], rel=1e-5)
     with pytest.raises(ValueError, match="scaling"):
         group_advantages(totals, "rank")  # type: ignore[arg-type]

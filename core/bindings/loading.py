@@ -4,7 +4,9 @@ Trainers load reward functions by file path and call them with their own keyword
 binding cannot take a ``Reward`` object; it takes ``config=`` (a YAML/TOML path, a mapping, or a
 ``RewardkitConfig``) or reads the ``REWARDKIT_CONFIG`` environment variable. Building a ``Reward``
 resolves plugins and preflights providers, so each distinct (configuration, selection, group size)
-is built once per process and reused for every later call.
+is built once per process and reused for every later call. Every binding builds its rewards through
+``build_reward``, so ``rl.reward.service`` and ``rewards.backend`` mean the same for all of them,
+routed selections (``rl.reward.by_data_source``) included.
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ from typing import Any
 from rewardkit.bindings.groups import BindingError
 from rewardkit.config import RewardkitConfig, RewardSelection, load_config
 from rewardkit.identity import canonical_json
-from rewardkit.reward import Reward, load
+from rewardkit.reward import Reward
 
 CONFIG_ENV = "REWARDKIT_CONFIG"
 
 ConfigSource = RewardkitConfig | Mapping[str, Any] | str | os.PathLike[str]
 
-_rewards: dict[tuple[str, str, int | None], Reward] = {}
+_rewards: dict[tuple[str, str, int | None, float | None], Reward] = {}
 _configs: dict[str, RewardkitConfig] = {}
 _lock = threading.Lock()
 
@@ -89,29 +91,75 @@ def selection_for(config: RewardkitConfig, data_source: str | None) -> RewardSel
     return chosen
 
 
+def build_reward(
+    config: RewardkitConfig,
+    selection: RewardSelection,
+    *,
+    group_size: int | None,
+) -> Reward:
+    """The reward for ``selection`` on the backend the configuration names; every binding builds here.
+
+    ``rl.reward.service`` (or the selection's own ``service``) scores in that Reward Service,
+    ``rewards.backend: ray`` on reward actors, otherwise in this process. A service that cannot be
+    reached, or a Ray cluster that cannot start actors, fails here: nothing falls back to another backend.
+    """
+    service = selection.service or config.rl.reward.service
+    if service is not None:
+        from rewardkit.remote import RemoteReward
+
+        return RemoteReward(config, selection, group_size=group_size)  # type: ignore[return-value]
+    if config.rewards.backend == "ray":
+        try:
+            from rewardkit.distributed.ray import RayReward
+        except ImportError as error:
+            raise BindingError(
+                f"rewards.backend: ray needs Ray, which is not importable here ({error}); install "
+                "rewardkit[ray] or set rewards.backend: local"
+            ) from error
+        return RayReward(config, selection, group_size=group_size)
+    return Reward(config, selection, group_size=group_size)
+
+
+def with_trainer_defaults(config: RewardkitConfig, *, advantage_eps: float) -> RewardkitConfig:
+    """``config`` with ``rl.advantage_eps`` set to the trainer's own when the config leaves it unset."""
+    if config.rl.advantage_eps is not None:
+        return config
+    rl = config.rl.model_copy(update={"advantage_eps": advantage_eps})
+    return config.model_copy(update={"rl": rl})
+
+
 def reward_for(
     source: ConfigSource,
     *,
     data_source: str | None = None,
     group_size: int | None = None,
+    advantage_eps: float | None = None,
 ) -> Reward:
-    """The (cached) ``Reward`` for ``source``, the selection ``data_source`` picks, and ``group_size``."""
+    """The (cached) ``Reward`` for ``source``, the selection ``data_source`` picks, and ``group_size``.
+
+    ``advantage_eps`` is the trainer's default for ``rl.advantage_eps`` (used when the config has none).
+    """
     config = resolve_config(source)
+    if advantage_eps is not None:
+        config = with_trainer_defaults(config, advantage_eps=advantage_eps)
     selection = selection_for(config, data_source)
     routed = selection is not config.rl.reward
-    cache_key = (_key_of(source), data_source if routed else "", group_size)
+    cache_key = (_key_of(source), data_source if routed else "", group_size, config.rl.advantage_eps)
     with _lock:
         cached = _rewards.get(cache_key)
     if cached is not None:
         return cached
-    if not routed and (config.rl.reward.service is not None or config.rewards.backend != "local"):
-        # Service and Ray backends are built by rewardkit.load; they check group size themselves.
-        rl = config.rl.model_copy(update={"group_size": group_size})
-        reward = load(config.model_copy(update={"rl": rl}))
-    else:
-        reward = Reward(config, selection, group_size=group_size)
+    reward = build_reward(config, selection, group_size=group_size)
     with _lock:
-        return _rewards.setdefault(cache_key, reward)
+        kept = _rewards.setdefault(cache_key, reward)
+    if kept is not reward:  # another thread built the same one first
+        reward.close()
+    return kept
+
+
+def selections(config: RewardkitConfig) -> list[RewardSelection]:
+    """``rl.reward`` and every ``rl.reward.by_data_source`` selection, in configuration order."""
+    return [config.rl.reward, *(selection_for(config, name) for name in config.rl.reward.by_data_source)]
 
 
 def forget_rewards() -> None:

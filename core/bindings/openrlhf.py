@@ -7,10 +7,12 @@ reads ``{"rewards": ..., "scores": ..., "extra_logs": {...}}``. Use it as::
     export REWARDKIT_CONFIG=/path/to/reward.yaml
     --remote_rm_url "$(python -c 'import rewardkit.bindings.openrlhf as m; print(m.__file__)')"
 
-The response is the query with the prompt removed from its front and trailing end-of-sequence
-markers stripped. The label is the reference; the prompt is the prompt. OpenRLHF calls with one
-sample at a time, so samples are scored one by one (groups of one). A null total (``onError:
-none``) is refused with an error: OpenRLHF has no "no reward" value and must not train on 0.
+The response is the query with the prompt removed from its front (never from later on: a model that
+repeats the prompt keeps its answer) and trailing end-of-sequence markers stripped; a query that
+does not start with its prompt is an error. The label is the reference; the prompt is the prompt.
+OpenRLHF calls with one sample at a time, so samples are scored one by one (groups of one). A null
+total (``onError: none``) is refused with an error: OpenRLHF has no "no reward" value and must not
+train on 0.
 ``extra_logs`` holds each component's value (NaN when it did not score).
 
 For a Reward Service, point ``--remote_rm_url`` at its ``/get_reward`` endpoint instead.
@@ -26,6 +28,8 @@ from rewardkit.bindings.groups import BindingError, FlatBatch, singleton_groups
 from rewardkit.bindings.loading import ConfigSource, config_source, reward_for
 
 BINDING = "rewardkit.bindings.openrlhf"
+# OpenRLHF's group_norm divides by (std + 1e-9); rl.advantage_eps overrides it.
+ADVANTAGE_EPS = 1e-9
 # End-of-sequence markers of common chat templates; OpenRLHF decodes with special tokens kept.
 EOS_MARKERS: tuple[str, ...] = (
     "<|im_end|>",
@@ -37,20 +41,65 @@ EOS_MARKERS: tuple[str, ...] = (
 )
 
 
+# Markers a decoded query may start with before the prompt text (a tokenizer's BOS, kept by decoding
+# with special tokens when the chat template or the dataset put it into the prompt's token ids).
+BOS_MARKERS: tuple[str, ...] = ("<|begin_of_text|>", "<|startoftext|>", "<s>", "<bos>")
+
+
+def _prefix_end(query: str, prompt: str) -> int | None:
+    """Where ``prompt`` ends in ``query`` when the query starts with it, whitespace aside; else None.
+
+    OpenRLHF builds the query by decoding the prompt's token ids followed by the response's, so the
+    prompt comes back as the tokenizer writes it: runs of whitespace may differ (word-level and
+    byte-level decoders, ``clean_up_tokenization_spaces`` removing the space before punctuation),
+    every other character is the prompt's own. The match is anchored at the start: text that repeats
+    the prompt later in the query belongs to the response.
+    """
+    at = 0
+    for char in prompt:
+        if char.isspace():
+            continue
+        while at < len(query) and query[at].isspace():
+            at += 1
+        if at >= len(query) or query[at] != char:
+            return None
+        at += 1
+    if prompt[-1:].isspace():  # a prompt that ends in whitespace owns the query's whitespace there
+        while at < len(query) and query[at].isspace():
+            at += 1
+    return at
+
+
 def response_of(query: str, prompt: str, index: int, eos_markers: Sequence[str] = EOS_MARKERS) -> str:
-    """The response part of a decoded query: after the prompt, without trailing EOS markers and padding."""
+    """The response part of a decoded query: after the prompt, without trailing EOS markers and padding.
+
+    The prompt is cut only from the front of the query (after leading BOS markers, with whitespace
+    compared loosely, see ``_prefix_end``); a query that does not start with its prompt is refused,
+    since guessing where the response starts could score the wrong text.
+    """
     if not isinstance(query, str) or not isinstance(prompt, str):
         raise BindingError(
             f"sample {index}: query and prompt must be text, got {type(query).__name__} and "
             f"{type(prompt).__name__}"
         )
-    at = query.rfind(prompt) if prompt else 0
-    if at < 0:
+    start = 0
+    stripped = True
+    while stripped:
+        stripped = False
+        for marker in BOS_MARKERS:
+            if query.startswith(marker, start) and not prompt.startswith(marker):
+                start += len(marker)
+                stripped = True
+    end = _prefix_end(query[start:], prompt)
+    if end is None:
         raise BindingError(
-            f"sample {index}: the prompt does not occur in the query, so the response cannot be separated "
-            f"(prompt starts {prompt[:60]!r}, query starts {query[:60]!r})"
+            f"sample {index}: the query does not start with its prompt, so the response cannot be separated "
+            f"(prompt starts {prompt[:60]!r}, query starts {query[:60]!r}). OpenRLHF sends the decoded "
+            "prompt followed by the response; a prompt longer than the prompt budget is cut from the left "
+            "(raise --prompt_max_len / --max_len), and a tokenizer that rewrites more than whitespace "
+            "(unknown tokens, normalisers) cannot be matched"
         )
-    response = query[at + len(prompt) :]
+    response = query[start + end :]
     stripped = True
     while stripped:
         stripped = False
@@ -86,7 +135,7 @@ def score(
             f"got {count} queries, {len(prompts)} prompts and "
             f"{len(labels) if labels is not None else 0} labels; OpenRLHF passes one of each per sample"
         )
-    reward = reward_for(source, group_size=1)
+    reward = reward_for(source, group_size=1, advantage_eps=ADVANTAGE_EPS)
     if "reference" in reward.needs and labels is None:
         raise BindingError("the reward needs a reference; set OpenRLHF's --label_key so labels are passed")
     batch = FlatBatch(

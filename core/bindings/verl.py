@@ -14,10 +14,12 @@ every other key is logged. ``rl.reward.by_data_source`` picks the selection for 
 under ``rl.data.prompt_column``.
 
 verl needs a number for every response, so a null total (``onError: none``) is refused with an
-error rather than turned into 0; a component that did not score is logged as NaN (verl keeps every
-key for every response). ``compute_score_batch`` scores lists and, when ``group_size`` (or
-``rl.group_size``) is set, rebuilds verl's interleaved groups (``n`` consecutive responses per
-prompt) so group-native providers see whole groups.
+error rather than turned into 0. verl gathers every key across the batch, so every response gets
+the same keys: ``score`` and every component of ``rl.reward`` and of each ``by_data_source``
+selection, NaN for a component that did not score or that the response's selection does not
+have. ``compute_score_batch`` scores lists and, when ``group_size`` (or ``rl.group_size``) is set,
+rebuilds verl's interleaved groups (``n`` consecutive responses per prompt) so group-native
+providers see whole groups.
 """
 
 from __future__ import annotations
@@ -27,13 +29,35 @@ from collections.abc import Sequence
 from typing import Any
 
 from rewardkit.bindings.groups import BindingError, FlatBatch, rebuild_groups, singleton_groups
-from rewardkit.bindings.loading import ConfigSource, config_source, resolve_config, reward_for
+from rewardkit.bindings.loading import ConfigSource, config_source, resolve_config, reward_for, selections
+from rewardkit.config import RewardkitConfig
+from rewardkit.reward import spec_of
 from rewardkit.worker import ScoredCandidate
 
 BINDING = "rewardkit.bindings.verl"
+# verl's GRPO divides by (std + 1e-6); rl.advantage_eps overrides it.
+ADVANTAGE_EPS = 1e-6
 
 
-def _result(candidate: ScoredCandidate, where: str) -> dict[str, float]:
+def component_names(config: RewardkitConfig) -> tuple[str, ...]:
+    """Every component name of ``rl.reward`` and of each ``rl.reward.by_data_source`` selection, in order.
+
+    verl gathers each key it is given across all responses of a batch, so every response carries the
+    same keys: this union, with NaN for the components its own selection does not have.
+    """
+    names: list[str] = []
+    for selection in selections(config):
+        for name in spec_of(selection).names:
+            if name not in names:
+                names.append(name)
+    if "score" in names:
+        raise BindingError(
+            "a component named 'score' would overwrite verl's reward key; rename the component"
+        )
+    return tuple(names)
+
+
+def _result(candidate: ScoredCandidate, where: str, names: Sequence[str]) -> dict[str, float]:
     if candidate.final is None:
         failed = {
             name: entry["reason"] for name, entry in candidate.breakdown.items() if entry["status"] == "error"
@@ -43,10 +67,9 @@ def _result(candidate: ScoredCandidate, where: str) -> dict[str, float]:
             "number for every response. Use onError: raise to stop, or zero to score through errors"
         )
     out = {"score": float(candidate.final)}
-    for name, entry in candidate.breakdown.items():
-        if name == "score":
-            raise BindingError(f"{where}: a component named 'score' would overwrite verl's reward key")
-        out[name] = float(entry["value"]) if entry["status"] == "scored" else math.nan
+    for name in names:
+        entry = candidate.breakdown.get(name)
+        out[name] = float(entry["value"]) if entry is not None and entry["status"] == "scored" else math.nan
     return out
 
 
@@ -129,9 +152,10 @@ def compute_score_batch(
         by_source.setdefault(str(source_name), []).extend(range(start, start + step))
 
     results: list[dict[str, float] | None] = [None] * count
+    names = component_names(resolved)
     prompt_key = resolved.rl.data.prompt_column
     for source_name, indices in by_source.items():
-        reward = reward_for(source, data_source=source_name, group_size=step)
+        reward = reward_for(source, data_source=source_name, group_size=step, advantage_eps=ADVANTAGE_EPS)
         infos = [extra_infos[i] for i in indices] if extra_infos is not None else None
         batch = FlatBatch(
             completions=[solution_strs[i] for i in indices],
@@ -147,5 +171,5 @@ def compute_score_batch(
         groups = rebuild_groups(batch, step, prefix) if step > 1 else singleton_groups(batch, prefix)
         scored = reward.score(groups)
         for index, (_, candidate) in zip(indices, scored.candidates()):
-            results[index] = _result(candidate, f"response {index} (data_source {source_name!r})")
+            results[index] = _result(candidate, f"response {index} (data_source {source_name!r})", names)
     return [result for result in results if result is not None]
