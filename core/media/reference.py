@@ -12,8 +12,8 @@ answers pending ``pending_polls`` times (legacy 400 or 202, as ``pending_style``
 scores. Entries: an int status (500, 503, 429, 401...) answered with a JSON error, ``"drop"``
 (close the connection), ``"pending"`` (the legacy 400), ``"pending202"``, ``"wrong202"`` (a 202
 for another uuid), ``"running202"`` (a 202 whose status is not pending), ``"bad400"`` (a 400
-with another message) and ``"slow"`` (wait ``slow_s``, then pending). ``never_ready`` keeps every task pending forever, as a task that
-failed remotely does.
+with another message) and ``"slow"`` (wait ``slow_s``, then pending). ``never_ready`` keeps
+every task pending forever, as a task that failed remotely does.
 
 ``python -m rewardkit.media.reference --port 0`` serves it alone and prints its URL (benchmarks
 run it in another process so that its memory is not counted as the client's).
