@@ -203,26 +203,26 @@ class MathVerifier:
             else:
                 plan.slow.append(index)
                 plan.requests.append(("verify", gold, answer))
-        # Whether the reference can be used only matters when some answer needs a worker; then
-        # the check travels in the same batch as those answers and, if it fails, the whole group
-        # is skipped so that no group is half-scored. Answers settled above are exact matches
-        # (never of a relation, whose truth the workers check) or missing answers, which are
-        # right whatever the parser thinks of the reference.
+        # Whether the reference can be used only matters when some answer needs a worker. The
+        # workers check it with every answer, and one that finds it unusable skips the whole
+        # group, so that no group is half-scored; the finding is cached. Answers settled above
+        # are exact matches (never of a relation, whose truth the workers check) or missing
+        # answers, which are right whatever the workers think of the reference.
         if not plan.slow:
             return plan
         plan.gold_problem = "" if exact_value(normalise(gold)) is not None else self._cached_gold(gold)
-        if plan.gold_problem is None:
-            plan.requests.insert(0, ("gold", gold))
+        if plan.gold_problem:
+            plan.slow, plan.requests = [], []  # known to be unusable: no worker is needed
         return plan
 
     def _finish(self, plan: _Plan, outcomes: list[Outcome]) -> list[RewardProviderResult]:
         count = len(plan.results)
-        if plan.gold_problem is None and outcomes:
-            gold_outcome, outcomes = outcomes[0], outcomes[1:]
-            if gold_outcome.status != "ok":  # a timeout or crash is retried with the next group
-                return [_from_outcome(gold_outcome)] * count
-            plan.gold_problem = gold_outcome.value[1] or ""
-            self._remember_gold(plan.gold, plan.gold_problem)
+        if plan.gold_problem is None:
+            answered = [outcome.value for outcome in outcomes if outcome.status == "ok"]
+            problems = [detail for verdict, detail in answered if verdict == "skip"]
+            if answered:  # a timeout or crash says nothing about the reference
+                plan.gold_problem = problems[0] if problems else ""
+                self._remember_gold(plan.gold, plan.gold_problem)
         if plan.gold_problem:
             reason = f"{plan.gold_problem} (reference {plan.gold[:80]!r})"
             return [RewardProviderResult.skip(reason)] * count

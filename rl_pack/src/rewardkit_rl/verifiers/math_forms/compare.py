@@ -73,10 +73,38 @@ def compare(gold: str, answer: str) -> Verdict:
         return Verdict(False, f"the answer could not be parsed: {error}", unparsed=True)
     if isinstance(form, Unsupported):
         return Verdict(False, f"the answer could not be read: {form.reason}", unparsed=True)
+    unparsed = _first_unparsed(form)
+    if unparsed is not None:
+        return Verdict(False, f"the answer could not be parsed: {unparsed[:60]!r}", unparsed=True)
     mine, theirs = _kind(reference), _kind(form)
     if mine != theirs and theirs != "a relation":
         return Verdict(False, f"the answer is {theirs}, the reference {mine}")
     return Verdict(False)
+
+
+def _first_unparsed(form: Form | None) -> str | None:
+    """The first leaf of an answer that does not parse (None when every leaf does)."""
+    if isinstance(form, Leaf):
+        return None if values.parse_leaf(form.latex) is not None else form.latex
+    if isinstance(form, Relation):
+        parts: tuple[Form | None, ...] = form.sides
+    elif isinstance(form, Items):
+        parts = form.items
+    elif isinstance(form, Interval):
+        parts = (form.low, form.high)
+    elif isinstance(form, Union):
+        parts = form.parts
+    elif isinstance(form, Matrix):
+        parts = tuple(cell for row in form.rows for cell in row)
+    elif isinstance(form, Piecewise):
+        parts = tuple(part for branch in form.branches for part in branch)
+    else:
+        return None
+    for part in parts:
+        found = _first_unparsed(part)
+        if found is not None:
+            return found
+    return None
 
 
 def _kind(form: Form) -> str:

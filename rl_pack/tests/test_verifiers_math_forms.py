@@ -1,0 +1,228 @@
+"""The ``math`` verifier on answer forms: relations, systems, matrices, multisets, intervals,
+piecewise functions and approximations (issue 20), and the labelled dev set built from them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rewardkit.contracts import RewardCandidate, RewardContext, RewardGroupRequest, RewardProviderResult
+from rewardkit_rl.verifiers.math_forms import compare, reference_problem
+from rewardkit_rl.verifiers.math_verifier import MathVerifier
+
+ROOT = Path(__file__).resolve().parents[2]
+DEVSET = ROOT / "testdata" / "math_forms" / "devset.jsonl"
+FAMILIES = (
+    "relations",
+    "equation answers",
+    "systems",
+    "matrices",
+    "multisets",
+    "intervals",
+    "piecewise",
+    "approximations",
+)
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Iterator[MathVerifier]:
+    provider = MathVerifier(timeout_s=5.0, workers=2)
+    yield provider
+    provider.close()
+
+
+def request(reference: str, *answers: str, group: str = "g") -> RewardGroupRequest:
+    candidates = tuple(
+        RewardCandidate(f"c{i}", f"The answer is \\boxed{{{a}}}.") for i, a in enumerate(answers)
+    )
+    return RewardGroupRequest(group, candidates, RewardContext(reference=reference))
+
+
+def score(verifier: MathVerifier, reference: str, *answers: str) -> list[RewardProviderResult]:
+    return [item.result for item in verifier.evaluate(request(reference, *answers)).items]
+
+
+def passed(result: RewardProviderResult) -> bool:
+    return result.status == "scored" and result.terms["task"] == 1.0
+
+
+# -- the examples of the issue -----------------------------------------------------------------
+
+ISSUE_EXAMPLES = [
+    ("\\log_{6}(216)=3", "\\log_{6}(216)=4"),
+    ("x^{2}-2x+10=0", "x^{2}-2x+10=7"),
+    ("\\cos(\\pi)=-1, \\sin(\\pi)=0", "\\cos(\\pi)=-1, \\sin(\\pi)=7"),
+    ("1,1,2,3", "2,1,2,3"),
+    (
+        "\\mathbf{y}=\\left[\\begin{array}{r}-1\\\\1\\\\0\\end{array}\\right]",
+        "\\mathbf{y}=\\left[\\begin{array}{r}-2\\\\1\\\\0\\end{array}\\right]",
+    ),
+    ("\\cos(e)\\approx-0.912", "\\cos(e)\\approx-7.912"),
+]
+
+
+@pytest.mark.parametrize(("gold", "wrong"), ISSUE_EXAMPLES)
+def test_issue_examples_reject_the_wrong_answer(verifier: MathVerifier, gold: str, wrong: str) -> None:
+    right, with_dfrac, changed = score(verifier, gold, gold, gold.replace("\\frac", "\\dfrac"), wrong)
+    assert passed(right) and passed(with_dfrac)
+    assert changed.status == "scored" and changed.terms["task"] == 0.0
+
+
+def test_math_verify_accepts_the_issue_examples() -> None:
+    """The baseline the issue measured: math-verify 0.9 passes these wrong answers (so the checks
+    above, and the dev-set test below, can fail)."""
+    from math_verify import parse, verify
+
+    accepted = [verify(parse(f"${gold}$"), parse(f"${wrong}$")) for gold, wrong in ISSUE_EXAMPLES]
+    assert sum(accepted) >= 4
+
+
+# -- each form, in-process (the comparison the workers run) -----------------------------------
+
+FORM_CASES = [
+    # relations
+    ("\\log_{6}(216)=3", "3", True),
+    ("\\log_{6}(216)=3", "3 = \\log_6 216", True),
+    ("x^{2}-2x+10=0", "2x^2-4x+20=0", True),
+    ("x^{2}-2x+10=0", "x^2-2x+10", False),
+    ("2x+3y<6", "6 > 2x + 3y", True),
+    ("2x+3y<6", "-2x-3y<-6", False),
+    ("2x+3y<6", "2x+3y\\le 6", False),
+    ("5!=120", "120", True),
+    ("5!=120", "5!=24", False),
+    # equation answers
+    ("x=5", "5", True),
+    ("x=5", "2x=10", True),
+    ("x=5", "y=5", False),
+    ("y=2x+3", "2x - y + 3 = 0", True),
+    ("f(x)=x^{2}+1", "g(x)=x^2+1", False),
+    ("f'(x)=6x-5", "f(x)=6x-5", False),
+    ("AB=4", "4", True),
+    ("AB=4", "CD=4", False),
+    # systems
+    ("x=1, y=2", "y=2, x=1", True),
+    ("x=1, y=2", "1, 2", True),
+    ("x=1, y=2", "2, 1", False),
+    ("x=1, x=-3", "-3, 1", True),
+    ("x=1, y=2", "x = 1", False),
+    # matrices
+    ("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "\\begin{bmatrix}1&2\\\\3&4\\end{bmatrix}", True),
+    (
+        "\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}",
+        "\\begin{pmatrix} 1 & 3 \\\\ 2 & 4 \\end{pmatrix}",
+        False,
+    ),
+    ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix} 1 & 2 \\end{pmatrix}", False),
+    # multisets, sets, tuples
+    ("1,1,2,3", "3,1,2,1", True),
+    ("1,1,2,3", "1,2,3", False),
+    ("\\{1,2,3\\}", "\\{3,2,2,1\\}", True),
+    ("(1,2,3)", "(3,2,1)", False),
+    ("(1,2)", "(1,2)", True),
+    ("(1,2)", "1<x<2", False),
+    ("(1,2)", "1, 2", False),
+    # intervals
+    ("[0,\\infty)", "x \\ge 0", True),
+    ("[0,\\infty)", "(0,\\infty)", False),
+    ("x<3", "(-\\infty, 3)", True),
+    ("(-\\infty,-8)\\cup(8,\\infty)", "x<-8 \\text{ or } x>8", True),
+    ("(-\\infty,-8)\\cup(8,\\infty)", "(-\\infty,-8]\\cup[8,\\infty)", False),
+    # piecewise
+    (
+        "\\begin{cases} x^2 & x<0 \\\\ 2x & x \\ge 0 \\end{cases}",
+        "\\begin{cases} 2x & x \\geq 0 \\\\ x^2 & \\text{otherwise} \\end{cases}",
+        True,
+    ),
+    (
+        "\\begin{cases} x^2 & x<0 \\\\ 2x & x \\ge 0 \\end{cases}",
+        "\\begin{cases} x^2 & x \\le 0 \\\\ 2x & x > 0 \\end{cases}",
+        False,
+    ),
+    # approximations
+    ("\\cos(e)\\approx-0.912", "-0.9117", True),
+    ("\\cos(e)\\approx-0.912", "\\cos(e)", True),
+    ("\\cos(e)\\approx-0.912", "-0.91", False),
+    ("\\cos(e)\\approx-0.912", "\\cos(2)\\approx-0.912", False),
+    ("x\\approx 1.414", "\\sqrt{2}", True),
+    ("x\\approx 1.414", "1.4149", False),
+    ("0.33 \\text{ (to two significant figures)}", "0.34", False),
+    # guards on math-verify's leaf comparison
+    ("\\frac{1}{2004!}", "\\frac{1}{1004!}", False),
+    ("1101_4", "1101_3", False),
+    ("45 \\text{ units}^2", "45 \\text{ units}^0", False),
+    ("14", "5 + 9t", False),
+    ("\\frac{1}{3}", "0.333333", True),
+]
+
+
+@pytest.mark.parametrize(("gold", "answer", "expected"), FORM_CASES)
+def test_forms(gold: str, answer: str, expected: bool) -> None:
+    assert reference_problem(gold) is None
+    assert compare(gold, answer).equal is expected
+
+
+@pytest.mark.parametrize(
+    ("gold", "reason"),
+    [
+        ("\\log_6(216)=4", "false equation"),
+        ("\\cos(e)\\approx-7.912", "off by more than its last digit"),
+        ("\\begin{vmatrix} 1 & 2 \\\\ 3 & 4 \\end{vmatrix}", "not supported"),
+        ("1, 2, \\dots", "not supported"),
+        ("x \\equiv 3 \\pmod{7}", "not supported"),
+    ],
+)
+def test_unusable_references_skip_the_group(verifier: MathVerifier, gold: str, reason: str) -> None:
+    results = score(verifier, gold, "4", "x")
+    assert [result.status for result in results] == ["skipped", "skipped"]
+    assert reason in (results[0].reason or "")
+
+
+def test_an_unreadable_answer_scores_zero_with_the_reason(verifier: MathVerifier) -> None:
+    unreadable, unparsed, wrong_form = score(verifier, "x=1, y=2", "x = 1, \\dots", "1 +* 2", "(1, 2)")
+    for result in (unreadable, unparsed):
+        assert result.status == "scored" and result.terms["task"] == 0.0
+        assert result.reason and "could not be" in result.reason
+        assert {d.name: d.value for d in result.diagnostics}["unparsed"] == 1.0
+    assert wrong_form.terms["task"] == 0.0
+    assert {d.name: d.value for d in wrong_form.diagnostics}["unparsed"] == 0.0
+
+
+# -- the labelled dev set ------------------------------------------------------------------------
+
+
+def load_devset() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in DEVSET.read_text().splitlines() if line.strip()]
+
+
+def errors(rows: list[dict[str, Any]], verdicts: list[bool]) -> tuple[list[dict], list[dict]]:
+    """(false positives, misses among identities and rewrites)."""
+    false_positives = [row for row, verdict in zip(rows, verdicts) if verdict and not row["label"]]
+    misses = [row for row, verdict in zip(rows, verdicts) if row["label"] and not verdict]
+    return false_positives, misses
+
+
+def test_devset_is_what_the_generator_builds() -> None:
+    script = ROOT / "benchmarks" / "verifier_forms_devset.py"
+    completed = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    rows = load_devset()
+    references = Counter(row["family"] for row in rows if row["kind"] == "identity")
+    assert references["MATH"] == 5000
+    assert all(references[family] >= 50 for family in FAMILIES), references
+
+
+def test_devset_no_false_positive_and_recall(verifier: MathVerifier) -> None:
+    rows = load_devset()
+    requests = [request(row["gold"], row["answer"], group=str(row["id"])) for row in rows]
+    verdicts = [passed(group.items[0].result) for group in verifier.evaluate_many(requests)]
+    false_positives, misses = errors(rows, verdicts)
+    assert false_positives == []
+    positives = sum(row["label"] for row in rows)
+    assert 1 - len(misses) / positives >= 0.995, misses[:20]
