@@ -2,7 +2,9 @@
 
 ``verdict`` reads the completion as an instruction: ``ERR`` -> an errored result, ``SKIP`` ->
 skipped, otherwise the number of words (and a ``chars`` diagnostic). ``echo-ref`` needs the
-reference and scores 1 when the completion equals it.
+reference and scores 1 when the completion equals it. ``position`` is group-native: it scores each
+candidate by its place in the whole group (``position + 10 * group size``), so scoring a piece of a
+group gives different numbers.
 """
 
 from __future__ import annotations
@@ -10,7 +12,13 @@ from __future__ import annotations
 from functools import partial
 
 from rewardkit import MetricContribution, RewardProviderResult, RewardProviderSpec, map_candidates
-from rewardkit.contracts import RewardCandidate, RewardContext
+from rewardkit.contracts import (
+    RewardCandidate,
+    RewardCandidateResult,
+    RewardContext,
+    RewardGroupRequest,
+    RewardGroupResult,
+)
 
 
 def verdict(candidate: RewardCandidate, context: RewardContext) -> RewardProviderResult:
@@ -32,9 +40,26 @@ def echo_prompt(candidate: RewardCandidate, context: RewardContext) -> RewardPro
     return RewardProviderResult({"seen": float(str(context.prompt) in candidate.completion)})
 
 
+class Position:
+    """Group-native: candidate ``i`` of a group of ``n`` scores ``i + 10 * n``; ``ERR`` fails the group."""
+
+    def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
+        if any("ERR" in candidate.completion for candidate in request.candidates):
+            raise RuntimeError(f"group {request.group_id} asked to fail")
+        size = len(request.candidates)
+        return RewardGroupResult(
+            request.group_id,
+            tuple(
+                RewardCandidateResult(c.trajectory_id, RewardProviderResult({"place": float(i + 10 * size)}))
+                for i, c in enumerate(request.candidates)
+            ),
+        )
+
+
 def catalog() -> list[RewardProviderSpec]:
     return [
         RewardProviderSpec("verdict", partial(map_candidates, verdict), (), "1", ("words",), ("chars",)),
         RewardProviderSpec("echo-ref", partial(map_candidates, echo_ref), ("reference",), "1", ("match",)),
         RewardProviderSpec("echo-prompt", partial(map_candidates, echo_prompt), ("prompt",), "1", ("seen",)),
+        RewardProviderSpec("position", Position, (), "1", ("place",)),
     ]

@@ -12,13 +12,23 @@ All of them share one scoring pass per batch: the first function called scores t
 the others read that result. TRL passes ``num_generations`` consecutive completions per prompt; they
 are rebuilt into rewardkit groups and checked (same prompt, same reference in every group).
 
+On several processes TRL hands each rank a slice of the global batch that need not be whole groups
+(one prompt's generations can sit on two ranks). The binding then works across ranks: every rank
+gathers every rank's samples (a collective on every call, on every rank), checks the groups of the
+global batch, and scores its share: its own slice when every provider is pointwise (built with
+``map_candidates``) and scoring is in-process, else whole groups, dealt round-robin to the ranks.
+A second collective exchanges the results (or a failure: one rank's error is raised on every rank,
+the same error), and each rank returns its own slice. The reward is built by the same path as every
+binding's, so ``rl.reward.service`` and ``rewards.backend: ray`` are honoured.
+
 ``None`` means "no number" to TRL (it becomes NaN and the sample is left out of means and
 baselines). A null total (``onError: none``) gives ``None`` from *every* function for that sample,
 so TRL marks it unscorable; if the components still reported numbers, TRL would add them as
 ``0 * value`` and train on a reward of 0, which is exactly what ``onError`` exists to prevent. A
 component that was skipped or errored gives ``None`` for itself only. Under ``onError: raise`` an
 error fails the training step. Provider diagnostics and the batch report go to TRL's
-``log_metric`` when TRL passes it. ``async_reward_funcs`` is the same as coroutine functions.
+``log_metric`` when TRL passes it (on several ranks, the report of the whole batch, the same on
+every rank). ``async_reward_funcs`` is the same as coroutine functions.
 """
 
 from __future__ import annotations
@@ -26,34 +36,110 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from rewardkit.advantages import EPSILON, group_advantages
 from rewardkit.bindings.groups import BindingError, FlatBatch, rebuild_groups
-from rewardkit.bindings.loading import ConfigSource, config_source, resolve_config
+from rewardkit.bindings.loading import ConfigSource, build_reward, config_source, resolve_config, reward_for
+from rewardkit.bindings.ranks import Ranks, current_ranks
+from rewardkit.pointwise import MappedProvider
 from rewardkit.reward import Reward
-from rewardkit.worker import ScoredBatch
+from rewardkit.worker import ScoredBatch, ScoredCandidate
 
 TOTAL_NAME = "rewardkit"
+# TRL 1.13-1.16 divides GRPO advantages by (std + 1e-4); rl.advantage_eps overrides it.
+ADVANTAGE_EPS = 1e-4
 _IGNORED_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
+_AUTO: Any = object()
 
 RewardFunc = Callable[..., list[float | None]]
+Row = tuple[float | None, dict[str, float | None]]
+
+
+class RankFailure(BindingError):
+    """Scoring failed on one rank of a multi-process run; every rank raises this same error."""
+
+    def __init__(self, message: str, *, rank: int) -> None:
+        super().__init__(message)
+        self.rank = rank
+
+
+def _row(candidate: ScoredCandidate, names: Sequence[str]) -> Row:
+    values: dict[str, float | None] = {}
+    for name in names:
+        entry = candidate.breakdown[name]
+        value = entry["value"] if entry["status"] == "scored" else None
+        # A null total makes the whole row unscorable for TRL (see the module docstring).
+        values[name] = None if candidate.final is None else value
+    return candidate.final, values
 
 
 class _BatchScores:
-    """What the functions of one call share: the scored batch, and each sample's total and components."""
+    """What the functions of one call share: each sample's total and components, and the batch report."""
 
-    def __init__(self, scored: ScoredBatch, names: Sequence[str]) -> None:
-        self.scored = scored
-        self.totals: list[float | None] = []
-        self.components: dict[str, list[float | None]] = {name: [] for name in names}
-        for _, candidate in scored.candidates():
-            self.totals.append(candidate.final)
-            for name in names:
-                entry = candidate.breakdown[name]
-                value = entry["value"] if entry["status"] == "scored" else None
-                # A null total makes the whole row unscorable for TRL (see the module docstring).
-                self.components[name].append(None if candidate.final is None else value)
+    def __init__(self, rows: Sequence[Row], names: Sequence[str], metrics: Mapping[str, float]) -> None:
+        self.metrics = dict(metrics)
+        self.totals: list[float | None] = [total for total, _ in rows]
+        self.components: dict[str, list[float | None]] = {
+            name: [values[name] for _, values in rows] for name in names
+        }
+
+    @classmethod
+    def of(cls, scored: ScoredBatch, names: Sequence[str]) -> _BatchScores:
+        return cls([_row(candidate, names) for _, candidate in scored.candidates()], names, scored.metrics)
+
+
+def _failure(rank: int, stage: str, error: BaseException) -> tuple[str, Any]:
+    return ("error", (rank, stage, type(error).__name__, str(error)))
+
+
+def _raise_failures(gathered: Sequence[tuple[str, Any]], world: int, local: BaseException | None) -> None:
+    failures = [payload for status, payload in gathered if status == "error"]
+    if not failures:
+        return
+    rank, stage, kind, message = failures[0]
+    others = f"; {len(failures) - 1} other rank(s) failed as well" if len(failures) > 1 else ""
+    error = RankFailure(
+        f"rank {rank} of {world} failed while {stage}: {kind}: {message}{others}. Every rank stops with "
+        "this error",
+        rank=rank,
+    )
+    raise error from local
+
+
+def merge_metrics(
+    parts: Sequence[tuple[Mapping[str, float], int]], advantages: list[list[float]]
+) -> dict[str, float]:
+    """One report from the reports of a batch's parts: counts add up, other values are weighted by rollouts.
+
+    Exact for per-rollout means; ``*/advantage/abs_mean`` is recomputed from the whole batch's advantages.
+    """
+    counts: dict[str, float] = {}
+    sums: dict[str, float] = {}
+    weights: dict[str, float] = {}
+    for metrics, weight in parts:
+        if not weight:
+            continue
+        for name, value in metrics.items():
+            if name.endswith("_count"):
+                counts[name] = counts.get(name, 0.0) + value
+            else:
+                sums[name] = sums.get(name, 0.0) + value * weight
+                weights[name] = weights.get(name, 0.0) + weight
+    merged = {**counts, **{name: sums[name] / weights[name] for name in sums}}
+    flat = [abs(advantage) for group in advantages for advantage in group]
+    for name in merged:
+        if name.endswith("/advantage/abs_mean") and flat:
+            merged[name] = sum(flat) / len(flat)
+    return dict(sorted(merged.items()))
+
+
+def is_pointwise(reward: Any) -> bool:
+    """Whether a rank may score its own slice: in-process, every provider built by ``map_candidates``."""
+    if type(reward) is not Reward:  # a Reward Service or Ray actors score whole groups
+        return False
+    return all(isinstance(bound.provider, MappedProvider) for bound in reward.worker.providers.values())
 
 
 class TRLRewardBinding:
@@ -66,17 +152,22 @@ class TRLRewardBinding:
         num_generations: int,
         reference_column: str | None,
         total_name: str = TOTAL_NAME,
+        ranks: Ranks | None = _AUTO,
     ) -> None:
         self.reward = reward
         self.num_generations = num_generations
         self.reference_column = reference_column
         self.total_name = total_name
+        # Ranks of a multi-process run; found on each call unless given (tests give them).
+        self.ranks = ranks
         self.component_names = tuple(reward.spec.names)
         if total_name in self.component_names:
             raise BindingError(
                 f"the total's function name {total_name!r} is also a component name; TRL logs both under "
                 f"rewards/{total_name}/mean. Pass total_name= to pick another"
             )
+        self.pointwise = is_pointwise(reward)
+        self._slice_reward: Reward | None = None
         self._lock = threading.Lock()
         self._last: tuple[list[Any], list[Any], _BatchScores] | None = None
         self._pending: tuple[list[Any], list[Any], asyncio.Future[_BatchScores]] | None = None
@@ -108,10 +199,121 @@ class TRLRewardBinding:
     def _publish(self, scores: _BatchScores, kwargs: dict[str, Any]) -> None:
         log_metric = kwargs.get("log_metric")
         if callable(log_metric):
-            prefix = f"{self.reward.worker.namespace}/"
-            for name, value in scores.scored.metrics.items():
+            prefix = f"{getattr(self.reward, 'namespace', None) or self.reward.worker.namespace}/"
+            for name, value in scores.metrics.items():
                 # TRL keeps train and eval metrics apart itself; the namespace would only repeat it.
                 log_metric(f"rewardkit/{name.removeprefix(prefix)}", value)
+
+    def _current_ranks(self) -> Ranks | None:
+        return current_ranks() if self.ranks is _AUTO else self.ranks
+
+    # -- across ranks -----------------------------------------------------------------------------
+
+    def _slice_scorer(self) -> Reward:
+        # A rank's slice holds pieces of groups, so the pointwise reward checks no group size.
+        if self._slice_reward is None:
+            config = self.reward.config
+            config = config.model_copy(update={"rl": config.rl.model_copy(update={"group_size": None})})
+            self._slice_reward = build_reward(config, self.reward.selection, group_size=None)
+        return self._slice_reward
+
+    def _gather_batch(self, ranks: Ranks, prompts: Sequence[Any], completions: Sequence[Any],
+                      kwargs: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+        """Collective 1: every rank's samples, checked into the global batch's groups."""
+        local: BaseException | None = None
+        try:
+            flat = self._flat(prompts, completions, kwargs)
+            sent: tuple[str, Any] = ("ok", {
+                "completions": list(flat.completions),
+                "prompts": list(flat.prompts) if flat.prompts is not None else None,
+                "references": list(flat.references) if flat.references is not None else None,
+                "token_counts": list(flat.token_counts) if flat.token_counts is not None else None,
+            })  # fmt: skip
+        except Exception as error:
+            local, sent = error, _failure(ranks.rank, "reading its batch", error)
+        gathered = ranks.gather(sent)
+        _raise_failures(gathered, ranks.world, local)
+        parts = [payload for _, payload in gathered]
+        sizes = [len(part["completions"]) for part in parts]
+        if len(set(sizes)) != 1:
+            raise BindingError(
+                f"the ranks hold {sizes} samples; TRL gives every rank the same number "
+                "(per_device_train_batch_size), so the global batch cannot be put back together"
+            )
+        size = sizes[0]
+        whole = FlatBatch(
+            completions=[item for part in parts for item in part["completions"]],
+            **{
+                field: None if parts[0][field] is None else [item for part in parts for item in part[field]]
+                for field in ("prompts", "references", "token_counts")
+            },
+        )
+        try:
+            groups = rebuild_groups(whole, self.num_generations, f"trl{next(self._calls)}")
+        except BindingError as error:
+            raise BindingError(
+                f"{error} (samples are numbered across the {ranks.world} ranks in rank order, {size} per "
+                "rank: "
+                f"sample i is sample i % {size} of rank i // {size}; num_generations={self.num_generations}, "
+                f"global batch {size * ranks.world})"
+            ) from None
+        return groups, size
+
+    def _score_share(self, ranks: Ranks, groups: list[dict[str, Any]], size: int) -> tuple[str, Any]:
+        """Score this rank's share; returns what collective 2 carries (rows by global index, or a failure)."""
+        group_size = self.num_generations
+        if self.pointwise:
+            first, stop = ranks.rank * size, (ranks.rank + 1) * size
+            pieces = []
+            for number in range(first // group_size, (stop - 1) // group_size + 1):
+                group = groups[number]
+                low, high = max(first, number * group_size), min(stop, (number + 1) * group_size)
+                rollouts = group["rollouts"][low - number * group_size : high - number * group_size]
+                pieces.append({"group_id": group["group_id"], "rollouts": rollouts})
+            indices = list(range(first, stop))
+            scored = self._slice_scorer().score(pieces)
+        else:
+            mine = [number for number in range(len(groups)) if number % ranks.world == ranks.rank]
+            indices = [number * group_size + offset for number in mine for offset in range(group_size)]
+            scored = self.reward.score([groups[number] for number in mine]) if mine else None
+        rows = (
+            [_row(candidate, self.component_names) for _, candidate in scored.candidates()] if scored else []
+        )
+        return ("ok", {"indices": indices, "rows": rows, "metrics": dict(scored.metrics) if scored else {}})
+
+    def _score_across(
+        self, ranks: Ranks, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
+    ) -> _BatchScores:
+        groups, size = self._gather_batch(ranks, prompts, completions, kwargs)
+        local: BaseException | None = None
+        try:
+            sent = self._score_share(ranks, groups, size)
+        except Exception as error:
+            local, sent = error, _failure(ranks.rank, "scoring its share", error)
+        gathered = ranks.gather(sent)  # collective 2, on every rank whatever happened above
+        _raise_failures(gathered, ranks.world, local)
+        total = size * ranks.world
+        rows: list[Row | None] = [None] * total
+        for _, part in gathered:
+            for index, row in zip(part["indices"], part["rows"], strict=True):
+                rows[index] = row
+        missing = [index for index, row in enumerate(rows) if row is None]
+        if missing:
+            raise BindingError(f"no rank scored samples {missing[:8]} of the global batch")
+        complete: list[Row] = [row for row in rows if row is not None]
+        rl = self.reward.config.rl
+        eps = rl.advantage_eps if rl.advantage_eps is not None else EPSILON
+        totals = [
+            [total for total, _ in complete[start : start + self.num_generations]]
+            for start in range(0, total, self.num_generations)
+        ]
+        advantages = group_advantages(totals, rl.advantage_scaling, std=rl.advantage_std, eps=eps)
+        metrics = merge_metrics([(part["metrics"], len(part["indices"])) for _, part in gathered], advantages)
+        return _BatchScores(
+            complete[ranks.rank * size : (ranks.rank + 1) * size], self.component_names, metrics
+        )
+
+    # -- the pass ---------------------------------------------------------------------------------
 
     @staticmethod
     def _same_batch(last: tuple[list[Any], list[Any], Any] | None, prompts: Any, completions: Any) -> bool:
@@ -124,6 +326,16 @@ class TRLRewardBinding:
             and list(last[1]) == list(completions)
         )
 
+    def _score_now(
+        self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
+    ) -> _BatchScores:
+        ranks = self._current_ranks()
+        if ranks is not None and ranks.world > 1:
+            return self._score_across(ranks, prompts, completions, kwargs)
+        return _BatchScores.of(
+            self.reward.score(self._groups(prompts, completions, kwargs)), self.component_names
+        )
+
     def scores(
         self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
     ) -> _BatchScores:
@@ -131,8 +343,7 @@ class TRLRewardBinding:
             if self._same_batch(self._last, prompts, completions):
                 assert self._last is not None
                 return self._last[2]
-            scored = self.reward.score(self._groups(prompts, completions, kwargs))
-            result = _BatchScores(scored, self.component_names)
+            result = self._score_now(prompts, completions, kwargs)
             self._last = (prompts, completions, result)
         self._publish(result, kwargs)
         return result
@@ -146,8 +357,12 @@ class TRLRewardBinding:
         future: asyncio.Future[_BatchScores] = asyncio.get_running_loop().create_future()
         self._pending = (prompts, completions, future)
         try:
-            scored = await self.reward.ascore(self._groups(prompts, completions, kwargs))
-            result = _BatchScores(scored, self.component_names)
+            ranks = self._current_ranks()
+            if ranks is not None and ranks.world > 1:
+                result = await asyncio.to_thread(self._score_across, ranks, prompts, completions, kwargs)
+            else:
+                scored = await self.reward.ascore(self._groups(prompts, completions, kwargs))
+                result = _BatchScores.of(scored, self.component_names)
         except BaseException as error:
             future.set_exception(error)
             future.exception()  # retrieved: the other functions of this batch re-raise it, or none wait
@@ -220,7 +435,8 @@ def binding(
     ``reference_column`` defaults to ``rl.data.response_column`` and is only read when a selected
     provider needs a reference.
     """
-    resolved = resolve_config(config_source(config, "rewardkit.bindings.trl"))
+    source = config_source(config, "rewardkit.bindings.trl")
+    resolved = resolve_config(source)
     size = resolved.rl.group_size
     if num_generations is None:
         if size is None:
@@ -234,7 +450,7 @@ def binding(
             f"num_generations={num_generations} but rl.group_size is {size}; they must be the same "
             "(GRPOConfig.num_generations)"
         )
-    reward = Reward(resolved, group_size=num_generations)
+    reward = reward_for(source, group_size=num_generations, advantage_eps=ADVANTAGE_EPS)
     column = reference_column if reference_column is not None else resolved.rl.data.response_column
     if "reference" in reward.needs and column is None:
         raise BindingError(
