@@ -60,7 +60,9 @@ def mutations(gold: str, count: int = MUTATIONS_PER_REFERENCE) -> list[str]:
     return found
 
 
-def cases(family: str, source: str, gold: str, rewrites: list[str], wrongs: list[str]) -> list[dict[str, Any]]:
+def cases(
+    family: str, source: str, gold: str, rewrites: list[str], wrongs: list[str]
+) -> list[dict[str, Any]]:
     rows = [{"kind": "identity", "answer": gold, "label": 1}]
     if "\\frac" in gold:
         rows.append({"kind": "dfrac", "answer": gold.replace("\\frac", "\\dfrac"), "label": 1})

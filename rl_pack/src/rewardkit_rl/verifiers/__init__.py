@@ -48,13 +48,13 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             factory=MathVerifier,
             params_schema=MathParams,
             needs=("reference",),
-            revision="1",
+            revision="2",
             terms=("task",),
             diagnostics=MATH_DIAGNOSTICS,
             scoring_packages=("math-verify", "latex2sympy2_extended", "sympy"),
             semantic_identity={
                 "extraction": "boxed>answer-tag>final-answer",
-                "equivalence": "exact-normalised, then math-verify latex-only",
+                "equivalence": "exact-normalised, then answer forms with math-verify latex-only leaves",
                 "math_verify": _math_verify_version(),
             },
             description="1 when the final answer (last \\boxed{}, <answer>, 'final answer') equals the "
