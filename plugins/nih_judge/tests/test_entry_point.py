@@ -1,0 +1,63 @@
+"""The distribution's entry point is found, its providers resolve by name, and they pass the kit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any, ClassVar
+
+import pytest
+from conftest import judge_params
+from rewardkit_nih_judge.compare import make_compare_judge
+from rewardkit_nih_judge.rubric import make_rubric_judge
+from rewardkit_nih_judge.testing import ScriptedJudge
+
+from rewardkit.catalog import resolve_catalog
+from rewardkit.testing import RewardProviderTests
+
+
+def test_providers_resolve_by_name_from_this_distribution():
+    catalog = resolve_catalog()
+    rubric, compare = catalog.entry("nih-rubric"), catalog.entry("nih-compare")
+    assert rubric.spec.factory is make_rubric_judge and compare.spec.factory is make_compare_judge
+    assert rubric.owner.distribution == compare.owner.distribution == "rewardkit-nih-judge"
+    assert rubric.spec.needs == compare.spec.needs == ("prompt",)
+    assert rubric.spec.terms == compare.spec.terms == ("score",)
+
+
+def test_rewardkit_providers_lists_both():
+    rows = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "rewardkit.cli", "providers", "--json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    listed = {row["name"]: row for row in rows if row["distribution"] == "rewardkit-nih-judge"}
+    assert sorted(listed) == ["nih-compare", "nih-rubric"]
+    params = listed["nih-rubric"]["params"]
+    for name in ("base_url", "api_key_env", "rubric_path", "cache_path", "max_concurrency", "timeout_s"):
+        assert params[name]["operator_only"], name
+    assert "position_flips" in listed["nih-compare"]["diagnostics"]
+
+
+class _AgainstScriptedJudge(RewardProviderTests):
+    server: ClassVar[ScriptedJudge | None] = None
+    extra: ClassVar[dict[str, Any]] = {}
+
+    @pytest.fixture(autouse=True)
+    def _judge(self):
+        with ScriptedJudge(lambda body: {"score": 6, "winner": "tie", "rationale": "kit"}) as server:
+            type(self).params = judge_params(server, **self.extra)
+            yield
+
+
+class TestRubricConformance(_AgainstScriptedJudge):
+    provider_name = "nih-rubric"
+    extra: ClassVar[dict[str, Any]] = {"rubric": "be right"}
+
+
+class TestCompareConformance(_AgainstScriptedJudge):
+    provider_name = "nih-compare"
