@@ -29,7 +29,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -47,7 +47,15 @@ from rewardkit.errors import (
     SelectionRefused,
 )
 from rewardkit.provenance import ProviderRecord
-from rewardkit.worker import REWARD_FIELDS, GroupLike, ScoredBatch, ScoredCandidate, ScoredGroup, group_parts
+from rewardkit.worker import (
+    REWARD_FIELDS,
+    GroupLike,
+    ScoredBatch,
+    ScoredCandidate,
+    ScoredGroup,
+    as_batch,
+    group_parts,
+)
 
 TOKEN_ENV = "REWARDKIT_TOKEN"
 _WIRE_FIELDS = ("trajectory_id", "completion", "group_id", "prompt", "reference", "completion_token_count",
@@ -166,26 +174,29 @@ class RemoteReward:
 
     def score(
         self,
-        groups: Sequence[GroupLike],
+        groups: Iterable[GroupLike],
         *,
         deadline_s: float | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ScoredBatch:
         """Score complete groups in the service; same result as ``Reward.score``."""
-        return self._call(self._score(groups, deadline_s, progress))
+        return self._call(self._score(as_batch(groups), deadline_s, progress))
 
     async def ascore(
         self,
-        groups: Sequence[GroupLike],
+        groups: Iterable[GroupLike],
         *,
         deadline_s: float | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ScoredBatch:
-        future = asyncio.run_coroutine_threadsafe(self._score(groups, deadline_s, progress), self._loop)
+        future = asyncio.run_coroutine_threadsafe(
+            self._score(as_batch(groups), deadline_s, progress), self._loop
+        )
         return await asyncio.wrap_future(future)
 
-    def process(self, groups: Sequence[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+    def process(self, groups: Iterable[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
         """Score, then write ``reward`` and ``advantage`` into the trajectories (nothing on failure)."""
+        groups = as_batch(groups)
         trajectories: list[MutableMapping[str, Any]] = []
         for group in groups:
             for rollout in group_parts(group)[1]:

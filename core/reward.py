@@ -9,10 +9,13 @@ wait for capacity until ``rewards.deadline_s``, then get ``BackpressureTimeout``
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
@@ -23,9 +26,9 @@ from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import RewardSpec, RewardSpecError
 from rewardkit.config import RewardkitConfig, RewardSelection, load_config
 from rewardkit.contracts import KNOWN_NEEDS
-from rewardkit.errors import ConfigError, PreflightError
+from rewardkit.errors import ConfigError, PreflightError, RewardkitError
 from rewardkit.provenance import ProviderRecord, check_resume_all
-from rewardkit.worker import GroupLike, RewardWorker, ScoredBatch
+from rewardkit.worker import GroupLike, RewardWorker, ScoredBatch, as_batch
 
 DEFAULT_THREADS = 8
 
@@ -78,6 +81,9 @@ class Reward:
         self._threads = config.rewards.concurrency or min(DEFAULT_THREADS, (os.cpu_count() or 1) * 4)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
+        self._released = False
+        self._children: list[Reward] = []  # validation rewards made here, closed with this one
+        _LIVE.add(self)
 
     # -- properties ----------------------------------------------------------------------------
 
@@ -102,6 +108,8 @@ class Reward:
     # -- scoring -------------------------------------------------------------------------------
 
     def _executor_for(self, groups: Sequence[GroupLike]) -> ThreadPoolExecutor | None:
+        if self._released:
+            raise RewardkitError("this Reward is closed; load() a new one")
         if len(groups) < 2 or self._threads < 2:
             return None
         with self._executor_lock:
@@ -124,24 +132,27 @@ class Reward:
 
     def score(
         self,
-        groups: Sequence[GroupLike],
+        groups: Iterable[GroupLike],
         *,
         deadline_s: float | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ScoredBatch:
         """Score complete groups; returns per-candidate ``final``, breakdown and advantage, and metrics.
 
-        ``progress(n)`` is called after each group is scored, with its number of rollouts.
+        ``groups`` is any iterable of groups (read once). ``progress(n)`` is called after each
+        group is scored, with its number of rollouts.
         """
-        return self.worker.evaluate(groups, self._executor_for(groups), self._admission(deadline_s, progress))
+        batch = as_batch(groups)
+        return self.worker.evaluate(batch, self._executor_for(batch), self._admission(deadline_s, progress))
 
-    def process(self, groups: Sequence[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+    def process(self, groups: Iterable[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
         """Score and write ``reward``/``advantage`` into the trajectories, all or nothing."""
-        return self.worker.process(groups, self._executor_for(groups), self._admission(deadline_s))
+        batch = as_batch(groups)
+        return self.worker.process(batch, self._executor_for(batch), self._admission(deadline_s))
 
-    async def ascore(self, groups: Sequence[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+    async def ascore(self, groups: Iterable[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
         """``score`` for asyncio callers: waits for capacity without blocking the event loop."""
-        return await asyncio.to_thread(self.score, groups, deadline_s=deadline_s)
+        return await asyncio.to_thread(self.score, as_batch(groups), deadline_s=deadline_s)
 
     def validation(self) -> Reward:
         """The held-out reward (``rl.validation.reward``), from the same catalog, namespace ``val``."""
@@ -161,19 +172,46 @@ class Reward:
                     f"not {selection.catalog!r}: validation selects from the same catalog"
                 )
         size = validation.n_generation if validation is not None else None
-        return Reward(self.config, selection, namespace="val", group_size=size, catalog=self.catalog)
+        child = Reward(self.config, selection, namespace="val", group_size=size, catalog=self.catalog)
+        with self._executor_lock:
+            self._children.append(child)
+        return child
 
     def close(self) -> None:
+        """Release everything this reward holds: its threads, every provider's processes and
+        sandboxes, and the validation rewards made from it. Idempotent; also run at exit."""
         with self._executor_lock:
-            if self._executor is not None:
-                self._executor.shutdown(wait=True)
-                self._executor = None
+            if self._released:
+                return
+            self._released = True
+            executor, self._executor = self._executor, None
+            children, self._children = self._children, []
+        _LIVE.discard(self)
+        if executor is not None:
+            executor.shutdown(wait=True)
+        try:
+            for child in children:
+                child.close()
+        finally:
+            self.worker.close()
 
     def __enter__(self) -> Reward:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# Rewards not yet closed; whatever a caller forgot is closed at interpreter exit, so no provider
+# process (a math worker, a sandbox) outlives the program.
+_LIVE: weakref.WeakSet[Reward] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_rewards() -> None:
+    for reward in list(_LIVE):
+        with contextlib.suppress(Exception):
+            reward.close()
 
 
 def load(

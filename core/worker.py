@@ -107,6 +107,31 @@ def group_parts(group: GroupLike) -> tuple[str, Sequence[Mapping[str, Any]]]:
     )
 
 
+def as_batch(groups: Iterable[GroupLike]) -> Sequence[GroupLike]:
+    """A batch read once into a list: any iterable of groups (a list, a generator, an iterator).
+
+    A group whose rollouts are a one-shot iterable becomes ``(group_id, [rollouts...])`` holding
+    the same rollout objects, so every later pass over the batch sees them all.
+    """
+    if isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Iterable):
+        raise RewardkitError(
+            f"a batch is an iterable of groups (RolloutGroup, (group_id, rollouts) or "
+            f"{{'group_id': ..., 'rollouts': [...]}}), not {type(groups).__name__}"
+        )
+    batch = groups if isinstance(groups, (list, tuple)) else list(groups)
+    fixed: list[GroupLike] | None = None
+    for index, group in enumerate(batch):
+        group_id, rollouts = group_parts(group)
+        if isinstance(rollouts, (list, tuple, str, bytes, Mapping, Sequence)) or not isinstance(
+            rollouts, Iterable
+        ):
+            continue  # a sequence is read as it is; a bad shape is reported by the adapter
+        if fixed is None:
+            fixed = list(batch)
+        fixed[index] = (group_id, list(rollouts))
+    return batch if fixed is None else fixed
+
+
 def batch_parts(groups: Sequence[GroupLike]) -> list[tuple[str, Sequence[Mapping[str, Any]]]]:
     """Every group's id and rollouts; a group id may appear once per batch."""
     parts = [group_parts(group) for group in groups]
@@ -192,6 +217,24 @@ class RewardWorker:
             component["params"] = catalog.normalise(component["provider"], component["params"])
         # What a run records and compares on resume: the spec with every component's params normalised.
         self.spec_identity: dict[str, Any] = normal
+
+    def close(self) -> None:
+        """Release every provider's resources (worker processes, sandboxes); idempotent.
+
+        Each provider with a ``close()`` is closed once, even when one of them fails; the first
+        failure is raised after all were tried.
+        """
+        first: BaseException | None = None
+        for bound in self.providers.values():
+            close = getattr(bound.provider, "close", None)
+            if not callable(close):
+                continue
+            try:
+                close()
+            except Exception as error:
+                first = first or error
+        if first is not None:
+            raise first
 
     def _provider_named(self, name: str) -> BoundProvider:
         return next(bound for bound in self.providers.values() if bound.name == name)
@@ -364,7 +407,7 @@ class RewardWorker:
         self, groups: Sequence[GroupLike], executor: Executor | None = None, admit: Admission = _no_admission
     ) -> ScoredBatch:
         """Score, compose, annotate and report a batch without modifying the inputs."""
-        return self.finish(self._stage(groups, executor, admit))
+        return self.finish(self._stage(as_batch(groups), executor, admit))
 
     # Distributed execution (reward actors) splits the batch: each group is staged where the
     # providers run (``stage_group``), and the driver that holds the whole batch calls ``finish``.
@@ -389,12 +432,14 @@ class RewardWorker:
         One transaction: if scoring, a reward write, the annotation or the report fails, every
         trajectory gets back exactly the reward-stage fields it had before, and the error propagates.
         """
-        return self.process_with(groups, lambda: self._stage(groups, executor, admit))
+        batch = as_batch(groups)
+        return self.process_with(batch, lambda: self._stage(batch, executor, admit))
 
     def process_with(self, groups: Sequence[GroupLike], stage: Callable[[], list]) -> ScoredBatch:
         """``process`` with the scoring stage supplied by the caller (e.g. reward actors).
 
-        ``stage()`` returns the staged groups in batch order, as ``_stage`` does.
+        ``stage()`` returns the staged groups in batch order, as ``_stage`` does; ``groups`` must
+        be the batch it stages (``as_batch`` of what the caller was given).
         """
         trajectories: list[MutableMapping[str, Any]] = []
         for group in groups:

@@ -28,7 +28,7 @@ import contextlib
 import os
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +42,7 @@ from rewardkit.distributed.actor import RewardActor
 from rewardkit.distributed.wire import staged_from_wire
 from rewardkit.errors import IdentityMismatchError, PreflightError, RewardkitError
 from rewardkit.reward import Reward, available_inputs
-from rewardkit.worker import GroupLike, ScoredBatch, batch_parts
+from rewardkit.worker import GroupLike, ScoredBatch, as_batch, batch_parts
 
 DEPTH = 2  # groups in flight per actor, so an actor never idles between calls
 STARTUP_TIMEOUT_S = 120.0
@@ -308,13 +308,14 @@ class RayReward(Reward):
                     pool.give_back(slot, scored)
                 return staged_from_wire(wire)
 
-    def score(self, groups: Sequence[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+    def score(self, groups: Iterable[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
         """Score complete groups on the actors; equal to ``Reward.score`` on the same groups."""
-        return self.worker.finish(self._stage_on_actors(groups, deadline_s))
+        return self.worker.finish(self._stage_on_actors(as_batch(groups), deadline_s))
 
-    def process(self, groups: Sequence[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+    def process(self, groups: Iterable[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
         """Score on the actors and write ``reward``/``advantage`` into the trajectories, all or nothing."""
-        return self.worker.process_with(groups, lambda: self._stage_on_actors(groups, deadline_s))
+        batch = as_batch(groups)
+        return self.worker.process_with(batch, lambda: self._stage_on_actors(batch, deadline_s))
 
     def compose_on_actor(self, spec: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
         """Compose one candidate's outcomes on a live actor (how the shared vectors reach actor code)."""

@@ -504,6 +504,13 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
             yield
         finally:
             service.executor.shutdown(wait=True)
+            with service._workers_lock:
+                workers = list(service._workers.values())
+            for worker in workers:  # provider processes and sandboxes end with the service
+                try:
+                    worker.close()
+                except Exception as error:
+                    log.warning("closing a reward worker failed: %s: %s", type(error).__name__, error)
 
     app = Starlette(
         routes=[
