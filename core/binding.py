@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardkit.contracts import (
+    KNOWN_NEEDS,
     RewardCandidate,
     RewardContext,
     RewardGroupRequest,
@@ -64,7 +65,8 @@ class BoundProvider:
         """Build the frozen request for one complete group of rollouts.
 
         A rollout is a mapping with ``trajectory_id``, ``completion`` and optionally ``group_id``,
-        ``prompt``, ``reference``, ``completion_token_count`` and ``finish_reason``.
+        ``prompt``, ``reference``, ``completion_token_count``, ``finish_reason`` and ``media``
+        (an in-process object handed to providers that need it, as it is).
         """
         if not isinstance(group_id, str) or not group_id:
             raise RewardContractError(
@@ -102,8 +104,22 @@ class BoundProvider:
                 )
             seen.add(candidate.trajectory_id)
             candidates.append(candidate)
+        if "media" in self.spec.needs:
+            for candidate in candidates:
+                if candidate.media is None:
+                    raise RewardContractError(
+                        f"provider {self.name!r} needs in-process media (e.g. the final latent) on "
+                        "every candidate, and this candidate has none",
+                        group_id=group_id,
+                        trajectory_id=candidate.trajectory_id,
+                        rule="missing-media",
+                    )
         context = RewardContext(
-            **{need: self._common_input(group_id, need, rollouts, candidates) for need in self.spec.needs}
+            **{
+                need: self._common_input(group_id, need, rollouts, candidates)
+                for need in self.spec.needs
+                if need in KNOWN_NEEDS
+            }
         )
         return RewardGroupRequest(group_id=group_id, candidates=tuple(candidates), context=context)
 
@@ -169,9 +185,11 @@ class BoundProvider:
                 "completion": candidate.completion,
                 "completion_token_count": candidate.completion_token_count,
                 "finish_reason": candidate.finish_reason,
+                "media": candidate.media,
             }
             for need in self.spec.needs:
-                rollout[need] = getattr(request.context, need)
+                if need in KNOWN_NEEDS:
+                    rollout[need] = getattr(request.context, need)
             rollouts.append(rollout)
         return self.prepare(request.group_id, rollouts, expected_size)
 
@@ -350,4 +368,4 @@ def _candidate(group_id: str, index: int, rollout: object) -> RewardCandidate:
             trajectory_id=trajectory_id,
             rule="finish-reason",
         )
-    return RewardCandidate(trajectory_id, completion, token_count, finish_reason)
+    return RewardCandidate(trajectory_id, completion, token_count, finish_reason, rollout.get("media"))

@@ -20,7 +20,7 @@ from rewardkit.contracts import KNOWN_NEEDS, RewardProviderSpec, check_name
 from rewardkit.errors import PreflightError, RegistrationError, UnknownNameError
 from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
 from rewardkit.frozen import NotJSONError
-from rewardkit.identity import canonical_json, code_fingerprint, provider_identity
+from rewardkit.identity import canonical_json, code_fingerprint, provider_identity, sha256_hex
 from rewardkit.params import (
     ParamsError,
     derive_params_model,
@@ -54,7 +54,12 @@ class ProviderEntry:
     @functools.cached_property
     def params_model(self) -> type[BaseModel] | None:
         """The provider's parameter schema: declared, or derived from its factory's annotations."""
-        return self.spec.params_schema or derive_params_model(self.spec.factory, self.spec.name)
+        spec = self.spec
+        # runtime objects are keyword arguments of the factory but never params
+        factory = (
+            functools.partial(spec.factory, **dict.fromkeys(spec.runtime)) if spec.runtime else spec.factory
+        )
+        return spec.params_schema or derive_params_model(factory, spec.name)
 
     @functools.cached_property
     def default_params(self) -> dict[str, Any] | None:
@@ -84,6 +89,7 @@ class ProviderEntry:
             "semantic_identity": spec.semantic_identity,
             "description": spec.description,
             "scoring_packages": list(spec.scoring_packages),
+            "runtime": list(spec.runtime),
             "params": schema_document(self.params_model),
         }
 
@@ -116,8 +122,14 @@ class Catalog:
         name: str,
         params: Mapping[str, Any] | None = None,
         available_inputs: Sequence[str] = KNOWN_NEEDS,
+        runtime: Mapping[str, Any] | None = None,
     ) -> BoundProvider:
         """Construct provider ``name`` with ``params`` and bind it to its spec (preflight).
+
+        ``runtime`` holds in-process objects (a decoder) for providers that declare them in
+        ``spec.runtime``; ``None`` means the caller is not the process that owns such objects (the
+        Reward Service, ``rewardkit score``, Ray actors), so providers needing them, or needing
+        in-process ``media``, are refused with an error saying where they can run.
 
         Fails with ``PreflightError`` when the params do not fit the provider's parameter schema
         (strict types, documented maxima), when a param disables the sandbox without
@@ -128,6 +140,13 @@ class Catalog:
         spec = entry.spec
         params = dict(params or {})
         missing = [need for need in spec.needs if need not in available_inputs]
+        if "media" in missing:
+            raise PreflightError(
+                f"provider {name!r} needs in-process media (an object such as a latent on each "
+                "candidate), which JSONL files and HTTP requests cannot carry: score it in the "
+                "trainer's own process with rewardkit.load(config, runtime={...}), not through the "
+                "Reward Service, `rewardkit score` or Ray actors"
+            )
         if missing:
             raise PreflightError(
                 f"provider {name!r} needs {missing} but the data supplies only "
@@ -140,8 +159,9 @@ class Catalog:
             require_unsandboxed_opt_in(name, unsandboxed_choices(model, params))
         except ParamsError as error:
             raise PreflightError(f"provider {name!r}: {error}") from None
+        objects = self._runtime_objects(name, spec, runtime)
         try:
-            provider = spec.factory(**params)
+            provider = spec.factory(**params, **objects)
         except TypeError as error:
             raise PreflightError(
                 f"provider {name!r} from {owner_label(entry.owner)} rejected params {sorted(params)}: {error}"
@@ -156,7 +176,44 @@ class Catalog:
                 f"factory of provider {name!r} returned {type(provider).__name__}, which has no "
                 "evaluate(request) method; a factory must return a provider"
             )
-        return BoundProvider(spec, provider, params, provider_identity(spec, normal))
+        identity = provider_identity(spec, normal)
+        if spec.runtime:
+            identity = self._with_runtime_identity(name, spec, identity, objects)
+        return BoundProvider(spec, provider, params, identity)
+
+    @staticmethod
+    def _runtime_objects(
+        name: str, spec: RewardProviderSpec, runtime: Mapping[str, Any] | None
+    ) -> dict[str, Any]:
+        absent = [item for item in spec.runtime if runtime is None or item not in runtime]
+        if absent:
+            raise PreflightError(
+                f"provider {name!r} needs runtime object(s) {absent}, which only the process that "
+                f"owns them can pass: rewardkit.load(config, runtime={{{absent[0]!r}: ...}}); the "
+                "Reward Service, `rewardkit score` and Ray actors cannot"
+            )
+        return {item: runtime[item] for item in spec.runtime} if runtime is not None else {}
+
+    @staticmethod
+    def _with_runtime_identity(
+        name: str, spec: RewardProviderSpec, identity: str, objects: Mapping[str, Any]
+    ) -> str:
+        """The identity extended by what the runtime objects attest (never the objects)."""
+        if spec.runtime_identity is not None:
+            try:
+                attested = spec.runtime_identity(objects)
+            except Exception as error:
+                raise PreflightError(
+                    f"provider {name!r}: runtime objects {list(objects)} were refused: "
+                    f"{type(error).__name__}: {error}"
+                ) from error
+        else:
+            attested = {item: type(value).__qualname__ for item, value in objects.items()}
+        try:
+            text = canonical_json({"provider": identity, "runtime": attested}, f"runtime of {name!r}")
+        except NotJSONError as error:
+            raise PreflightError(f"provider {name!r}: runtime identity is not JSON ({error})") from None
+        return sha256_hex(text)
 
     def normalise(self, name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``params`` as the provider's schema reads them: checked strictly, defaults filled in,

@@ -18,6 +18,9 @@ from rewardkit.errors import RegistrationError
 from rewardkit.frozen import NotJSONError, freeze
 
 KNOWN_NEEDS: tuple[str, ...] = ("prompt", "reference")
+# Needs only an in-process caller can meet: ``media`` is an opaque per-candidate object (a latent
+# tensor) handed over in memory; it is never serialised into JSONL, HTTP or an identity.
+IN_PROCESS_NEEDS: tuple[str, ...] = ("media",)
 Status = Literal["scored", "skipped", "error"]
 
 # Names become metric path segments (train/reward_provider/<provider>/<diagnostic>) and CLI words.
@@ -48,12 +51,18 @@ def check_name(kind: str, name: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RewardCandidate:
-    """One completion of a group, with what the rollout engine recorded about how it ended."""
+    """One completion of a group, with what the rollout engine recorded about how it ended.
+
+    ``media`` is an optional in-process payload (e.g. the final latent of a generated video) for
+    providers that declare ``needs=("media",)``; it is opaque to rewardkit, never frozen, never
+    compared and never serialised.
+    """
 
     trajectory_id: str
     completion: str
     completion_token_count: int | None = None
     finish_reason: str | None = None
+    media: Any = field(default=None, compare=False, repr=False)
 
     @property
     def is_length_truncated(self) -> bool:
@@ -161,6 +170,11 @@ class RewardProviderSpec:
     ``partial(map_candidates, scorer)``). Every configuration is validated against it at load.
     ``scoring_packages`` names third-party distributions whose version changes scores (such as
     ``math-verify``); their versions enter the code fingerprint with the provider's package files.
+    ``runtime`` names objects the factory takes as keyword arguments that JSON params cannot carry
+    (a model-owned decoder); an in-process caller passes them as
+    ``rewardkit.load(config, runtime={...})``. ``runtime_identity(objects)`` returns the JSON that
+    stands for them in the identity (a decoder's attested name, revision and output range);
+    the objects themselves never enter it.
     """
 
     name: str
@@ -173,6 +187,8 @@ class RewardProviderSpec:
     description: str = ""
     params_schema: type[BaseModel] | None = None
     scoring_packages: tuple[str, ...] = ()
+    runtime: tuple[str, ...] = ()
+    runtime_identity: Callable[[Mapping[str, Any]], Any] | None = None
 
     def __post_init__(self) -> None:
         check_name("provider", self.name)
@@ -182,7 +198,7 @@ class RewardProviderSpec:
         schema = self.params_schema
         if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
             raise RegistrationError(f"{where}: params_schema must be a pydantic model class, got {schema!r}")
-        for attr in ("needs", "terms", "diagnostics", "scoring_packages"):
+        for attr in ("needs", "terms", "diagnostics", "scoring_packages", "runtime"):
             value = getattr(self, attr)
             if isinstance(value, str) or not isinstance(value, (tuple, list)):
                 raise RegistrationError(f"{where}: {attr} must be a tuple of names, got {value!r}")
@@ -191,19 +207,22 @@ class RewardProviderSpec:
             raise RegistrationError(
                 f"{where}: scoring_packages must be distribution names, got {self.scoring_packages!r}"
             )
-        unknown = [need for need in self.needs if need not in KNOWN_NEEDS]
+        possible = KNOWN_NEEDS + IN_PROCESS_NEEDS
+        unknown = [need for need in self.needs if need not in possible]
         if unknown:
+            raise RegistrationError(f"{where}: unknown needs {unknown}; a provider may need {list(possible)}")
+        if self.runtime_identity is not None and not callable(self.runtime_identity):
             raise RegistrationError(
-                f"{where}: unknown needs {unknown}; a provider may need {list(KNOWN_NEEDS)}"
+                f"{where}: runtime_identity must be callable, got {self.runtime_identity!r}"
             )
         if not isinstance(self.revision, str) or not self.revision.strip():
             raise RegistrationError(f"{where}: revision must be a non-empty string")
         if not self.terms:
             raise RegistrationError(f"{where}: declare at least one term")
-        for attr in ("needs", "terms", "diagnostics"):
+        for attr in ("needs", "terms", "diagnostics", "runtime"):
             names = getattr(self, attr)
             for item in names:
-                check_name(f"{where} {attr[:-1]}", item)
+                check_name(f"{where} {attr.removesuffix('s')} name", item)
             if len(set(names)) != len(names):
                 raise RegistrationError(f"{where}: duplicate entries in {attr}: {names}")
         reserved = sorted(RESERVED_DIAGNOSTICS.intersection(self.diagnostics))
