@@ -144,6 +144,44 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return run_serve(args)
 
 
+@command("checkpoints")
+def cmd_checkpoints(args: argparse.Namespace) -> int:
+    if args.action == "curve":
+        from rewardkit.checkpoints.curve import curve_rows, plot_curve
+
+        rows = curve_rows(args.target)
+        if args.plot:
+            plot_curve(rows, args.plot)
+        if args.json:
+            print(json.dumps(rows, indent=2))
+            return 0
+
+        def number(value: object, signed: bool = False) -> str:
+            if value is None:
+                return "-"
+            return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+        table = [
+            (str(row["step"]), number(row["value"]), number(row["diff"], True),
+             "-" if row["low"] is None else f"[{row['low']:+.4f}, {row['high']:+.4f}]", row["gate"])
+            for row in rows
+        ]  # fmt: skip
+        print(format_table(table, ("step", "metric", "vs base", "95% interval", "gate")))
+        return 0
+    from rewardkit.checkpoints.watcher import Watcher
+    from rewardkit.config import load_config
+    from rewardkit.reward import load
+
+    config = load_config(args.target, args.overrides)
+    reward = load(config)
+    watcher = Watcher(config, reward)
+    try:
+        return watcher.run(once=args.once, timeout_s=args.timeout)
+    finally:
+        watcher.close()
+        reward.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rewardkit", description="The reward layer for RL post-training.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -162,6 +200,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     serving = sub.add_parser("serving", help="list installed checkpoint serving strategies")
     serving.add_argument("--json", action="store_true")
+
+    checkpoints = sub.add_parser("checkpoints", help="evaluate checkpoints as a model trains")
+    checkpoints.add_argument("action", choices=("watch", "curve"))
+    checkpoints.add_argument(
+        "target", help="watch: a configuration with a checkpoints section; curve: its log_dir"
+    )
+    checkpoints.add_argument(
+        "overrides", nargs="*", metavar="key=value", help="configuration overrides (watch)"
+    )
+    checkpoints.add_argument("--once", action="store_true", help="watch: one scan, then exit")
+    checkpoints.add_argument("--timeout", type=float, help="watch: stop scanning after this many seconds")
+    checkpoints.add_argument("--plot", help="curve: write a PNG plot here (needs matplotlib)")
+    checkpoints.add_argument("--json", action="store_true", help="curve: print JSON rows")
 
     score = sub.add_parser("score", help="score a JSONL file of rollouts (the main job)")
     score.add_argument("config", help="YAML or TOML configuration")

@@ -70,7 +70,15 @@ __all__ = [
 
 _DOTTED_CALLABLE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
 # Keys holding local file paths; resolved against the config file's folder.
-_PATH_KEYS: tuple[tuple[str, ...], ...] = (("rl", "data", "path"), ("rl", "data", "rollouts_path"))
+_PATH_KEYS: tuple[tuple[str, ...], ...] = (
+    ("rl", "data", "path"),
+    ("rl", "data", "rollouts_path"),
+    ("checkpoints", "dir"),
+    ("checkpoints", "log_dir"),
+    ("checkpoints", "base"),
+    ("checkpoints", "prompts", "path"),
+    ("checkpoints", "gate", "stop_file"),
+)
 
 
 class _Section(BaseModel):
@@ -254,11 +262,78 @@ class RewardsConfig(_Section):
         return value
 
 
+class PromptsConfig(_Section):
+    """``checkpoints.prompts``: the evaluation prompts (JSONL), mapped like ``rl.data``."""
+
+    path: str
+    prompt_column: str = "prompt"
+    response_column: str | None = None
+    id_column: str | None = None
+    cluster_column: str | None = None
+
+
+class GenerationConfig(_Section):
+    """``checkpoints.generation``: how each served checkpoint is asked (OpenAI-compatible)."""
+
+    mode: Literal["completions", "chat"] = "completions"
+    temperature: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    max_tokens: int = Field(default=256, ge=1)
+    n: int = Field(default=1, ge=1, le=64)
+    seed: int | None = 0
+    concurrency: int = Field(default=8, ge=1, le=256)
+    timeout_s: float = Field(default=120.0, gt=0, le=3600)
+    deadline_s: float = Field(default=3600.0, gt=0, le=86_400)
+
+
+class ServingChoice(_Section):
+    """``checkpoints.serving``: a serving strategy by name and its params."""
+
+    strategy: str = "vllm-serve"
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class GateConfig(_Section):
+    """``checkpoints.gate``: the regression gate (see rewardkit.stats.gate)."""
+
+    tolerance: float = Field(default=0.01, ge=0, allow_inf_nan=False)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    horizon: int = Field(default=20, ge=1)
+    method: Literal["t", "bootstrap"] = "t"
+    level: float = Field(default=0.95, gt=0, lt=1)
+    stop_file: str | None = None
+
+
+class CheckpointsConfig(_Section):
+    """``checkpoints``: the run spec of checkpoint evaluation (``rewardkit checkpoints watch``)."""
+
+    dir: str
+    log_dir: str
+    base: str | None = None
+    prompts: PromptsConfig
+    generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    serving: ServingChoice = Field(default_factory=ServingChoice)
+    metric: Literal["mean", "pass@k"] = "mean"
+    k: int = Field(default=1, ge=1)
+    success_threshold: float = Field(default=1.0, allow_inf_nan=False)
+    gate: GateConfig = Field(default_factory=GateConfig)
+    settle_s: float = Field(default=10.0, ge=0)
+    scan_interval_s: float = Field(default=10.0, gt=0)
+    max_attempts: int = Field(default=3, ge=1)
+
+    @model_validator(mode="after")
+    def _k_fits(self) -> CheckpointsConfig:
+        if self.metric == "pass@k" and self.k > self.generation.n:
+            raise ValueError(f"pass@k needs k <= generation.n; k is {self.k}, n is {self.generation.n}")
+        return self
+
+
 class RewardkitConfig(_Section):
     """A whole run configuration. ``source_path`` is the file it was read from (``None`` for a mapping)."""
 
     rl: RLConfig
     rewards: RewardsConfig = Field(default_factory=RewardsConfig)
+    checkpoints: CheckpointsConfig | None = None
 
     _source_path: Path | None = PrivateAttr(default=None)
 

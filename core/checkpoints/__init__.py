@@ -1,0 +1,1 @@
+"""Checkpoint evaluation: discover, serve, generate, score, compare with the base, gate."""
