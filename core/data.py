@@ -418,7 +418,8 @@ def read_rollouts(
     ``row``, its 1-based line number. ``trajectory_id`` is kept when given and otherwise generated
     as ``f"{group_id}/{k}"`` with ``k`` the rollout's position in its group. The prompt and
     reference columns are required, non-null and equal across a group when in ``needs``; when not
-    needed they are carried along if present.
+    needed they are carried along if present, and the prompt must still be one per group (a group
+    whose rows carry different prompts is refused naming the line and column).
     """
     where = str(path)
     wanted = _check_needs(needs, response_column, where)
@@ -482,11 +483,16 @@ def _check_group(
                 row=rollout["row"],
                 column="trajectory_id",
             )
-    first = group.rollouts[0]
     for canonical, column in (("prompt", prompt_column), ("reference", response_column)):
-        if canonical not in needs or column is None:
+        # A GRPO group is one prompt: mixed prompts corrupt its advantages, whatever the provider
+        # needs. A prompt that is not needed may be left out of a row, but not be another one.
+        if column is None or (canonical not in needs and canonical != "prompt"):
             continue
-        for rollout in group.rollouts[1:]:
+        carrying = [rollout for rollout in group.rollouts if canonical in rollout]
+        if not carrying:
+            continue
+        first = carrying[0]
+        for rollout in carrying[1:]:
             if not strictly_equal(rollout[canonical], first[canonical]):
                 raise DataError(
                     f"the {canonical} differs from the one on line {first['row']} of group "

@@ -21,7 +21,8 @@ from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog
 from rewardkit.composition import ComponentOutcome, Composition, CompositionError, RewardSpec, compose
 from rewardkit.contracts import KNOWN_NEEDS, RewardGroupResult
-from rewardkit.errors import PreflightError, ProviderError, RewardkitError
+from rewardkit.errors import PreflightError, ProviderError, RewardContractError, RewardkitError
+from rewardkit.frozen import strictly_equal
 from rewardkit.identity import canonical_json
 from rewardkit.metrics import Report, metric_name
 from rewardkit.provenance import ProviderRecord, record_of
@@ -145,6 +146,34 @@ def batch_parts(groups: Sequence[GroupLike]) -> list[tuple[str, Sequence[Mapping
     return parts
 
 
+def check_one_prompt(group_id: str, rollouts: Sequence[Mapping[str, Any]]) -> None:
+    """A group is one prompt: a rollout may carry no ``prompt``, but two that carry one must carry
+    the same (type-strictly), whatever the providers need; mixed prompts corrupt the advantages."""
+    if isinstance(rollouts, (str, bytes)) or not isinstance(rollouts, Sequence):
+        return  # the shape is the adapter's to report
+    prompt: Any = None
+    for position, rollout in enumerate(rollouts):
+        if not isinstance(rollout, Mapping):
+            return
+        other = rollout.get("prompt")
+        if other is None or other is prompt:
+            continue
+        if prompt is None:
+            prompt, first = other, position
+            continue
+        if strictly_equal(other, prompt):
+            continue
+        where = f" (line {rollout['row']})" if isinstance(rollout.get("row"), int) else ""
+        raise RewardContractError(
+            f"the rollout at position {position}{where} has a prompt different from the one at "
+            f"position {first}; a group is the completions of one prompt (types count: 1, 1.0 and "
+            "true differ)",
+            group_id=str(group_id),
+            trajectory_id=str(rollout.get("trajectory_id")),
+            rule="mixed-prompts",
+        )
+
+
 class RewardWorker:
     """Scores batches of complete groups with one ``RewardSpec``."""
 
@@ -159,6 +188,7 @@ class RewardWorker:
         advantage_std: StdKind = "sample",
         advantage_eps: float = EPSILON,
         available_inputs: Sequence[str] = KNOWN_NEEDS,
+        runtime: Mapping[str, Any] | None = None,
     ) -> None:
         metric_name(namespace)  # validates the namespace
         if scaling not in SCALINGS:
@@ -189,7 +219,9 @@ class RewardWorker:
                 )
             owners.setdefault(component.provider, (params_key, component.name))
             if key not in self.providers:
-                self.providers[key] = catalog.bind(component.provider, component.params, available_inputs)
+                self.providers[key] = catalog.bind(
+                    component.provider, component.params, available_inputs, runtime=runtime
+                )
         resolved = spec.with_terms(lambda name: self._provider_named(name).spec.default_term)
         self.spec = resolved
         read: dict[tuple[str, str], str] = {}
@@ -255,6 +287,7 @@ class RewardWorker:
     def _score_admitted(
         self, group_id: str, rollouts: Sequence[Mapping[str, Any]]
     ) -> dict[str, RewardGroupResult | ProviderError]:
+        check_one_prompt(group_id, rollouts)
         results: dict[str, RewardGroupResult | ProviderError] = {}
         for key, bound in self.providers.items():
             try:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import rewardkit
-from rewardkit import RewardkitError, resolve_catalog
+from rewardkit import RewardContractError, RewardkitError, resolve_catalog
 from rewardkit.composition import RewardSpec
 from rewardkit.worker import RewardWorker
 
@@ -179,3 +179,24 @@ def test_something_that_is_not_a_batch_is_a_clear_error():
             reward.score({"group_id": "g", "rollouts": []})
         with pytest.raises(RewardkitError, match="not int"):
             reward.score(3)
+
+
+# -- a group is one prompt -----------------------------------------------------------------------
+
+
+def test_a_group_with_mixed_prompts_is_refused_even_when_the_provider_ignores_prompts():
+    rows = [
+        {"trajectory_id": "a", "completion": "4", "prompt": "2+2?", "reference": "4"},
+        {"trajectory_id": "b", "completion": "4", "prompt": "3+1?", "reference": "4"},
+    ]
+    with rewardkit.load({"rl": {"group_size": 2, "reward": {"provider": "exact-match"}}}) as reward:
+        with pytest.raises(RewardContractError) as caught:
+            reward.score([("g", rows)])
+        assert caught.value.rule == "mixed-prompts" and "'b'" in str(caught.value)
+        absent = [rows[0], {**rows[1], "prompt": None}]  # a row may leave out an unneeded prompt
+        assert reward.score([("g", absent)]).groups[0].candidates[1].final == 1.0
+        typed = [{**rows[0], "prompt": 1}, {**rows[1], "prompt": 1.0}]
+        with pytest.raises(RewardContractError, match="one prompt"):
+            reward.score([("g", typed)])
+        same = [rows[0], {**rows[1], "prompt": "2+2?"}]
+        assert reward.score([("g", same)]).groups[0].candidates[0].final == 1.0

@@ -86,6 +86,7 @@ def good_rows() -> list[dict[str, object]]:
         (lambda rows: rows[0].pop("group_id"), "line 1"),
         (lambda rows: rows.pop(), "group 'a'"),
         (lambda rows: rows[1].__setitem__("answer", "#### 4"), "line 2"),
+        (lambda rows: rows[1].__setitem__("prompt", "another question"), "line 2, column 'prompt'"),
     ],
     ids=[
         "not-json",
@@ -93,6 +94,7 @@ def good_rows() -> list[dict[str, object]]:
         "missing-group-id",
         "wrong-group-size",
         "inconsistent-reference",
+        "mixed-prompts",
     ],
 )
 def test_bad_rollouts_fail_clearly_and_write_nothing(
