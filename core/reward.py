@@ -25,7 +25,7 @@ from rewardkit.backpressure import InflightLimiter
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import RewardSpec, RewardSpecError
 from rewardkit.config import RewardkitConfig, RewardSelection, load_config
-from rewardkit.contracts import KNOWN_NEEDS
+from rewardkit.contracts import IN_PROCESS_NEEDS, KNOWN_NEEDS
 from rewardkit.errors import ConfigError, PreflightError, RewardkitError
 from rewardkit.provenance import ProviderRecord, check_resume_all
 from rewardkit.worker import GroupLike, RewardWorker, ScoredBatch, as_batch
@@ -63,9 +63,13 @@ class Reward:
         namespace: str = "train",
         group_size: int | None = None,
         catalog: Catalog | None = None,
+        runtime: Mapping[str, Any] | None = None,
     ) -> None:
         self.config = config
         self.selection = selection or config.rl.reward
+        # In-process objects (a decoder) for providers that declare them; with them, this process
+        # also hands candidates their in-process media.
+        self.runtime = dict(runtime) if runtime is not None else None
         self.catalog = catalog or resolve_catalog(self.selection.catalog)
         self.worker = RewardWorker(
             spec_of(self.selection),
@@ -75,7 +79,8 @@ class Reward:
             scaling=config.rl.advantage_scaling,
             advantage_std=config.rl.advantage_std,
             advantage_eps=config.rl.advantage_eps if config.rl.advantage_eps is not None else EPSILON,
-            available_inputs=available_inputs(config),
+            available_inputs=available_inputs(config) + (IN_PROCESS_NEEDS if runtime is not None else ()),
+            runtime=self.runtime,
         )
         self.limiter = InflightLimiter(config.rewards.max_inflight)
         self._threads = config.rewards.concurrency or min(DEFAULT_THREADS, (os.cpu_count() or 1) * 4)
@@ -172,7 +177,14 @@ class Reward:
                     f"not {selection.catalog!r}: validation selects from the same catalog"
                 )
         size = validation.n_generation if validation is not None else None
-        child = Reward(self.config, selection, namespace="val", group_size=size, catalog=self.catalog)
+        child = Reward(
+            self.config,
+            selection,
+            namespace="val",
+            group_size=size,
+            catalog=self.catalog,
+            runtime=self.runtime,
+        )
         with self._executor_lock:
             self._children.append(child)
         return child
@@ -215,22 +227,34 @@ def _close_live_rewards() -> None:
 
 
 def load(
-    config: RewardkitConfig | Mapping[str, Any] | str | os.PathLike[str], overrides: Sequence[str] = ()
+    config: RewardkitConfig | Mapping[str, Any] | str | os.PathLike[str],
+    overrides: Sequence[str] = (),
+    *,
+    runtime: Mapping[str, Any] | None = None,
 ) -> Reward:
     """Resolve and preflight the reward a configuration selects.
 
     ``config`` is a ``RewardkitConfig``, a mapping or a YAML/TOML path. With ``rl.reward.service``
     the reward is scored by a Reward Service; with ``rewards.backend: ray``, by reward actors.
+    ``runtime`` passes in-process objects (``{"decoder": decoder}``) to the factories that declare
+    them, and lets rollouts carry in-process ``media``; both stay in this process, so they cannot
+    be combined with a service or Ray.
     """
     if not isinstance(config, RewardkitConfig):
         config = load_config(config, overrides)
     elif overrides:
         raise PreflightError("overrides apply when loading a file or mapping, not to a RewardkitConfig")
+    if runtime is not None and (config.rl.reward.service is not None or config.rewards.backend == "ray"):
+        where = "rl.reward.service" if config.rl.reward.service is not None else "rewards.backend: ray"
+        raise PreflightError(
+            f"runtime objects {sorted(runtime)} live in this process and cannot travel to {where}; "
+            "score providers that need them in-process"
+        )
     if config.rl.reward.service is not None:
         return _optional("rewardkit.remote", "RemoteReward", "rl.reward.service")(config)
     if config.rewards.backend == "ray":
         return _optional("rewardkit.distributed.ray", "RayReward", "rewards.backend: ray")(config)
-    return Reward(config)
+    return Reward(config, runtime=runtime)
 
 
 def _optional(module: str, attribute: str, key: str) -> Any:

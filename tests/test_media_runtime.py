@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from media_fixtures import ListDecoder
 
+import rewardkit
 from rewardkit import (
     PreflightError,
     RegistrationError,
@@ -100,3 +101,30 @@ def test_spec_checks_runtime_names_and_identity_callable():
         RewardProviderSpec("p", factory, (), "1", ("t",), runtime=("decoder",), runtime_identity="x")
     with pytest.raises(RegistrationError, match="unknown needs"):
         RewardProviderSpec("p", factory, ("latent",), "1", ("t",))
+
+
+# -- rewardkit.load(config, runtime=...) -----------------------------------------------------------
+
+CONFIG = {"rl": {"group_size": 1, "reward": {"provider": "latent-mean", "catalog": "media_fixtures:catalog"}}}
+
+
+def test_load_hands_runtime_objects_and_media_to_the_provider():
+    decoder = ListDecoder(factor=3.0)
+    with rewardkit.load(CONFIG, runtime={"decoder": decoder}) as reward:
+        batch = reward.score(
+            [{"group_id": "g", "rollouts": [{"trajectory_id": "a", "completion": "", "media": [1.0]}]}]
+        )
+        ((_, scored),) = batch.candidates()
+        assert scored.final == 3.0 and decoder.calls == 1
+        assert reward.providers[0].identity == reward.validation().providers[0].identity
+
+
+def test_load_without_runtime_refuses_a_provider_that_needs_it():
+    with pytest.raises(PreflightError, match="in-process media"):
+        rewardkit.load(CONFIG)
+
+
+def test_runtime_objects_cannot_go_to_a_service_or_ray():
+    remote = {"rl": {**CONFIG["rl"], "reward": {**CONFIG["rl"]["reward"], "service": "http://127.0.0.1:9"}}}
+    with pytest.raises(PreflightError, match=r"cannot travel to rl\.reward\.service"):
+        rewardkit.load(remote, runtime={"decoder": ListDecoder()})
