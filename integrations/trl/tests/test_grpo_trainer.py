@@ -18,43 +18,15 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["WANDB_DISABLED"] = "true"
 
 # Imported plainly: run under `tox -e trl`, and a missing trainer is an import error, not a skip.
-import torch
+import pytest
 import trl
 from datasets import Dataset
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback
+from tiny import tiny_model, tiny_tokenizer
+from transformers import TrainerCallback
 
 import rewardkit
 from rewardkit.bindings.trl import binding
 
-SPECIALS = ["<pad>", "<unk>", "<bos>", "<eos>"]
-WORDS = [
-    "what",
-    "is",
-    "two",
-    "plus",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "one",
-    "zero",
-    "the",
-    "answer",
-    "equals",
-    "and",
-    "minus",
-    "times",
-    "yes",
-    "no",
-    "maybe",
-    "sum",
-    "of",
-]
 ROWS = [
     ("what is two plus three", "five"),
     ("what is four minus one", "three"),
@@ -81,34 +53,6 @@ CONFIG = {
 COMPONENTS = ("word-overlap", "long-answer", "nonempty")
 
 
-def tiny_tokenizer() -> PreTrainedTokenizerFast:
-    vocab = {token: index for index, token in enumerate(SPECIALS + WORDS)}
-    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, pad_token="<pad>", unk_token="<unk>", bos_token="<bos>", eos_token="<eos>"
-    )
-    tokenizer.padding_side = "left"
-    return tokenizer
-
-
-def tiny_model(tokenizer: PreTrainedTokenizerFast) -> LlamaForCausalLM:
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=16,
-        intermediate_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
-    return LlamaForCausalLM(config)
-
-
 class Snapshot(TrainerCallback):
     """After each logged step: TRL's logged metrics, and the completions and rewards of that step."""
 
@@ -126,6 +70,7 @@ class Snapshot(TrainerCallback):
                 "prompts": list(samples["prompt"]),
                 "completions": list(samples["completion"]),
                 "rewards": {name: list(values) for name, values in samples["rewards"].items()},
+                "advantages": list(samples["advantages"]),
             }
         )
 
@@ -211,6 +156,10 @@ def test_grpo_trainer_logs_rewardkit_scores(tmp_path, monkeypatch):
             ]
             groups.append({"group_id": f"step{number}-{start}", "rollouts": rollouts})
         ours = [candidate for _, candidate in reference.score(groups).candidates()]
+        # The binding's reward computes advantages as TRL does (sample std, std + 1e-4): the same numbers.
+        advantages = [c.advantage for _, c in bound.reward.score(groups).candidates()]
+        assert step["advantages"] == pytest.approx(advantages, rel=1e-4, abs=1e-5), (step, advantages)
+        assert any(abs(value) > 0.1 for value in advantages)
         totals = [candidate.final for candidate in ours]
         per_component = {
             name: [

@@ -1,0 +1,144 @@
+"""TRL's real GRPOTrainer on 2 processes (torchrun, gloo on loopback), each rank holding half a group.
+
+``grpo_ranks.py`` runs under ``torchrun --nproc_per_node 2`` inside a private network namespace
+(``unshare -n``: loopback is the only interface, so no traffic can leave the machine). With
+``per_device_train_batch_size=2`` and ``num_generations=4`` every group of 4 completions is split
+2 + 2 across the ranks; the test checks that it was, and that the rewards TRL logged for the
+whole batch are the scores rewardkit gives the same completions as whole groups, for a pointwise
+reward and for a group-native one (which scores a candidate by its place in the whole group). A
+provider that fails on rank 1 only must fail both ranks with the same error.
+
+One launch trains the three runs in turn (the imports dominate: about 10 s per launch warm).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rewardkit
+from rewardkit.bindings.loading import forget_rewards
+from rewardkit.bindings.trl import binding
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+RUNS = ("pointwise", "group-native", "fails-on-rank-1")
+GROUP = 4
+# Only bounds a broken launch (a deadlock would otherwise hang the suite); nothing asserts on time.
+LAUNCH_LIMIT_S = 900
+
+
+def same(logged: float, ours: float | None) -> bool:
+    if ours is None:
+        return math.isnan(logged)
+    return math.isclose(logged, ours, rel_tol=1e-5, abs_tol=1e-6)  # TRL keeps rewards in float32
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("ranks")
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        pytest.fail("the multi-process TRL test needs unshare and ip (util-linux, iproute2)", pytrace=False)
+    torchrun = (
+        f"{sys.executable} -m torch.distributed.run --nnodes 1 --nproc_per_node 2 "
+        f"--master_addr 127.0.0.1 --master_port 29533 {HERE / 'grpo_ranks.py'} {out} {' '.join(RUNS)}"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+        "MASTER_ADDR": "127.0.0.1",
+        "GLOO_SOCKET_IFNAME": "lo",
+        "ACCELERATE_USE_CPU": "true",
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        ["unshare", "-n", "sh", "-c", f"ip link set lo up && exec {torchrun}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=LAUNCH_LIMIT_S,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    return out
+
+
+def records(out: Path, run: str) -> list[dict]:
+    return [json.loads((out / f"{run}-rank{rank}.json").read_text()) for rank in (0, 1)]
+
+
+def config(run: str) -> dict:
+    from grpo_ranks import config as run_config
+
+    return run_config(run)
+
+
+@pytest.mark.parametrize("run", ["pointwise", "group-native"])
+def test_logged_rewards_are_rewardkit_scores_of_whole_groups(launched, run):
+    ranks = records(launched, run)
+    for record in ranks:
+        assert "error" not in record, record.get("error")
+        assert record["world"] == 2 and record["global_step"] == 2
+    # Every group spanned both ranks: on each call, each rank held 2 completions of the same prompt.
+    for rank0_call, rank1_call in zip(ranks[0]["calls"], ranks[1]["calls"], strict=True):
+        assert len(rank0_call["prompts"]) == len(rank1_call["prompts"]) == 2
+        assert len(set(rank0_call["prompts"] + rank1_call["prompts"])) == 1, (rank0_call, rank1_call)
+    assert len(ranks[0]["calls"]) == 2 * (1 + len(config(run)["rl.reward.spec"]["components"]))
+
+    forget_rewards()
+    sys.path.insert(0, str(HERE))  # trl_catalog, named in the config
+    reward = rewardkit.load(config(run))
+    trainer_reward = binding(config(run)).reward  # TRL's advantage eps (1e-4) filled in
+    assert trainer_reward.config.rl.advantage_eps == 1e-4
+    answer_of = {"what is two plus three": "five", "what is four minus one": "three",
+                 "what is two times three": "six", "what is one plus one": "two"}  # fmt: skip
+    steps = ranks[0]["steps"]
+    assert len(steps) == 2
+    for number, step in enumerate(steps):
+        prompts, completions = step["prompts"], step["completions"]
+        assert len(completions) == GROUP and len(set(prompts)) == 1  # one whole group per step
+        group = {
+            "group_id": f"step{number}",
+            "rollouts": [
+                {
+                    "trajectory_id": f"t{i}",
+                    "completion": text,
+                    "prompt": prompts[0],
+                    "reference": answer_of[prompts[0]],
+                }
+                for i, text in enumerate(completions)
+            ],
+        }
+        ours = [candidate for _, candidate in reward.score([group]).candidates()]
+        logged = step["rewards"]["rewardkit"]
+        assert all(same(got, c.final) for got, c in zip(logged, ours, strict=True)), (logged, ours)
+        # What each rank's reward function returned is its own slice of those whole-group scores.
+        first = number * (1 + len(config(run)["rl.reward.spec"]["components"]))  # the total comes first
+        totals = [ranks[rank]["calls"][first] for rank in (0, 1)]
+        assert [call["name"] for call in totals] == ["rewardkit", "rewardkit"]
+        assert totals[0]["rewards"] + totals[1]["rewards"] == pytest.approx(logged, rel=1e-5)
+        if run == "group-native":
+            # Places 0..3 in a group of 4: a rank scoring its half alone would give 20, 21 on both.
+            places = step["rewards"]["position"]
+            assert places == [40.0, 41.0, 42.0, 43.0]
+        assert same(step["logs"]["reward"], sum(c.final for c in ours) / GROUP)
+        # Advantages as TRL computed them over the gathered group: the binding's reward gives the same.
+        advantages = [c.advantage for _, c in trainer_reward.score([group]).candidates()]
+        assert step["advantages"] == pytest.approx(advantages, rel=1e-4, abs=1e-5), (step, advantages)
+
+
+def test_a_failure_on_one_rank_fails_both_ranks_the_same_way(launched):
+    ranks = records(launched, "fails-on-rank-1")
+    errors = [record.get("error") for record in ranks]
+    assert all(error is not None for error in errors), errors
+    assert errors[0] == errors[1]
+    assert errors[0]["type"] == "RankFailure"
+    assert "rank 1 of 2 failed while scoring its share" in errors[0]["message"]
+    assert "cannot score on rank 1" in errors[0]["message"]
