@@ -179,8 +179,11 @@ def plain_decimal(latex: str) -> tuple[Decimal, Decimal] | None:
 
 # -- guards ----------------------------------------------------------------------------------
 
-_BASE_NUMERAL = re.compile(r"(?:\\text\{)?([0-9A-Z]*[0-9][0-9A-Z]*)\}?_\{?\s*(\d+)\s*\}?")
-_PLAIN_NUMERAL = re.compile(r"[0-9A-Z]*[0-9][0-9A-Z]*")
+_BASE_NUMERAL = re.compile(
+    r"(?:\\text\{)?([-+]?[0-9A-Z]*[0-9][0-9A-Z]*(?:\.[0-9A-Z]+)?)\}?_\{?\s*(\d+)\s*\}?"
+)
+_PLAIN_NUMERAL = re.compile(r"[-+]?[0-9A-Z]*[0-9][0-9A-Z]*(?:\.[0-9A-Z]+)?")
+_BASE_MARK = re.compile(r"[0-9A-Z]\}?_\{?\s*(\d+)")
 _UNIT_EXPONENT = re.compile(r"\s*\^\s*\{?\s*([-+]?\d+)\s*\}?")
 
 
@@ -247,6 +250,9 @@ def leaf_equal(gold: str, answer: str) -> bool:
             return False
         same_digits = gold_numeral[0] == answer_numeral[0]
         return same_digits and (answer_numeral[1] is None or answer_numeral[1] == gold_numeral[1])
+    gold_bases, answer_bases = _BASE_MARK.findall(gold), _BASE_MARK.findall(answer)
+    if gold_bases and answer_bases and sorted(gold_bases) != sorted(answer_bases):
+        return False  # 101_2 + 11_2 is not 101_3 + 11_3, although math-verify drops the bases
     gold_units, answer_units = _unit_marks(gold), _unit_marks(answer)
     if gold_units is not None and answer_units is not None and gold_units != answer_units:
         return False
