@@ -1,12 +1,15 @@
-"""Shared fixtures: a scripted judge on loopback per test, and binding a provider against it."""
+"""Shared test helpers: judge params, binding a provider against a scripted judge, rollouts.
+
+Not a conftest.py: tox env vllm runs this folder's vLLM test in one session with
+plugins/vllm_lora/tests, whose modules import from their own `conftest`; a second conftest.py
+would replace it. The `judge` fixture is in nih_judge_fixtures.py (``pytest_plugins``).
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from rewardkit_nih_judge.testing import ScriptedJudge
 
 from rewardkit.binding import BoundProvider
@@ -17,12 +20,6 @@ os.environ.setdefault("REWARDKIT_STRICT_PLUGINS", "1")
 RUBRIC = "Correctness counts twice as much as clarity."
 # Fast failure handling for tests: small backoff, short group deadline.
 QUICK = {"backoff_s": 0.01, "deadline_s": 30.0, "timeout_s": 10.0}
-
-
-@pytest.fixture
-def judge() -> Iterator[ScriptedJudge]:
-    with ScriptedJudge() as server:
-        yield server
 
 
 def judge_params(server: ScriptedJudge, **overrides: Any) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from conftest import bind, judge_params, rollouts
+from nih_judge_helpers import bind, judge_params, rollouts
 from rewardkit_nih_judge.testing import pair
 
 import rewardkit
+
+pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 
 
 def score(config, groups):

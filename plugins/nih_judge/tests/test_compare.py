@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import bind, close, rollouts
+from nih_judge_helpers import bind, close, rollouts
 from rewardkit_nih_judge.compare import pair_schedule
 from rewardkit_nih_judge.testing import Reply, listed, pair
+
+pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 
 
 def diagnostics(item):

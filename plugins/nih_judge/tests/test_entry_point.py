@@ -8,7 +8,7 @@ import sys
 from typing import Any, ClassVar
 
 import pytest
-from conftest import judge_params
+from nih_judge_helpers import judge_params
 from rewardkit_nih_judge.compare import make_compare_judge
 from rewardkit_nih_judge.rubric import make_rubric_judge
 from rewardkit_nih_judge.testing import ScriptedJudge

@@ -8,13 +8,15 @@ import logging
 
 import pytest
 import yaml
-from conftest import judge_params, rollouts
+from nih_judge_helpers import judge_params, rollouts
 from rewardkit_nih_judge.testing import Reply, graded
 
 import rewardkit
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import RewardkitError
 from rewardkit.score_job import run_score
+
+pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 
 SECRET = "nvapi-PLANTED-SECRET-5f0c2a9e"
 

@@ -6,11 +6,13 @@ import socket
 import threading
 
 import pytest
-from conftest import bind, judge_params, rollouts
+from nih_judge_helpers import bind, judge_params, rollouts
 
 import rewardkit
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import PreflightError, RewardkitError
+
+pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 
 
 def load(name: str, params: dict) -> rewardkit.Reward:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import bind, close, rollouts
+from nih_judge_helpers import bind, close, rollouts
 from rewardkit_nih_judge.testing import Reply, graded, user_text
 
 import rewardkit
 from rewardkit.errors import RewardkitError
+
+pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 
 
 def scores_by_answer(body):
@@ -176,3 +178,15 @@ def test_on_error_decides_what_a_failed_verdict_becomes(judge):
     rows = batch.to_jsonl_rows()
     assert [row["final"] for row in rows] == [0.0, 0.0]
     assert "unreadable verdict" in json.dumps(rows)
+
+
+def test_a_200_without_a_message_is_an_error_naming_the_url(judge):
+    judge.answer = lambda body: Reply(body={"object": "chat.completion", "choices": []})
+    bound = bind("nih-rubric", judge)
+    (item,) = bound.score_group("g", rollouts("42")).items
+    assert item.result.status == "error"
+    assert (
+        f"{judge.base_url}/chat/completions answered 200 without choices[0].message.content"
+        in item.result.reason
+    )
+    close(bound)
