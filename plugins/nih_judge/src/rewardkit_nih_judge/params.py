@@ -100,7 +100,11 @@ class JudgeParams(ParamsModel):
         json_schema_extra=_resource(),
     )
     backoff_s: float = Field(
-        0.5, ge=0, le=60, description="first retry delay; doubles per retry, capped at 8 s, with jitter"
+        0.5,
+        ge=0,
+        le=60,
+        description="first retry delay; doubles per retry, capped at 8 s, with jitter",
+        json_schema_extra=_resource(),
     )
     parse_retries: int = Field(
         1, ge=0, le=5, description="times an unreadable verdict is asked again", json_schema_extra=_resource()
