@@ -244,10 +244,24 @@ class ServiceConfig(_Section):
     allow: ServiceAllow = Field(default_factory=ServiceAllow)
 
 
+MAX_DEADLINE_S = 86_400.0  # a day: the longest a scoring call may wait (rewards.deadline_s)
+
+
+def check_deadline(value: float) -> float:
+    """``value`` if it is a valid deadline in seconds, else ``ConfigError`` naming the limit."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_DEADLINE_S:
+        raise ConfigError(
+            f"a deadline must be a number of seconds in (0, {MAX_DEADLINE_S:g}], got {value!r}",
+            key="rewards.deadline_s",
+        )
+    return float(value)
+
+
 class RewardsConfig(_Section):
     """``rewards``: execution limits and backend."""
 
     max_inflight: int = Field(default=1024, ge=1, description="rollouts in flight before callers wait")
+    # One limit wherever a deadline is given: in process, on Ray and in the Reward Service alike.
     deadline_s: float = Field(default=600.0, gt=0)
     concurrency: int | None = Field(default=None, ge=1)
     backend: Literal["local", "ray"] = "local"
@@ -259,6 +273,10 @@ class RewardsConfig(_Section):
     def _finite(cls, value: float) -> float:
         if not math.isfinite(value):
             raise ValueError("must be a finite number of seconds")
+        if value > MAX_DEADLINE_S:
+            raise ValueError(
+                f"must be at most {MAX_DEADLINE_S:g} seconds (a day), as the Reward Service allows"
+            )
         return value
 
 

@@ -63,6 +63,11 @@ class Report:
                 contribution.weight,
             )
 
+    def weights(self) -> dict[str, float]:
+        """The weight behind each mean (how many values, or their summed weights): what merging
+        two reports' means needs, so that a split batch reports what the whole batch would."""
+        return dict(sorted((name, mean.weight) for name, mean in self.means.items() if mean.weight))
+
     def as_dict(self) -> dict[str, float]:
         out = dict(self.values)
         out.update({name: mean.value for name, mean in self.means.items() if mean.weight})

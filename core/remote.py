@@ -8,13 +8,18 @@ and travel with every request, so the server's configured reward is only its def
 Groups are packed many to a request, up to the server's per-call limit. A call that fits in one
 request is scored exactly as in process. A larger call is split by whole groups; advantages are
 then recomputed here over the whole call (they depend only on the totals), counts are summed and
-the other metrics are averaged weighted by each request's rollouts (exact for per-candidate means).
+each mean is weighted by what it averaged in each request (the server's ``metric_weights``), so
+the metrics equal in-process ones with skips, errors and splits.
 
-Retries, until the call's deadline, are limited to what cannot score anything twice or lose
-anything: a connection that was refused (the request was never sent), a 503 carrying
-``Retry-After`` (the server refused before scoring), and a connection closed before any response
-(a server restarting; scoring is a pure function of the request, so sending it again is
-idempotent). Everything else is raised at once with the server's message.
+At ``load`` a service that cannot be reached fails at once, naming the URL: a host name that does
+not resolve, a refused connection, or no connection within 10 s (a wrong URL must not look like a
+slow service). A 503 (a service still starting, as when a trainer and its service start
+together, or one with no capacity yet) is waited for, with a log line saying what for, until the
+deadline. While scoring, retries until the call's deadline are limited to what cannot score
+anything twice or lose anything: a refused connection (the request was never sent; the service
+answered at load, so it is restarting), a 503 (the server refused before scoring), and a
+connection closed before any response (scoring is a pure function of the request, so sending it
+again is idempotent). Everything else is raised at once with the server's message.
 
 The HTTP client is aiohttp: on loopback at concurrency 64 it served ~6x the requests/s of httpx's
 async client (``benchmarks/http_clients.py``). It runs on a private event-loop thread, so ``score``
@@ -25,8 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
@@ -38,7 +45,7 @@ import orjson
 from rewardkit.advantages import EPSILON, group_advantages
 from rewardkit.backpressure import BackpressureTimeout, RequestTooLarge
 from rewardkit.composition import CompositionError, RewardSpec
-from rewardkit.config import RewardkitConfig, RewardSelection
+from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline
 from rewardkit.errors import (
     PreflightError,
     ProviderError,
@@ -62,6 +69,9 @@ _WIRE_FIELDS = ("trajectory_id", "completion", "group_id", "prompt", "reference"
                 "finish_reason")  # fmt: skip
 _BACKOFF_START_S = 0.05
 _BACKOFF_MAX_S = 1.0
+_CONNECT_TIMEOUT_S = 10.0
+_WAIT_LOG_EVERY_S = 30.0
+log = logging.getLogger("rewardkit.remote")
 
 
 class RemoteServiceError(RewardkitError):
@@ -291,7 +301,7 @@ class RemoteReward:
         chunks = self._chunks(groups)
         if not chunks:
             raise RewardkitError("score() needs at least one group")
-        budget = deadline_s if deadline_s is not None else self.config.rewards.deadline_s
+        budget = check_deadline(deadline_s) if deadline_s is not None else self.config.rewards.deadline_s
         deadline = time.monotonic() + budget
         base: dict[str, Any] = {
             **_selection_payload(self.selection),
@@ -345,7 +355,11 @@ class RemoteReward:
             metrics = _with_advantages(dict(answers[0]["metrics"]), advantages)
         else:
             metrics = _merge_metrics(answers, advantages)
-        return ScoredBatch(groups, metrics, providers)
+        weights: dict[str, float] = {}
+        for answer in answers:
+            for name, weight in (answer.get("metric_weights") or {}).items():
+                weights[name] = weights.get(name, 0.0) + weight
+        return ScoredBatch(groups, metrics, providers, dict(sorted(weights.items())))
 
     async def _ensure_session(self) -> Any:
         if self._session is None:
@@ -357,7 +371,7 @@ class RemoteReward:
             self._session = aiohttp.ClientSession(
                 headers=headers,
                 connector=aiohttp.TCPConnector(limit=64),
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT_S),
             )
         return self._session
 
@@ -366,8 +380,11 @@ class RemoteReward:
 
         session = await self._ensure_session()
         url = self.url + path
+        at_load = path == "/v1/resolve"
         backoff = _BACKOFF_START_S
         unreachable: Exception | None = None
+        waited_for: str | None = None  # what the last 503 said, for the log and the deadline error
+        logged_at = -math.inf
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0 and unreachable is not None:
@@ -377,8 +394,9 @@ class RemoteReward:
                 ) from unreachable
             if remaining <= 0:
                 raise BackpressureTimeout(
-                    f"the deadline passed before the Reward Service at {self.url} accepted the request; "
-                    "retry later, raise the deadline or add service capacity",
+                    f"the deadline passed before the Reward Service at {self.url} accepted the request"
+                    + (f" (it kept answering {waited_for})" if waited_for else "")
+                    + "; retry later, raise the deadline or add service capacity",
                     waited_s=0.0,
                 )
             if path == "/v1/score":
@@ -389,19 +407,58 @@ class RemoteReward:
                     data = await reply.read()
                     if reply.status == 200:
                         return orjson.loads(data)
+                    if reply.status != 503:
+                        raise _error_for(reply.status, data, url)
+                    # Refused before scoring (starting, draining, or no capacity): wait and send again.
                     retry_after = reply.headers.get("Retry-After")
-                    if reply.status == 503 and retry_after is not None:
-                        wait = _seconds(retry_after)
-                        if time.monotonic() + wait >= deadline:
-                            raise _deadline_error(data, self.url)
-                        await asyncio.sleep(wait)
-                        continue
-                    raise _error_for(reply.status, data, url)
-            except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError) as error:
-                # Refused (never sent) or closed before any answer (a restart): nothing was scored twice.
-                unreachable = error
-                await asyncio.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
-                backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                    wait = _seconds(retry_after) if retry_after is not None else backoff
+                    backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                    waited_for = f"503 {_reason(data)}"
+                    if time.monotonic() + wait >= deadline:
+                        raise _deadline_error(data, self.url)
+                    now = time.monotonic()
+                    if now - logged_at >= _WAIT_LOG_EVERY_S:
+                        logged_at = now
+                        log.warning("waiting for the Reward Service at %s: it answered %s; retrying "
+                                    "until the deadline (%.0f s left)", self.url, waited_for,
+                                    deadline - now)  # fmt: skip
+                    await asyncio.sleep(wait)
+                    continue
+            except aiohttp.ClientConnectorError as error:
+                if at_load:  # nothing listens there, or the name does not resolve: a wrong URL
+                    raise RemoteServiceError(_unreachable_message(self.url, error)) from error
+                unreachable = error  # refused: never sent; the service answered at load, so it restarts
+            except aiohttp.ServerDisconnectedError as error:
+                unreachable = error  # closed before any answer (a restart): nothing was scored twice
+            except aiohttp.ServerTimeoutError as error:
+                raise RemoteServiceError(
+                    f"no connection to the Reward Service at {self.url} within {_CONNECT_TIMEOUT_S:g} s "
+                    f"({type(error).__name__}); check rl.reward.service and that the host is reachable"
+                ) from error
+            await asyncio.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
+            backoff = min(backoff * 2, _BACKOFF_MAX_S)
+
+
+def _reason(data: bytes) -> str:
+    try:
+        error = json.loads(data)["error"]
+        return f"{error['code']}: {error['message']}"
+    except (ValueError, KeyError, TypeError):
+        return data[:200].decode("utf-8", "replace") or "(no body)"
+
+
+def _unreachable_message(url: str, error: Exception) -> str:
+    os_error = getattr(error, "os_error", None)
+    if isinstance(os_error, socket.gaierror):
+        why = f"its host name does not resolve ({os_error.strerror or os_error})"
+    elif isinstance(os_error, ConnectionRefusedError):
+        why = "the connection was refused (nothing listens there)"
+    else:
+        why = f"{type(os_error or error).__name__}: {os_error or error}"
+    return (
+        f"cannot reach the Reward Service at {url}: {why}; check rl.reward.service (the service URL) "
+        "and that the service is running"
+    )
 
 
 def _seconds(retry_after: str) -> float:
@@ -413,26 +470,43 @@ def _seconds(retry_after: str) -> float:
 
 
 def _deadline_error(data: bytes, url: str) -> BackpressureTimeout:
+    """The service answered 503 and waiting longer would pass the deadline: say what it answered."""
     try:
-        message = json.loads(data)["error"]["message"]
+        error = json.loads(data)["error"]
+        code, message = str(error["code"]), str(error["message"])
     except (ValueError, KeyError, TypeError):
-        message = "the service had no capacity before the deadline"
-    return BackpressureTimeout(f"Reward Service {url}: {message}", waited_s=0.0)
+        code, message = "unavailable", "the service had no capacity before the deadline"
+    if code == "deadline_exceeded":  # the service's own back-pressure
+        return BackpressureTimeout(f"Reward Service {url}: {message}", waited_s=0.0)
+    return BackpressureTimeout(
+        f"Reward Service {url} still answered 503 ({code}: {message}) when the deadline came; "
+        "it may still be starting: raise rewards.deadline_s or check the service",
+        waited_s=0.0,
+    )
 
 
 def _merge_metrics(answers: Sequence[dict[str, Any]], advantages: list[list[float]]) -> dict[str, float]:
+    """One report from the reports of a call split across requests, equal to the whole call's.
+
+    Counts add up. A mean is weighted by what it averaged in each request (``metric_weights``:
+    scored values, or summed diagnostic weights), not by the request's rollouts, so a component
+    with skipped candidates averages the same as in process. The advantage mean is recomputed.
+    """
     counts: dict[str, float] = {}
     sums: dict[str, float] = {}
     weights: dict[str, float] = {}
     for answer in answers:
-        weight = float(sum(len(group["candidates"]) for group in answer["groups"]))
+        rollouts = float(sum(len(group["candidates"]) for group in answer["groups"]))
+        answer_weights = answer.get("metric_weights") or {}
         for name, value in answer["metrics"].items():
             if name.endswith("_count"):
                 counts[name] = counts.get(name, 0.0) + value
-            else:
-                sums[name] = sums.get(name, 0.0) + value * weight
-                weights[name] = weights.get(name, 0.0) + weight
-    merged = {**counts, **{name: sums[name] / weights[name] for name in sums}}
+                continue
+            # A server without metric_weights (older) leaves the rollouts as the best weight known.
+            weight = float(answer_weights.get(name, rollouts))
+            sums[name] = sums.get(name, 0.0) + value * weight
+            weights[name] = weights.get(name, 0.0) + weight
+    merged = {**counts, **{name: sums[name] / weights[name] for name in sums if weights[name]}}
     return _with_advantages(merged, advantages)
 
 

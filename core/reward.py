@@ -24,7 +24,7 @@ from rewardkit.advantages import EPSILON
 from rewardkit.backpressure import InflightLimiter
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import RewardSpec, RewardSpecError
-from rewardkit.config import RewardkitConfig, RewardSelection, load_config
+from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline, load_config
 from rewardkit.contracts import IN_PROCESS_NEEDS, KNOWN_NEEDS
 from rewardkit.errors import ConfigError, PreflightError, RewardkitError
 from rewardkit.provenance import ProviderRecord, check_resume_all
@@ -123,7 +123,7 @@ class Reward:
             return self._executor
 
     def _admission(self, deadline_s: float | None, progress: Callable[[int], None] | None = None) -> Any:
-        budget = deadline_s if deadline_s is not None else self.config.rewards.deadline_s
+        budget = check_deadline(deadline_s) if deadline_s is not None else self.config.rewards.deadline_s
         deadline = time.monotonic() + budget
 
         @contextmanager

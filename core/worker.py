@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind, group_advantages
@@ -63,6 +63,8 @@ class ScoredBatch:
     groups: tuple[ScoredGroup, ...]
     metrics: dict[str, float]
     providers: tuple[ProviderRecord, ...]
+    # The weight of each mean in ``metrics`` (scored values, summed diagnostic weights).
+    metric_weights: dict[str, float] = field(default_factory=dict, compare=False)
 
     def candidates(self) -> Iterable[tuple[str, ScoredCandidate]]:
         for group in self.groups:
@@ -355,7 +357,7 @@ class RewardWorker:
         totals = [[composition.total for _, composition in composed] for _, _, composed, _ in staged]
         return group_advantages(totals, self.scaling, std=self.advantage_std, eps=self.advantage_eps)
 
-    def _report(self, staged: list, advantages: list[list[float]]) -> dict[str, float]:
+    def _report(self, staged: list, advantages: list[list[float]]) -> Report:
         # Names are built (and validated) once per batch, not per candidate: this runs in the hot path.
         ns = self.namespace
         report = Report(ns)
@@ -418,9 +420,9 @@ class RewardWorker:
             report.mean(
                 metric_name(ns, "advantage", "abs_mean"), sum(abs(a) for a in flat) / len(flat), len(flat)
             )
-        return report.as_dict()
+        return report
 
-    def _result(self, staged: list, advantages: list[list[float]], metrics: dict[str, float]) -> ScoredBatch:
+    def _result(self, staged: list, advantages: list[list[float]], report: Report) -> ScoredBatch:
         groups = []
         for (group_id, _, composed, _), group_advantages_ in zip(staged, advantages):
             groups.append(
@@ -432,7 +434,7 @@ class RewardWorker:
                     ),
                 )
             )
-        return ScoredBatch(tuple(groups), metrics, self.records)
+        return ScoredBatch(tuple(groups), report.as_dict(), self.records, report.weights())
 
     # -- entry points --------------------------------------------------------------------------
 
@@ -499,8 +501,8 @@ class RewardWorker:
                 for advantage in group_advantages_:
                     self._write_advantage(trajectories[position], advantage)
                     position += 1
-            metrics = self._report(staged, advantages)
-            return self._result(staged, advantages, metrics)
+            report = self._report(staged, advantages)
+            return self._result(staged, advantages, report)
         except BaseException:
             for trajectory, fields in zip(trajectories, before):
                 for field, value in fields.items():

@@ -395,6 +395,7 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
                 for group in batch.groups
             ],
             "metrics": batch.metrics,
+            "metric_weights": batch.metric_weights,
             "providers": [record.to_json() for record in batch.providers],
             "waited_s": waited,
             "scored_s": elapsed,

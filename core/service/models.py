@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, m
 from pydantic.json_schema import models_json_schema
 from typing_extensions import NotRequired, TypedDict
 
-MAX_DEADLINE_S = 86_400.0
+from rewardkit.config import MAX_DEADLINE_S  # one limit: what load() accepts, the service accepts
 
 
 class _Wire(BaseModel):
@@ -117,6 +117,8 @@ class ScoredGroupOut(_Wire):
 class ScoreResponse(_Wire):
     groups: list[ScoredGroupOut]
     metrics: dict[str, float]
+    # The weight of each mean in metrics (how many values it averages): lets a client merge split calls.
+    metric_weights: dict[str, float] = {}
     providers: list[ProviderRecordOut]
     waited_s: float
     scored_s: float
