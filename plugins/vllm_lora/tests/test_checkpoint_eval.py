@@ -111,6 +111,7 @@ def test_full_checkpoints_through_vllm_serve(trained, tmp_path):
         "max_model_len": 256,
         "log_dir": str(tmp_path / "server-logs"),
         "grace_s": 5,
+        "start_timeout_s": 900,  # a loaded 2-core machine has taken 300 s to start one
     }
     logs, said = _run(tmp_path, full, "vllm-serve", params, str(base))
     _check(logs, said, "vllm-serve")
@@ -124,6 +125,7 @@ def test_lora_checkpoints_through_vllm_lora(trained, tmp_path):
         "max_model_len": 256,
         "log_dir": str(tmp_path / "server-logs"),
         "grace_s": 5,
+        "start_timeout_s": 900,
     }
     logs, said = _run(tmp_path, lora, "vllm-lora", params, None)
     _check(logs, said, "vllm-lora")

@@ -29,6 +29,7 @@ def lora(models, tmp_path_factory):
             max_model_len=256,
             log_dir=str(tmp_path_factory.mktemp("lora-logs")),
             grace_s=5,
+            start_timeout_s=900,  # generous: a loaded 2-core machine has taken 300 s
         )
     )
     assert isinstance(strategy, VllmLoraStrategy)

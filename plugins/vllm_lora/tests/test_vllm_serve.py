@@ -26,7 +26,9 @@ def test_serves_a_checkpoint_generates_and_leaves_nothing(models, tmp_path):
     strategy = (
         serving_strategies()
         .get("vllm-serve")
-        .value.factory(dtype="float32", max_model_len=256, log_dir=str(tmp_path), grace_s=5)
+        .value.factory(
+            dtype="float32", max_model_len=256, log_dir=str(tmp_path), grace_s=5, start_timeout_s=900
+        )
     )
     assert isinstance(strategy, VllmServeStrategy)
     with strategy.serve(str(models["base"])) as served:
@@ -78,7 +80,9 @@ def test_sigint_mid_serve_leaves_no_vllm_process(models, tmp_path):
         f"""
         import time
         from rewardkit_vllm import VllmServeStrategy
-        strategy = VllmServeStrategy(dtype="float32", max_model_len=256, log_dir={str(tmp_path)!r}, grace_s=5)
+        strategy = VllmServeStrategy(
+            dtype="float32", max_model_len=256, log_dir={str(tmp_path)!r}, grace_s=5, start_timeout_s=900
+        )
         with strategy.serve({str(models["base"])!r}) as served:
             print("serving", served.base_url, flush=True)
             time.sleep(600)
