@@ -9,7 +9,7 @@ Every segment is checked, so a name can never escape its place in the hierarchy.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from rewardkit.contracts import NAME_PATTERN, MetricContribution
@@ -72,3 +72,36 @@ class Report:
         out = dict(self.values)
         out.update({name: mean.value for name, mean in self.means.items() if mean.weight})
         return dict(sorted(out.items()))
+
+
+def merge_metrics(
+    parts: Iterable[tuple[Mapping[str, float], Mapping[str, float]]], default_weight: Iterable[float] = ()
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The report of a whole batch from the reports of its parts: ``(metrics, weights)`` of each.
+
+    The parts are the pieces of one batch scored apart: split service calls, or the ranks of a
+    distributed trainer that each scored their own trajectories (seed 001's rank-local adapter).
+    Counts (names ending ``_count``) add up. A mean is weighted by what it averaged in each part
+    (its entry in that part's weights: scored values or summed diagnostic weights), so the merge
+    equals the report of the whole batch scored in one process. ``default_weight`` gives, per part,
+    the weight of a mean the part has no weight for (e.g. its rollouts, for an older service).
+    Returns the merged metrics and weights; a mean over group-relative values (the advantage) is
+    the caller's to recompute over the whole batch.
+    """
+    defaults = list(default_weight)
+    counts: dict[str, float] = {}
+    sums: dict[str, float] = {}
+    weights: dict[str, float] = {}
+    for index, (metrics, part_weights) in enumerate(parts):
+        fallback = defaults[index] if index < len(defaults) else None
+        for name, value in metrics.items():
+            if name.endswith("_count"):
+                counts[name] = counts.get(name, 0.0) + value
+                continue
+            weight = part_weights.get(name, fallback)
+            if weight is None:
+                raise RewardkitError(f"metric {name!r} of part {index} has no weight to merge it by")
+            sums[name] = sums.get(name, 0.0) + value * float(weight)
+            weights[name] = weights.get(name, 0.0) + float(weight)
+    merged = {**counts, **{name: sums[name] / weights[name] for name in sums if weights[name]}}
+    return dict(sorted(merged.items())), dict(sorted((name, w) for name, w in weights.items() if w))

@@ -53,6 +53,7 @@ from rewardkit.errors import (
     RewardkitError,
     SelectionRefused,
 )
+from rewardkit.metrics import merge_metrics
 from rewardkit.provenance import ProviderRecord
 from rewardkit.worker import (
     REWARD_FIELDS,
@@ -488,25 +489,14 @@ def _deadline_error(data: bytes, url: str) -> BackpressureTimeout:
 def _merge_metrics(answers: Sequence[dict[str, Any]], advantages: list[list[float]]) -> dict[str, float]:
     """One report from the reports of a call split across requests, equal to the whole call's.
 
-    Counts add up. A mean is weighted by what it averaged in each request (``metric_weights``:
-    scored values, or summed diagnostic weights), not by the request's rollouts, so a component
-    with skipped candidates averages the same as in process. The advantage mean is recomputed.
+    ``rewardkit.metrics.merge_metrics``: counts add up; a mean is weighted by what it averaged in
+    each request (``metric_weights``), not by the request's rollouts, so a component with skipped
+    candidates averages the same as in process. A server without ``metric_weights`` (older) leaves
+    the rollouts as the best weight known. The advantage mean is recomputed.
     """
-    counts: dict[str, float] = {}
-    sums: dict[str, float] = {}
-    weights: dict[str, float] = {}
-    for answer in answers:
-        rollouts = float(sum(len(group["candidates"]) for group in answer["groups"]))
-        answer_weights = answer.get("metric_weights") or {}
-        for name, value in answer["metrics"].items():
-            if name.endswith("_count"):
-                counts[name] = counts.get(name, 0.0) + value
-                continue
-            # A server without metric_weights (older) leaves the rollouts as the best weight known.
-            weight = float(answer_weights.get(name, rollouts))
-            sums[name] = sums.get(name, 0.0) + value * weight
-            weights[name] = weights.get(name, 0.0) + weight
-    merged = {**counts, **{name: sums[name] / weights[name] for name in sums if weights[name]}}
+    parts = [(answer["metrics"], answer.get("metric_weights") or {}) for answer in answers]
+    rollouts = [float(sum(len(group["candidates"]) for group in answer["groups"])) for answer in answers]
+    merged, _ = merge_metrics(parts, rollouts)
     return _with_advantages(merged, advantages)
 
 

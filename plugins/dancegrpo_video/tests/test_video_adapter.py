@@ -15,6 +15,7 @@ from rewardkit.catalog import resolve_catalog
 from rewardkit.media import REVISION_SENTINEL
 from rewardkit.media.decoded import to_uint8
 from rewardkit.media.reference import Faults, brightness
+from rewardkit.metrics import merge_metrics
 from rewardkit_dancegrpo import PROVIDER_NAME, VideoRewardConfig
 
 TERMS = ["overall_reward", "vq_reward", "mq_reward", "ta_reward"]
@@ -231,3 +232,36 @@ def test_a_decoder_that_overruns_the_deadline_sends_nothing(service, params):
             reward.score([group("g", video(7))])
         assert time.monotonic() - started < 0.5 + 0.5
     assert service.enqueue_count == 0
+
+
+# -- distributed: one trajectory per rank ---------------------------------------------------------
+
+
+def test_rank_reports_merge_to_the_single_process_report(service, params):
+    """Each rank scores its own trajectory as a group of one; the merged reports equal one process's."""
+    latents = [video(seed, frames=2) for seed in (8, 9, 10)]
+    service.faults = Faults(pending_polls=1)
+    ranks = []
+    for rank, latent in enumerate(latents):  # in training each rank is its own process
+        with rewardkit.load(config(params), runtime={"decoder": IdentityDecoder()}) as reward:
+            ranks.append(reward.score([group(f"p0-rank{rank}", latent)]))
+    metrics, weights = merge_metrics((batch.metrics, batch.metric_weights) for batch in ranks)
+    with rewardkit.load(config(params, group_size=3), runtime={"decoder": IdentityDecoder()}) as reward:
+        whole = reward.score([group("p0", *latents)])
+
+    # advantages are the trainer's, over the gathered group: a rank's group of one has none
+    def without_advantage(values):
+        return {name: value for name, value in values.items() if "/advantage/" not in name}
+
+    timing = f"train/reward_provider/{PROVIDER_NAME}/service_seconds"  # wall time: equal in weight only
+    assert without_advantage(metrics).keys() == without_advantage(whole.metrics).keys()
+    for name, value in without_advantage(whole.metrics).items():
+        if name != timing:
+            assert metrics[name] == pytest.approx(
+                value, rel=0, abs=0 if name.endswith("_count") else 1e-12
+            ), name
+    assert metrics[timing] == pytest.approx(sum(batch.metrics[timing] for batch in ranks) / 3)
+    assert metrics[f"train/reward_provider/{PROVIDER_NAME}/sample_count"] == 3
+    assert metrics[f"train/reward_provider/{PROVIDER_NAME}/pending_polls"] == 1.0
+    assert without_advantage(weights) == without_advantage(whole.metric_weights)
+    assert service.enqueue_count == 6  # one request per trajectory, in both runs
