@@ -42,18 +42,25 @@ def group_advantages(
     *,
     std: StdKind = "sample",
     eps: float = EPSILON,
+    batch_std: float | None = None,
 ) -> list[list[float]]:
-    """Advantages for every candidate of every group, in the same nesting and order."""
+    """Advantages for every candidate of every group, in the same nesting and order.
+
+    ``batch_std`` gives the ``batch`` scale computed elsewhere (a job that streams its groups
+    scales each one by the standard deviation of every total of the run).
+    """
     if scaling not in SCALINGS:
         raise ValueError(f"advantage scaling must be one of {SCALINGS}, got {scaling!r}")
     if std not in STD_KINDS:
         raise ValueError(f"advantage standard deviation must be one of {STD_KINDS}, got {std!r}")
     if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps >= 0):
         raise ValueError(f"advantage eps must be a finite number >= 0, got {eps!r}")
-    batch_std = 1.0
-    if scaling == "batch":
+    scale_of_batch = 1.0
+    if scaling == "batch" and batch_std is not None:
+        scale_of_batch = batch_std
+    elif scaling == "batch":
         present = [total for group in totals_by_group for total in group if total is not None]
-        _, batch_std = mean_std(present, std)
+        _, scale_of_batch = mean_std(present, std)
     out = []
     for group in totals_by_group:
         present = [total for total in group if total is not None]
@@ -61,7 +68,7 @@ def group_advantages(
             out.append([0.0 for _ in group])
             continue
         mean, group_std = mean_std(present, std)
-        scale = group_std if scaling == "group" else batch_std
+        scale = group_std if scaling == "group" else scale_of_batch
         divisor = 1.0 if scaling == "none" else scale + eps
         if divisor == 0:  # eps 0 and every total equal: every difference is 0 as well
             out.append([0.0 for _ in group])

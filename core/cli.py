@@ -134,7 +134,7 @@ def cmd_serving(args: argparse.Namespace) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     from rewardkit.score_job import run_score
 
-    return run_score(args.config, args.overrides, args.out, resume=args.resume)
+    return run_score(args.config, args.overrides, args.out, resume=args.resume, overwrite=args.overwrite)
 
 
 @command("serve")
@@ -219,7 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
     score.add_argument("--out", required=True, help="where to write one JSON line per candidate")
     score.add_argument(
-        "--resume", action="store_true", help="finish a pending run under its recorded identities"
+        "--resume",
+        action="store_true",
+        help="finish a pending run under its recorded identities, scoring only what is not journaled",
+    )
+    score.add_argument(
+        "--overwrite", action="store_true", help="discard a pending run at --out and start over"
     )
 
     serve = sub.add_parser("serve", help="run the Reward Service (HTTP/JSON)")

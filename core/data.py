@@ -19,11 +19,13 @@ Every violation raises ``DataError`` naming the file, the row and the column.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rewardkit.config import DataConfig
 from rewardkit.errors import DataError
@@ -35,7 +37,9 @@ __all__ = [
     "PreparedRow",
     "RolloutGroup",
     "check_group_sizes",
+    "iter_rollout_groups",
     "load_prompt_rows",
+    "parse_json_line",
     "read_rollouts",
 ]
 
@@ -116,6 +120,10 @@ def _json_value(value: Any, *, path: str | None, row: int, column: str, label: s
             column=column,
             row_label=label,
         ) from None
+    except RecursionError:
+        raise DataError(
+            "value is nested too deeply to use", path=path, row=row, column=column, row_label=label
+        ) from None
     return value
 
 
@@ -168,19 +176,45 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             line_number += 1
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line, parse_constant=_reject_constant)
-            except (json.JSONDecodeError, _NonJSONConstant) as error:
-                raise DataError(f"not valid JSON: {error}", path=where, row=line_number) from None
-            if not isinstance(record, dict):
-                raise DataError(
-                    f"expected a JSON object, got {type(record).__name__}", path=where, row=line_number
-                )
-            yield line_number, record
+            yield line_number, parse_json_line(line, where, line_number)
 
 
 class _NonJSONConstant(ValueError):
     pass
+
+
+try:  # a C parser ~3x faster than json's on rollout rows; json decides whatever it refuses
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - orjson comes with rewardkit[service]
+    _fast_loads = None
+
+
+def parse_json_line(line: str | bytes, where: str, line_number: int) -> dict[str, Any]:
+    """One JSONL line as an object, or a ``DataError`` naming the line: invalid JSON, NaN or
+    Infinity, an integer of more digits than Python converts (4300), nesting too deep to read."""
+    if _fast_loads is not None:
+        try:
+            record = _fast_loads(line)
+        except ValueError:
+            record = _slow_loads(line, where, line_number)  # big integers, or to word the error
+    else:
+        record = _slow_loads(line, where, line_number)
+    if not isinstance(record, dict):
+        raise DataError(f"expected a JSON object, got {type(record).__name__}", path=where, row=line_number)
+    return record
+
+
+def _slow_loads(line: str | bytes, where: str, line_number: int) -> Any:
+    try:
+        return json.loads(line, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, _NonJSONConstant) as error:
+        raise DataError(f"not valid JSON: {error}", path=where, row=line_number) from None
+    except RecursionError:
+        raise DataError("not readable: the JSON is nested too deeply", path=where, row=line_number) from None
+    except UnicodeDecodeError as error:
+        raise DataError(f"not UTF-8 text: {error}", path=where, row=line_number) from None
+    except ValueError as error:  # e.g. an integer longer than 4300 digits
+        raise DataError(f"not readable: {error}", path=where, row=line_number) from None
 
 
 def _reject_constant(name: str) -> float:
@@ -425,34 +459,11 @@ def read_rollouts(
     wanted = _check_needs(needs, response_column, where)
     by_group: dict[str, list[dict[str, Any]]] = {}
     for line, record in _json_lines(Path(path)):
-        group_id = _identifier(record, "group_id", where=where, line=line)
-        if group_id is None:
-            raise DataError(
-                "missing group_id: every rollout row names its group", path=where, row=line, column="group_id"
-            )
-        completion = record.get("completion")
-        if not isinstance(completion, str):
-            problem = (
-                "missing" if "completion" not in record else f"not a string ({type(completion).__name__})"
-            )
-            raise DataError(f"completion is {problem}", path=where, row=line, column="completion")
+        group_id = _group_id(record, where, line)
         members = by_group.setdefault(group_id, [])
-        rollout: dict[str, Any] = {"group_id": group_id}
-        given_id = _identifier(record, "trajectory_id", where=where, line=line)
-        rollout["trajectory_id"] = given_id if given_id is not None else f"{group_id}/{len(members)}"
-        rollout["completion"] = completion
-        for column, canonical in ((prompt_column, "prompt"), (response_column, "reference")):
-            if column is None:
-                continue
-            required = canonical in wanted
-            value = _mapped(
-                record, column, required=required, path=where, row=line, label="line", canonical=canonical
-            )
-            if value is not None:
-                rollout[canonical] = value
-        _optional_fields(record, rollout, where=where, line=line)
-        rollout["row"] = line
-        members.append(rollout)
+        members.append(
+            _rollout(record, group_id, len(members), line, prompt_column, response_column, wanted, where)
+        )
     if not by_group:
         raise DataError("no rollouts: the file has no rows", path=where)
     groups = [
@@ -462,6 +473,214 @@ def read_rollouts(
     for group in groups:
         _check_group(group, wanted, prompt_column, response_column, where)
     return groups
+
+
+def _group_id(record: Mapping[str, Any], where: str, line: int) -> str:
+    group_id = _identifier(record, "group_id", where=where, line=line)
+    if group_id is None:
+        raise DataError(
+            "missing group_id: every rollout row names its group", path=where, row=line, column="group_id"
+        )
+    return group_id
+
+
+def _rollout(
+    record: Mapping[str, Any],
+    group_id: str,
+    position: int,
+    line: int,
+    prompt_column: str,
+    response_column: str | None,
+    wanted: frozenset[str],
+    where: str,
+) -> dict[str, Any]:
+    """The canonical rollout of one row (the ``position``-th of its group), checked."""
+    completion = record.get("completion")
+    if not isinstance(completion, str):
+        problem = "missing" if "completion" not in record else f"not a string ({type(completion).__name__})"
+        raise DataError(f"completion is {problem}", path=where, row=line, column="completion")
+    rollout: dict[str, Any] = {"group_id": group_id}
+    given_id = _identifier(record, "trajectory_id", where=where, line=line)
+    rollout["trajectory_id"] = given_id if given_id is not None else f"{group_id}/{position}"
+    rollout["completion"] = completion
+    for column, canonical in ((prompt_column, "prompt"), (response_column, "reference")):
+        if column is None:
+            continue
+        required = canonical in wanted
+        value = _mapped(
+            record, column, required=required, path=where, row=line, label="line", canonical=canonical
+        )
+        if value is not None:
+            rollout[canonical] = value
+    _optional_fields(record, rollout, where=where, line=line)
+    rollout["row"] = line
+    return rollout
+
+
+# --------------------------------------------------------------------------------------------
+# Rollouts, streamed: for jobs larger than memory.
+
+
+class RestartGroups:
+    """Yielded by ``iter_rollout_groups`` when it has to start again from the first group."""
+
+
+RESTART = RestartGroups()
+
+
+class _NotContiguous(Exception):
+    pass
+
+
+def iter_rollout_groups(
+    path: str | Path,
+    *,
+    prompt_column: str = "prompt",
+    response_column: str | None = None,
+    needs: Sequence[str] = (),
+    group_size: int | None = None,
+) -> Iterator[tuple[RolloutGroup, bytes] | RestartGroups]:
+    """``read_rollouts`` one group at a time, each with the SHA-256 of its rows' bytes.
+
+    Groups come in order of first appearance with the same checks. A file whose groups are
+    contiguous (every row of a group next to the others, the usual layout) is read in one pass
+    holding one group at a time, plus the set of group ids seen. When a group turns out not to
+    be contiguous (its id comes back, or with ``group_size`` it ends short), the reader yields
+    ``RESTART`` and starts over with an index pass: file offsets of every row (8 bytes a row, 16
+    with line numbers and groups) and the group sizes, checked before the first group is yielded;
+    each group's rows are then read by offset. Groups yielded before a ``RESTART`` are void.
+    """
+    where = str(path)
+    wanted = _check_needs(needs, response_column, where)
+    if group_size is not None:
+        check_group_sizes((), group_size, path=where)
+    columns = (prompt_column, response_column, wanted, where)
+    try:
+        yield from _contiguous_groups(Path(path), columns, group_size)
+        return
+    except _NotContiguous:
+        pass
+    yield RESTART
+    yield from _indexed_groups(Path(path), columns, group_size)
+
+
+def _lines(handle: IO[bytes], where: str) -> Iterator[tuple[int, int, bytes]]:
+    """(1-based line number, byte offset, raw line) of each non-blank line."""
+    offset = 0
+    for number, raw in enumerate(handle, 1):
+        start = offset
+        offset += len(raw)
+        if raw.strip():
+            yield number, start, raw
+
+
+def _open_rollouts(path: Path) -> IO[bytes]:
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        raise DataError("file not found", path=str(path)) from None
+    except OSError as error:
+        raise DataError(f"cannot open: {error}", path=str(path)) from error
+
+
+def _finish_group(
+    group_id: str, rows: list[dict[str, Any]], digest: Any, columns: tuple
+) -> tuple[RolloutGroup, bytes]:
+    prompt_column, response_column, wanted, where = columns
+    group = RolloutGroup(group_id=group_id, rollouts=tuple(rows), first_row=rows[0]["row"])
+    _check_group(group, wanted, prompt_column, response_column, where)
+    return group, digest.digest()
+
+
+def _contiguous_groups(
+    path: Path, columns: tuple, group_size: int | None
+) -> Iterator[tuple[RolloutGroup, bytes]]:
+    prompt_column, response_column, wanted, where = columns
+    seen: set[str] = set()
+    current: str | None = None
+    rows: list[dict[str, Any]] = []
+    digest = hashlib.sha256()
+    with _open_rollouts(path) as handle:
+        for line, _, raw in _lines(handle, where):
+            record = parse_json_line(raw, where, line)
+            group_id = _group_id(record, where, line)
+            if group_id != current:
+                if current is not None:
+                    if group_size is not None and len(rows) != group_size:
+                        raise _NotContiguous  # short: the rest may come later, or it is an error
+                    yield _finish_group(current, rows, digest, columns)
+                if group_id in seen:
+                    raise _NotContiguous
+                seen.add(group_id)
+                current, rows, digest = group_id, [], hashlib.sha256()
+            digest.update(raw)
+            rows.append(
+                _rollout(record, group_id, len(rows), line, prompt_column, response_column, wanted, where)
+            )
+    if current is None:
+        raise DataError("no rollouts: the file has no rows", path=where)
+    if group_size is not None and len(rows) != group_size:
+        raise _NotContiguous
+    yield _finish_group(current, rows, digest, columns)
+
+
+def _indexed_groups(
+    path: Path, columns: tuple, group_size: int | None
+) -> Iterator[tuple[RolloutGroup, bytes]]:
+    prompt_column, response_column, wanted, where = columns
+    ids: dict[str, int] = {}
+    row_group, row_line, row_offset = array("l"), array("l"), array("q")
+    with _open_rollouts(path) as handle:
+        for line, offset, raw in _lines(handle, where):
+            group_id = _group_id(parse_json_line(raw, where, line), where, line)
+            row_group.append(ids.setdefault(group_id, len(ids)))
+            row_line.append(line)
+            row_offset.append(offset)
+    if not ids:
+        raise DataError("no rollouts: the file has no rows", path=where)
+    counts = array("l", bytes(array("l").itemsize * len(ids)))
+    for index in row_group:
+        counts[index] += 1
+    starts = array("l", [0]) * len(ids)
+    total = 0
+    for index, count in enumerate(counts):
+        starts[index] = total
+        total += count
+    order = array("l", bytes(array("l").itemsize * total))  # row numbers, grouped, in file order
+    filled = array("l", starts)
+    for row, index in enumerate(row_group):
+        order[filled[index]] = row
+        filled[index] += 1
+    del row_group, filled
+    names = list(ids)
+    if group_size is not None:
+        for index, count in enumerate(counts):
+            if count != group_size:
+                lines = [row_line[order[starts[index] + k]] for k in range(min(count, 8))]
+                shown = ", ".join(map(str, lines)) + (", ..." if count > 8 else "")
+                raise DataError(
+                    f"group {names[index]!r} has {count} rollout(s) but rl.group_size is {group_size} "
+                    f"(its rows: {shown})",
+                    path=where,
+                    row=lines[0],
+                    column="group_id",
+                )
+    del ids
+    with _open_rollouts(path) as handle:
+        for index, group_id in enumerate(names):
+            rows: list[dict[str, Any]] = []
+            digest = hashlib.sha256()
+            for k in range(counts[index]):
+                row = order[starts[index] + k]
+                handle.seek(row_offset[row])
+                raw = handle.readline()
+                line = row_line[row]
+                digest.update(raw)
+                record = parse_json_line(raw, where, line)
+                rows.append(
+                    _rollout(record, group_id, k, line, prompt_column, response_column, wanted, where)
+                )
+            yield _finish_group(group_id, rows, digest, columns)
 
 
 def _check_group(

@@ -1,43 +1,90 @@
 """The main job, ``rewardkit score CONFIG [key=value ...] --out results.jsonl``.
 
-Reads rollouts (``rl.data.rollouts_path``), scores them with the selected provider or spec, shows
-progress on a terminal, prints a summary table and writes one JSON line per candidate. The output
-and its run manifest (``<out>.run.json``: catalog reference, providers, revisions, identities) are
-written atomically: a failed batch writes no results. A run that failed stays ``pending`` in its
-manifest, and ``--resume`` re-scores it only under the identities it recorded.
+Reads rollouts (``rl.data.rollouts_path``) one group at a time (``data.iter_rollout_groups``),
+scores them in chunks of about ``CHUNK_ROLLOUTS`` rollouts with the selected provider or spec,
+shows progress on a terminal, prints a summary table and writes one JSON line per candidate.
+Memory does not grow with the number of rollouts: a chunk is scored, journaled and dropped.
+
+Three files sit beside ``--out``:
+
+- the run manifest ``<out>.run.json``: catalog reference, providers, revisions, identities, the
+  normalised spec and the job settings that shape the output; ``pending`` until the output is
+  in place, then ``complete`` with the metrics;
+- the journal ``<out>.journal``: every finished chunk's output lines, then one line recording the
+  chunk (its number, the SHA-256 of its input rows, its metrics and summary sums), appended,
+  flushed and fsynced chunk by chunk; a chunk counts only once its record line is whole;
+- the output itself, written to a temporary file from the journal (in chunk order; with
+  ``advantage_scaling: batch`` the advantages are recomputed there from every total of the run)
+  and renamed into place, so a reader never sees half a result.
+
+A run that stops (an error, a kill) leaves its manifest ``pending`` and its journal. ``--resume``
+finishes it under the same provider identities, spec and job settings (anything else is refused)
+and scores again only the chunks that are not journaled, or whose input rows changed. A new run
+over a pending one needs ``--overwrite``. Files are created with the permissions the umask allows.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import math
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+import uuid
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rewardkit.advantages import mean_std
+from rewardkit.advantages import EPSILON, group_advantages, mean_std
 from rewardkit.config import RewardkitConfig, load_config
-from rewardkit.data import check_group_sizes, read_rollouts
-from rewardkit.errors import ConfigError, IdentityMismatchError, PreflightError, RewardkitError
+from rewardkit.data import RESTART, RolloutGroup, iter_rollout_groups
+from rewardkit.errors import ConfigError, DataError, IdentityMismatchError, PreflightError, RewardkitError
 from rewardkit.identity import canonical_json, sha256_hex
 from rewardkit.provenance import ProviderRecord, check_resume_all
 from rewardkit.reward import load
 from rewardkit.tables import format_table
 from rewardkit.worker import ScoredBatch
 
+CHUNK_ROLLOUTS = 4096  # rollouts scored, journaled and fsynced together
+JOURNAL_VERSION = 1
+_ROW_PREFIX = b'{"group_id":'
+_RECORD_PREFIX = b'{"chunk":'
+_STATUSES = ("scored", "skipped", "error")
 
-def write_atomically(path: Path, lines: Iterable[str]) -> None:
-    """Write ``lines`` to ``path`` via a temporary file in the same folder and a rename."""
+
+# -- files ---------------------------------------------------------------------------------------
+
+
+def _umask() -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no way to read it without setting it elsewhere
+    os.umask(mask)
+    return mask
+
+
+def write_atomically(path: Path, lines: Iterable[str | bytes]) -> None:
+    """Write ``lines`` to ``path`` via a temporary file in the same folder, fsync and a rename.
+
+    The file gets the permissions a plain ``open`` would give (``0o666`` less the umask), not the
+    private mode of a temporary file.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        os.fchmod(handle, 0o666 & ~_umask())
+        with os.fdopen(handle, "wb") as stream:
             for line in lines:
-                stream.write(line)
+                stream.write(line.encode("utf-8") if isinstance(line, str) else line)
             stream.flush()
             os.fsync(stream.fileno())
         os.replace(temporary, path)
@@ -50,55 +97,389 @@ def manifest_path(out: Path) -> Path:
     return out.with_name(out.name + ".run.json")
 
 
-def _write_manifest(out: Path, config: RewardkitConfig, reward: Any, status: str, **extra: Any) -> None:
-    document = {
+def journal_path(out: Path) -> Path:
+    return out.with_name(out.name + ".journal")
+
+
+def check_out_path(out: Path) -> None:
+    """Refuse an ``--out`` that cannot take the results, before anything is scored."""
+    for path, what in (
+        (out, "--out"),
+        (manifest_path(out), "the run manifest"),
+        (journal_path(out), "the journal"),
+    ):
+        if path.is_dir():
+            raise PreflightError(
+                f"{what} {path} is a folder; --out names the results file, e.g. {out / 'results.jsonl'}"
+            )
+    folder = out.parent
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise PreflightError(f"--out {out}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PreflightError(f"--out {out}: cannot write in {existing}")
+
+
+# -- what a run is ---------------------------------------------------------------------------------
+
+
+def _job_settings(config: RewardkitConfig) -> dict[str, Any]:
+    """Settings besides providers and spec that shape the output lines (checked on resume)."""
+    rl = config.rl
+    return {
+        "group_size": rl.group_size,
+        "advantage_scaling": rl.advantage_scaling,
+        "advantage_std": rl.advantage_std,
+        "advantage_eps": rl.advantage_eps,
+        "prompt_column": rl.data.prompt_column,
+        "response_column": rl.data.response_column,
+        "chunk_rollouts": CHUNK_ROLLOUTS,
+    }
+
+
+def _spec_identity(reward: Any) -> dict[str, Any]:
+    worker = getattr(reward, "worker", None)
+    spec_identity = getattr(worker, "spec_identity", None)
+    return spec_identity if spec_identity is not None else reward.spec.to_json()
+
+
+def _manifest(
+    config: RewardkitConfig, reward: Any, status: str, run: str, started: str, **extra: Any
+) -> dict:
+    return {
         "status": status,
+        "run": run,
+        "started": started,
         "config": str(config.source_path) if config.source_path else None,
         "rollouts": config.rl.data.rollouts_path,
         "catalog": reward.selection.catalog,
         "service": config.rl.reward.service,
         "backend": config.rewards.backend,
-        "spec": reward.spec.to_json(),
+        "spec": _spec_identity(reward),
+        "job": _job_settings(config),
         "providers": [record.to_json() for record in reward.providers],
         **extra,
     }
+
+
+def _write_manifest(out: Path, document: dict[str, Any]) -> None:
     write_atomically(manifest_path(out), [json.dumps(document, indent=2) + "\n"])
 
 
-def _check_previous_run(out: Path, reward: Any, resume: bool) -> None:
+def _read_manifest(out: Path) -> tuple[dict[str, Any] | None, bytes | None]:
     path = manifest_path(out)
-    if not path.exists():
-        if resume:
-            raise PreflightError(f"--resume: no run manifest at {path}")
-        return
     try:
-        previous = json.loads(path.read_text())
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None, None
+    try:
+        previous = json.loads(raw)
+        if not isinstance(previous, dict) or not isinstance(previous.get("providers"), list):
+            raise ValueError("not a run manifest")
+    except ValueError as error:
+        raise PreflightError(f"cannot read the run manifest {path}: {error}") from None
+    return previous, raw
+
+
+def _pending_summary(out: Path, previous: dict[str, Any]) -> str:
+    journal = Journal.scan(journal_path(out), previous.get("run"))
+    providers = ", ".join(
+        f"{row.get('provider')} ({str(row.get('identity'))[:12]})" for row in previous.get("providers", [])
+    )
+    return (
+        f"{manifest_path(out)} records a run that did not finish: started "
+        f"{previous.get('started') or '(unknown)'} "
+        f"with config {previous.get('config')}, rollouts {previous.get('rollouts')}, providers {providers}; "
+        f"{journal.rollouts} rollouts in {len(journal.chunks)} chunks are journaled"
+    )
+
+
+def _check_resume(out: Path, previous: dict[str, Any], reward: Any, config: RewardkitConfig) -> None:
+    path = manifest_path(out)
+    try:
         records = [ProviderRecord.from_json(row) for row in previous["providers"]]
     except (ValueError, KeyError, TypeError) as error:
         raise PreflightError(f"cannot read the run manifest {path}: {error}") from None
-    if previous.get("status") != "pending":
-        return
-    if not resume:
-        raise PreflightError(
-            f"{path} records a pending run that did not finish; pass --resume to finish it under the "
-            "same provider identities, or delete the manifest to start over"
-        )
     check_resume_all(records, reward.providers)
-    recorded_spec, current_spec = previous.get("spec"), reward.spec.to_json()
+    recorded_spec, current_spec = previous.get("spec"), _spec_identity(reward)
     if canonical_json(recorded_spec) != canonical_json(current_spec):
         raise IdentityMismatchError(
             f"the pending run in {path} composed its reward with spec "
             f"{sha256_hex(canonical_json(recorded_spec))[:16]} but this configuration gives "
-            f"{sha256_hex(canonical_json(current_spec))[:16]} (weights, gates, floor, onError or clip "
-            "changed); finish it with the recorded spec or start a new run"
+            f"{sha256_hex(canonical_json(current_spec))[:16]} (weights, gates, floor, onError, clip or "
+            "params changed); finish it with the recorded spec, or start over with --overwrite"
         )
+    recorded_job, current_job = previous.get("job") or {}, _job_settings(config)
+    changed = sorted(key for key in current_job.keys() | recorded_job.keys()
+                     if recorded_job.get(key) != current_job.get(key))  # fmt: skip
+    if changed:
+        shown = "; ".join(
+            f"{key}: {recorded_job.get(key)!r} then, {current_job.get(key)!r} now" for key in changed
+        )
+        raise IdentityMismatchError(
+            f"the pending run in {path} was scored with other job settings ({shown}); finish it with "
+            "the recorded settings, or start over with --overwrite"
+        )
+
+
+# -- the journal -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Chunk:
+    """A journaled chunk: where its output lines are in the journal, and its record."""
+
+    offset: int
+    length: int
+    record: dict[str, Any]
+
+
+@dataclass
+class Journal:
+    """The journal of one run: its chunks by number (a later record of a number wins)."""
+
+    path: Path
+    run: str
+    chunks: dict[int, Chunk] = field(default_factory=dict)
+    end: int = 0  # bytes of whole records; anything after is a torn write and is cut off
+
+    @property
+    def rollouts(self) -> int:
+        return sum(chunk.record["rollouts"] for chunk in self.chunks.values())
+
+    @classmethod
+    def scan(cls, path: Path, run: str | None) -> Journal:
+        """The whole chunks of ``path`` if it belongs to ``run``, else an empty journal."""
+        journal = cls(path, run or "")
+        try:
+            handle = path.open("rb")
+        except FileNotFoundError:
+            return journal
+        with handle:
+            header = handle.readline()
+            try:
+                head = json.loads(header)
+            except ValueError:
+                return journal
+            if not (
+                isinstance(head, dict) and head.get("journal") == JOURNAL_VERSION and head.get("run") == run
+            ):
+                return journal
+            offset = journal.end = len(header)
+            start, rows = offset, 0
+            for line in handle:
+                if not line.endswith(b"\n"):
+                    break  # torn
+                if line.startswith(_ROW_PREFIX):
+                    rows += 1
+                elif line.startswith(_RECORD_PREFIX):
+                    try:
+                        record = json.loads(line)
+                        number = int(record["chunk"])
+                        complete = record["rollouts"] == rows
+                    except (ValueError, KeyError, TypeError):
+                        break
+                    if not complete:
+                        break
+                    journal.chunks[number] = Chunk(start, offset - start, record)
+                    journal.end = offset + len(line)
+                    start, rows = journal.end, 0
+                else:
+                    break
+                offset += len(line)
+        return journal
+
+    def open_for_append(self, fresh: bool) -> IO[bytes]:
+        """The journal, cut to its whole records (or new, for a fresh run), positioned at the end."""
+        if fresh or not self.path.exists() or self.end == 0:
+            self.chunks.clear()
+            handle = self.path.open("wb")
+            header = json.dumps({"journal": JOURNAL_VERSION, "run": self.run}).encode() + b"\n"
+            handle.write(header)
+            handle.flush()
+            os.fsync(handle.fileno())
+            self.end = len(header)
+            return handle
+        handle = self.path.open("r+b")
+        handle.truncate(self.end)
+        handle.seek(self.end)
+        return handle
+
+    def append(self, handle: IO[bytes], number: int, lines: list[bytes], record: dict[str, Any]) -> None:
+        """Append one chunk durably: its output lines, then its record; flush and fsync."""
+        body = b"".join(lines)
+        handle.write(body)
+        handle.write(json.dumps({"chunk": number, **record}, separators=(",", ":")).encode() + b"\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+        self.chunks[number] = Chunk(self.end, len(body), {"chunk": number, **record})
+        self.end = handle.tell()
+
+
+# -- sums for the summary table and the metrics ------------------------------------------------------
+
+
+def _chunk_sums(reward: Any, batch: ScoredBatch) -> dict[str, Any]:
+    """What the summary table needs from one chunk: per component and for the final total."""
+    components: dict[str, dict[str, float]] = {}
+    for component in reward.spec.components:
+        components[component.name] = dict.fromkeys(("n", "sum", "sumsq", *_STATUSES, "gated"), 0.0)
+    final = dict.fromkeys(("n", "sum", "sumsq", "nulls", "gated"), 0.0)
+    for _, candidate in batch.candidates():
+        for name, entry in candidate.breakdown.items():
+            sums = components.get(name)
+            if sums is None:
+                continue
+            status = entry["status"]
+            sums[status] += 1
+            if status == "scored":
+                value = entry["value"]
+                sums["n"] += 1
+                sums["sum"] += value
+                sums["sumsq"] += value * value
+            if entry.get("gate") and not entry.get("passed", True):
+                sums["gated"] += 1
+        if candidate.final is None:
+            final["nulls"] += 1
+        else:
+            final["n"] += 1
+            final["sum"] += candidate.final
+            final["sumsq"] += candidate.final * candidate.final
+        final["gated"] += candidate.gated
+    return {"components": components, "final": final}
+
+
+def _mean_std(sums: dict[str, float]) -> tuple[float, float]:
+    count = sums["n"]
+    if not count:
+        return math.nan, math.nan
+    mean = sums["sum"] / count
+    return mean, math.sqrt(max(0.0, sums["sumsq"] / count - mean * mean))
+
+
+def summary_rows(reward: Any, chunks: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Per component (with its provider and term) and for the final total: mean, std and counts."""
+    rows: list[tuple[Any, ...]] = []
+    for component in reward.spec.components:
+        sums = dict.fromkeys(("n", "sum", "sumsq", *_STATUSES, "gated"), 0.0)
+        for chunk in chunks:
+            for key, value in chunk["components"].get(component.name, {}).items():
+                sums[key] += value
+        mean, std = _mean_std(sums)
+        counts = (int(sums["scored"]), int(sums["skipped"]), int(sums["error"]), int(sums["gated"]))
+        rows.append(
+            (component.name, f"{component.provider}:{component.term}", f"{mean:.4f}", f"{std:.4f}", *counts)
+        )
+    final = dict.fromkeys(("n", "sum", "sumsq", "nulls", "gated"), 0.0)
+    for chunk in chunks:
+        for key, value in chunk["final"].items():
+            final[key] += value
+    mean, std = _mean_std(final)
+    rows.append(
+        (
+            "final",
+            "-",
+            f"{mean:.4f}",
+            f"{std:.4f}",
+            int(final["n"]),
+            0,
+            int(final["nulls"]),
+            int(final["gated"]),
+        )
+    )
+    return rows
+
+
+def merge_metrics(records: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """The run's metrics from its chunks': counts add up, each mean weighted by what it averaged."""
+    counts: dict[str, float] = {}
+    sums: dict[str, float] = {}
+    weights: dict[str, float] = {}
+    for record in records:
+        chunk_weights = record.get("weights") or {}
+        for name, value in record["metrics"].items():
+            if name.endswith("_count"):
+                counts[name] = counts.get(name, 0.0) + value
+                continue
+            weight = float(chunk_weights.get(name, record["rollouts"]))
+            sums[name] = sums.get(name, 0.0) + value * weight
+            weights[name] = weights.get(name, 0.0) + weight
+    merged = {**counts, **{name: sums[name] / weights[name] for name in sums if weights[name]}}
+    return dict(sorted(merged.items()))
+
+
+# -- the output ------------------------------------------------------------------------------------
+
+
+def _copy_range(source: IO[bytes], offset: int, length: int) -> Iterator[bytes]:
+    source.seek(offset)
+    while length > 0:
+        piece = source.read(min(length, 1 << 20))
+        if not piece:
+            raise RewardkitError("the journal is shorter than its records say; start over with --overwrite")
+        length -= len(piece)
+        yield piece
+
+
+def _chunk_rows(source: IO[bytes], chunk: Chunk) -> Iterator[dict[str, Any]]:
+    data = b"".join(_copy_range(source, chunk.offset, chunk.length))
+    for line in data.splitlines():
+        yield json.loads(line)
+
+
+def _output_pieces(
+    journal: Journal, count: int, config: RewardkitConfig, metrics: dict[str, float]
+) -> Iterator[bytes]:
+    """The output, chunk by chunk from the journal; ``batch`` advantages are recomputed over the run."""
+    rl = config.rl
+    with journal.path.open("rb") as source:
+        if rl.advantage_scaling != "batch":
+            for number in range(count):
+                chunk = journal.chunks[number]
+                yield from _copy_range(source, chunk.offset, chunk.length)
+            return
+        totals = array("d")
+        for number in range(count):
+            for row in _chunk_rows(source, journal.chunks[number]):
+                if row["final"] is not None:
+                    totals.append(row["final"])
+        _, batch_std = mean_std(totals, rl.advantage_std)
+        eps = rl.advantage_eps if rl.advantage_eps is not None else EPSILON
+        del totals
+        absolute, candidates = 0.0, 0
+        for number in range(count):
+            group: list[dict[str, Any]] = []
+            lines: list[bytes] = []
+            for row in [*_chunk_rows(source, journal.chunks[number]), None]:
+                if group and (row is None or row["group_id"] != group[0]["group_id"]):
+                    finals = [[candidate["final"] for candidate in group]]
+                    (advantages,) = group_advantages(
+                        finals, "batch", std=rl.advantage_std, eps=eps, batch_std=batch_std
+                    )
+                    for candidate, advantage in zip(group, advantages):
+                        candidate["advantage"] = advantage
+                        absolute += abs(advantage)
+                        candidates += 1
+                        lines.append(json.dumps(candidate, separators=(",", ":")).encode() + b"\n")
+                    group = []
+                if row is not None:
+                    group.append(row)
+            yield b"".join(lines)
+        for name in metrics:
+            if name.endswith("/advantage/abs_mean") and candidates:
+                metrics[name] = absolute / candidates
+
+
+# -- progress ------------------------------------------------------------------------------------
 
 
 class ProgressBar:
     """A one-line progress bar on a terminal's stderr; silent otherwise."""
 
-    def __init__(self, total: int, stream: IO[str] | None = None) -> None:
-        self.total = max(total, 1)
+    def __init__(self, total: int | None, stream: IO[str] | None = None) -> None:
+        self.total = max(total, 1) if total is not None else None
         self.done = 0
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty()
@@ -108,13 +489,15 @@ class ProgressBar:
     def update(self, amount: int) -> None:
         self.done += amount
         now = time.monotonic()
-        if self.enabled and (now - self._last > 0.1 or self.done >= self.total):
+        if self.enabled and (now - self._last > 0.1 or (self.total and self.done >= self.total)):
             self._last = now
-            filled = int(30 * self.done / self.total)
             rate = self.done / max(now - self.start, 1e-9)
-            self.stream.write(
-                f"\rscoring [{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} {rate:,.0f}/s"
-            )
+            if self.total:
+                filled = int(30 * min(self.done, self.total) / self.total)
+                bar = f"[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}"
+            else:
+                bar = f"{self.done}"
+            self.stream.write(f"\rscoring {bar} {rate:,.0f}/s")
             self.stream.flush()
 
     def close(self) -> None:
@@ -123,41 +506,35 @@ class ProgressBar:
             self.stream.flush()
 
 
-def _mean_or_nan(values: Sequence[float]) -> tuple[float, float]:
-    return mean_std(values) if values else (math.nan, math.nan)
+def _count_lines(path: str) -> int | None:
+    try:
+        with open(path, "rb") as handle:
+            return sum(piece.count(b"\n") for piece in iter(lambda: handle.read(1 << 20), b""))
+    except OSError:
+        return None
 
 
-def summary_rows(reward: Any, batch: ScoredBatch) -> list[tuple[Any, ...]]:
-    """Per component (with its provider and term) and for the final total: mean, std and counts."""
-    candidates = [candidate for _, candidate in batch.candidates()]
-    rows: list[tuple[Any, ...]] = []
-    for component in reward.spec.components:
-        entries = [candidate.breakdown[component.name] for candidate in candidates]
-        values = [entry["value"] for entry in entries if entry["status"] == "scored"]
-        mean, std = _mean_or_nan(values)
-        counts = {
-            status: sum(1 for entry in entries if entry["status"] == status)
-            for status in ("scored", "skipped", "error")
-        }
-        gated = sum(1 for entry in entries if entry["gate"] and not entry.get("passed", True))
-        rows.append(
-            (
-                component.name,
-                f"{component.provider}:{component.term}",
-                f"{mean:.4f}",
-                f"{std:.4f}",
-                counts["scored"],
-                counts["skipped"],
-                counts["error"],
-                gated,
-            )
-        )
-    finals = [candidate.final for candidate in candidates if candidate.final is not None]
-    mean, std = _mean_or_nan(finals)
-    nulls = len(candidates) - len(finals)
-    gated = sum(1 for candidate in candidates if candidate.gated)
-    rows.append(("final", "-", f"{mean:.4f}", f"{std:.4f}", len(finals), 0, nulls, gated))
-    return rows
+# -- the job ---------------------------------------------------------------------------------------
+
+
+def _chunks(groups: Iterator[Any]) -> Iterator[tuple[int, list[RolloutGroup], str] | None]:
+    """Numbered chunks of about ``CHUNK_ROLLOUTS`` rollouts with the SHA-256 of their input rows;
+    ``None`` when the reader starts over (the chunks before it are void)."""
+    number, members, digest, size = 0, [], hashlib.sha256(), 0
+    for item in groups:
+        if item is RESTART:
+            number, members, digest, size = 0, [], hashlib.sha256(), 0
+            yield None
+            continue
+        group, group_digest = item
+        members.append(group)
+        digest.update(group_digest)
+        size += len(group.rollouts)
+        if size >= CHUNK_ROLLOUTS:
+            yield number, members, digest.hexdigest()
+            number, members, digest, size = number + 1, [], hashlib.sha256(), 0
+    if members:
+        yield number, members, digest.hexdigest()
 
 
 def run_score(
@@ -166,11 +543,21 @@ def run_score(
     out: str,
     *,
     resume: bool = False,
+    overwrite: bool = False,
     stdout: IO[str] | None = None,
     stderr: IO[str] | None = None,
+    on_chunk: Callable[[int], None] | None = None,
 ) -> int:
-    """Run the main job; returns the process exit code (0 ok, 1 the batch failed)."""
+    """Run the main job; returns the process exit code (0 ok, 1 the scoring failed).
+
+    ``on_chunk(n)`` is called after chunk ``n`` is journaled (tests use it to stop a job mid-way).
+    """
     stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    if resume and overwrite:
+        raise PreflightError(
+            "--resume and --overwrite exclude each other: finish the pending run, or discard it"
+        )
     config = load_config(config_source, overrides)
     rollouts_path = config.rl.data.rollouts_path
     if rollouts_path is None:
@@ -180,48 +567,127 @@ def run_score(
             key="rl.data.rollouts_path",
         )
     out_path = Path(out)
+    check_out_path(out_path)
     with load(config) as reward:
-        _check_previous_run(out_path, reward, resume)
-        groups = read_rollouts(
-            rollouts_path,
-            prompt_column=config.rl.data.prompt_column,
-            response_column=config.rl.data.response_column,
-            needs=reward.needs,
-        )
-        check_group_sizes(groups, config.rl.group_size, path=rollouts_path)
-        total = sum(len(group.rollouts) for group in groups)
-        _write_manifest(out_path, config, reward, "pending")
-        bar = ProgressBar(total, stderr)
-        start = time.perf_counter()
-        try:
-            batch = reward.score(groups, progress=bar.update)
-        except RewardkitError as error:
-            bar.close()
-            print(
-                f"rewardkit: the batch failed, nothing was written to {out_path}: {error}",
-                file=stderr or sys.stderr,
+        previous, previous_raw = _read_manifest(out_path)
+        pending = previous is not None and previous.get("status") == "pending"
+        if resume and previous is None:
+            raise PreflightError(f"--resume: no run manifest at {manifest_path(out_path)}")
+        if resume and not pending:
+            raise PreflightError(
+                f"--resume: the run recorded in {manifest_path(out_path)} is complete; nothing to resume "
+                "(run without --resume to score again)"
             )
-            return 1
-        elapsed = time.perf_counter() - start
-        bar.close()
-        write_atomically(
-            out_path, (json.dumps(row, separators=(",", ":")) + "\n" for row in batch.to_jsonl_rows())
-        )
+        if pending and not resume and not overwrite:
+            raise PreflightError(
+                f"{_pending_summary(out_path, previous)}. Pass --resume to finish it under the same provider "
+                "identities, or --overwrite to discard it and start over"
+            )
+        if resume:
+            _check_resume(out_path, previous, reward, config)
+            run = str(previous.get("run") or "")
+            started = str(previous.get("started") or "")
+            journal = Journal.scan(journal_path(out_path), run)
+        else:
+            run, started = uuid.uuid4().hex, time.strftime("%Y-%m-%dT%H:%M:%S%z")
+            journal = Journal(journal_path(out_path), run)
+        _write_manifest(out_path, _manifest(config, reward, "pending", run, started))
+        with contextlib.ExitStack() as files:
+            handle = files.enter_context(journal.open_for_append(fresh=not resume))
+            groups = iter_rollout_groups(
+                rollouts_path,
+                prompt_column=config.rl.data.prompt_column,
+                response_column=config.rl.data.response_column,
+                needs=reward.needs,
+                group_size=config.rl.group_size,
+            )
+            bar = ProgressBar(_count_lines(rollouts_path) if stderr.isatty() else None, stderr)
+            start = time.perf_counter()
+            count = reused = scored_here = groups_total = rollouts_total = 0
+            try:
+                for item in _chunks(groups):
+                    if item is None:
+                        count = groups_total = rollouts_total = 0
+                        continue
+                    number, members, digest = item
+                    count = number + 1
+                    groups_total += len(members)
+                    rollouts = sum(len(group.rollouts) for group in members)
+                    rollouts_total += rollouts
+                    known = journal.chunks.get(number)
+                    if known is not None and known.record.get("input") == digest:
+                        reused += 1
+                        bar.update(rollouts)
+                        continue
+                    batch = reward.score(members, progress=bar.update)
+                    lines = [
+                        json.dumps(row, separators=(",", ":")).encode() + b"\n"
+                        for row in batch.to_jsonl_rows()
+                    ]
+                    record = {
+                        "input": digest,
+                        "groups": len(members),
+                        "rollouts": len(lines),
+                        "first": members[0].group_id,
+                        "metrics": batch.metrics,
+                        "weights": batch.metric_weights,
+                        "summary": _chunk_sums(reward, batch),
+                    }
+                    journal.append(handle, number, lines, record)
+                    scored_here += 1
+                    if on_chunk is not None:
+                        on_chunk(number)
+            except RewardkitError as error:
+                bar.close()
+                if not journal.chunks and previous_raw is not None and not pending:
+                    write_atomically(manifest_path(out_path), [previous_raw])  # as it was: nothing to resume
+                    journal.path.unlink(missing_ok=True)
+                elif not journal.chunks:
+                    manifest_path(out_path).unlink(missing_ok=True)
+                    journal.path.unlink(missing_ok=True)
+                if not isinstance(error, (ConfigError, DataError)):
+                    journaled = sum(
+                        chunk.record["rollouts"] for n, chunk in journal.chunks.items() if n < count
+                    )
+                    print(
+                        f"rewardkit: the batch failed, nothing was written to {out_path}: {error}"
+                        + (f" ({journaled} rollouts are journaled: rerun with --resume to finish the run)"
+                           if journal.chunks else ""),
+                        file=stderr,
+                    )  # fmt: skip
+                    return 1
+                raise
+            elapsed = time.perf_counter() - start
+            bar.close()
+        records = [journal.chunks[number].record for number in range(count)]
+        metrics = merge_metrics(records)
+        write_atomically(out_path, _output_pieces(journal, count, config, metrics))
         _write_manifest(
             out_path,
-            config,
-            reward,
-            "complete",
-            rollouts_scored=total,
-            groups=len(groups),
-            seconds=elapsed,
-            metrics=batch.metrics,
+            _manifest(
+                config,
+                reward,
+                "complete",
+                run,
+                started,
+                rollouts_scored=rollouts_total,
+                groups=groups_total,
+                seconds=elapsed,
+                chunks=count,
+                chunks_reused=reused,
+                metrics=metrics,
+            ),
         )
+        journal.path.unlink(missing_ok=True)
         headers = ("component", "provider:term", "mean", "std", "scored", "skipped", "errors", "gated")
-        print(format_table(summary_rows(reward, batch), headers), file=stdout)
         print(
-            f"\n{total} rollouts in {len(groups)} groups scored in {elapsed:.3f}s "
-            f"({total / max(elapsed, 1e-9):,.0f} rollouts/s); wrote {out_path}",
+            format_table(summary_rows(reward, [record["summary"] for record in records]), headers),
+            file=stdout,
+        )
+        again = f"; {reused} of {count} chunks were journaled already" if reused else ""
+        print(
+            f"\n{rollouts_total} rollouts in {groups_total} groups scored in {elapsed:.3f}s "
+            f"({rollouts_total / max(elapsed, 1e-9):,.0f} rollouts/s){again}; wrote {out_path}",
             file=stdout,
         )
     return 0

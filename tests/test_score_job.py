@@ -128,7 +128,10 @@ def test_a_failed_batch_writes_nothing_and_exits_non_zero(tmp_path: Path, capsys
     assert main(["score", str(config), "--out", str(out)]) == 1
     assert "nothing was written" in capsys.readouterr().err
     assert out.read_text() == "previous results\n"
-    assert json.loads(manifest_path(out).read_text())["status"] == "pending"
+    # nothing was journaled, so nothing is left to resume: no pending manifest blocks the next run
+    assert not manifest_path(out).exists()
+    write(tmp_path / "rollouts.jsonl", rows)
+    assert main(["score", str(config), "--out", str(out)]) == 0
 
 
 def test_a_pending_run_resumes_only_under_the_same_identity(tmp_path: Path, capsys: pytest.CaptureFixture):
