@@ -20,8 +20,6 @@ nothing is sent. A remote failure is the candidate's ``error`` result (the compo
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -37,6 +35,7 @@ from rewardkit.media.service import (
     MediaServiceError,
     ScoringTrace,
     ServiceDeadlineError,
+    in_daemon_thread,
 )
 from rewardkit.media.spool import SpoolError
 from rewardkit.transport import run_sync
@@ -112,7 +111,7 @@ class MediaScorer:
             )
         trace = ScoringTrace(stage="decode")
         try:
-            sample = await _in_thread(lambda: self._pixels(latent), deadline - time.monotonic())
+            sample = await in_daemon_thread(lambda: self._pixels(latent), deadline - time.monotonic())
         except asyncio.TimeoutError:
             return self._failed(
                 ServiceDeadlineError(
@@ -145,30 +144,3 @@ class MediaScorer:
 
     def _failed(self, error: Exception, trace: ScoringTrace) -> RewardProviderResult:
         return RewardProviderResult.fail(f"{type(error).__name__}: {error}", self._diagnostics(trace, None))
-
-
-async def _in_thread(work: Callable[[], Any], timeout: float) -> Any:
-    """Run ``work`` in a daemon thread; wait at most ``timeout`` seconds for it (then abandon it)."""
-    if timeout <= 0:
-        raise asyncio.TimeoutError
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(value: Any, failure: BaseException | None) -> None:
-        if future.done():
-            return
-        if failure is not None:
-            future.set_exception(failure)
-        else:
-            future.set_result(value)
-
-    def run() -> None:
-        try:
-            value, failure = work(), None
-        except BaseException as error:
-            value, failure = None, error
-        with contextlib.suppress(RuntimeError):  # the loop is gone: the caller stopped waiting
-            loop.call_soon_threadsafe(settle, value, failure)
-
-    threading.Thread(target=run, name="rewardkit-media-decode", daemon=True).start()
-    return await asyncio.wait_for(future, timeout)

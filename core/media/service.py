@@ -25,12 +25,14 @@ variable the config names and never appears in a log line or an error.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import math
+import threading
 import time
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,7 +188,8 @@ class MediaServiceClient:
             spool_bytes(sample, prefix), directory=self.spool_dir, active_ranks=self.active_ranks
         )
         try:
-            await asyncio.to_thread(spool.write, sample, prefix)
+            # a write cut short by the deadline finishes into the removed file, unseen
+            await in_daemon_thread(lambda: spool.write(sample, prefix), deadline - time.monotonic())
             trace.stage = "enqueue"
             uuid = await self._enqueue(spool, deadline, trace)
         finally:
@@ -382,3 +385,34 @@ class MediaServiceClient:
             uuid=trace.uuid,
             url=self.pull_url,
         )
+
+
+async def in_daemon_thread(work: Callable[[], Any], timeout: float) -> Any:
+    """Run ``work`` in a daemon thread; wait at most ``timeout`` seconds for it (then abandon it).
+
+    Unlike ``asyncio.to_thread``, a caller that stops waiting is not held up when its event loop
+    closes: ``asyncio.run`` joins the default executor's threads, a daemon thread it never sees.
+    """
+    if timeout <= 0:
+        raise asyncio.TimeoutError
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, failure: BaseException | None) -> None:
+        if future.done():
+            return
+        if failure is not None:
+            future.set_exception(failure)
+        else:
+            future.set_result(value)
+
+    def run() -> None:
+        try:
+            value, failure = work(), None
+        except BaseException as error:
+            value, failure = None, error
+        with contextlib.suppress(RuntimeError):  # the loop is gone: the caller stopped waiting
+            loop.call_soon_threadsafe(settle, value, failure)
+
+    threading.Thread(target=run, name="rewardkit-media-decode", daemon=True).start()
+    return await asyncio.wait_for(future, timeout)
