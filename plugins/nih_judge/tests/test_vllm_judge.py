@@ -115,8 +115,14 @@ def test_both_judges_end_to_end_through_rewardkit_score(served, tmp_path):
         assert result["final"] is None  # errors add nothing: never a silent 0
     manifest = json.loads((tmp_path / "judged.jsonl.run.json").read_text())
     assert manifest["status"] == "complete"
-    text = json.dumps(manifest)
-    assert "judge_content_sha256" in text and "nih-rubric" in text and "nih-compare" in text
+    # the run records each judge's identity: the same hash the catalog gives these params, which
+    # covers the judge content, the server and every setting
+    recorded = {record["provider"]: record["identity"] for record in manifest["providers"]}
+    catalog = resolve_catalog()
+    assert recorded == {
+        "nih-rubric": catalog.bind("nih-rubric", rubric).identity,
+        "nih-compare": catalog.bind("nih-compare", params(served)).identity,
+    }
     metrics = manifest["metrics"]
     # every verdict was asked twice: the question, then the re-ask in the same conversation
     assert metrics["train/reward_provider/nih-rubric/judge_calls"] == 2.0
