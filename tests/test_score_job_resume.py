@@ -206,3 +206,22 @@ def test_results_and_manifest_honour_the_umask(tmp_path: Path, umask: int, mode:
         os.umask(previous)
     for path in (out, manifest_path(out)):
         assert stat.S_IMODE(path.stat().st_mode) == mode, path
+
+
+def test_interleaved_groups_without_a_group_size_are_read_again_by_index(tmp_path: Path, monkeypatch):
+    config, out, log = (
+        job(tmp_path, rows(12, interleaved=True)),
+        tmp_path / "out.jsonl",
+        tmp_path / "calls.txt",
+    )
+    monkeypatch.setenv("REWARDKIT_TEST_CALLS", str(log))
+    assert run_score(str(config), ["rl.group_size=null"], str(out), stdout=io.StringIO()) == 0
+    made = calls(log)
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [row["group_id"] for row in got] == [f"g{g:02d}" for g in range(12) for _ in range(GROUP_SIZE)]
+    with rewardkit.load(str(config), ["rl.group_size=null"]) as reward:
+        want = reward.score(read_rollouts(tmp_path / "rollouts.jsonl", needs=reward.needs))
+    assert got == want.to_jsonl_rows()
+    # read as contiguous, a first chunk of eight one-row groups was scored before g00 came back;
+    # that chunk is void: every group was then scored once, whole, and only those results count
+    assert sorted(made) == sorted([f"g{g:02d}" for g in range(8)] + [f"g{g:02d}" for g in range(12)])
