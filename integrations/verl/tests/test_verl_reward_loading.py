@@ -8,6 +8,7 @@ whose response is decoded by a tokenizer built here. The reward verl computes mu
 
 from __future__ import annotations
 
+import math
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -74,14 +75,13 @@ def sample(tok, prompt: str, response: str, data_source: str, truth: str) -> Dat
 def test_get_custom_reward_fn_loads_compute_score_with_reward_kwargs():
     forget_rewards()
     fn = get_custom_reward_fn(verl_config())
-    assert fn(data_source="arith", solution_str="five", ground_truth="five", extra_info={}) == {
-        "score": 1.0,
-        "exact-match": 1.0,
-    }
-    assert fn(data_source="other", solution_str="", ground_truth="five", extra_info={}) == {
-        "score": 0.0,
-        "nonempty": 0.0,
-    }
+    # Every response carries every selection's components (verl collects each key over the batch).
+    arith = fn(data_source="arith", solution_str="five", ground_truth="five", extra_info={})
+    assert list(arith) == ["score", "nonempty", "exact-match"]
+    assert arith["score"] == arith["exact-match"] == 1.0 and math.isnan(arith["nonempty"])
+    other = fn(data_source="other", solution_str="", ground_truth="five", extra_info={})
+    assert list(other) == ["score", "nonempty", "exact-match"]
+    assert other["score"] == other["nonempty"] == 0.0 and math.isnan(other["exact-match"])
 
 
 def test_naive_reward_manager_scores_a_dataproto_with_rewardkit():
@@ -100,4 +100,7 @@ def test_naive_reward_manager_scores_a_dataproto_with_rewardkit():
         )
         assert out["reward_score"] == expected, (response, source, out)
         direct = binding.compute_score(source, response, truth, {}, config=REWARD)
-        assert out["reward_extra_info"] == direct
+        assert list(out["reward_extra_info"]) == list(direct)
+        for key, value in direct.items():
+            got = out["reward_extra_info"][key]
+            assert got == value or (math.isnan(got) and math.isnan(value)), (key, got, value)
