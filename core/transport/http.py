@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import aiohttp
 
@@ -56,7 +56,7 @@ class RetryPolicy:
     statuses: frozenset[int] = frozenset({408, 429, 500, 502, 503, 504})
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
-        base = min(self.max_backoff_s, self.backoff_s * (2**attempt))
+        base = min(self.max_backoff_s, self.backoff_s * (2 ** min(attempt, 32)))
         base *= 1 + self.jitter * random.random()
         return max(base, retry_after or 0.0)
 
@@ -165,7 +165,7 @@ class HttpClient:
         path: str,
         *,
         json_body: Any = None,
-        data: bytes | aiohttp.FormData | None = None,
+        data: bytes | BinaryIO | aiohttp.FormData | None = None,
         headers: Mapping[str, str] | None = None,
         deadline: float | None = None,
         timeout_s: float | None = None,
@@ -226,7 +226,7 @@ class HttpClient:
         method: str,
         url: str,
         json_body: Any,
-        data: bytes | aiohttp.FormData | None,
+        data: bytes | BinaryIO | aiohttp.FormData | None,
         headers: Mapping[str, str] | None,
         timeout_s: float,
     ) -> HttpResponse:
