@@ -106,3 +106,45 @@ def test_remote_rm_client_against_the_reward_service(config_file):
             out = run(executor, tok, prompt, label, response)
             # The service receives the decoded query (prompt + response) and scores the response.
             assert out["reward"] == [expected(prompt, label, response)], out
+
+
+# A base model answers, then goes on to repeat the prompt. OpenRLHF decodes the prompt's tokens
+# (here: words joined by single spaces, so the prompt's newline comes back as a space) followed by
+# the response's; the response is what follows the prompt at the front of the query.
+REPEAT_WORDS = ["<pad>", "<unk>", "</s>", "Question:", "What", "is", "2+2?", "Answer:", "####", "4"]
+REPEAT_PROMPTS = ["Question: What is 2+2? Answer:", "Question: What is 2+2?\nAnswer:"]
+REPEAT_RESPONSE = "#### 4 Question: What is 2+2? Answer: </s>"
+
+
+def repeat_tokenizer() -> PreTrainedTokenizerFast:
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(REPEAT_WORDS)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", unk_token="<unk>", eos_token="</s>"
+    )
+
+
+@pytest.fixture
+def gsm8k_config(tmp_path, monkeypatch):
+    path = tmp_path / "gsm8k.yaml"
+    path.write_text("rl.reward.provider: gsm8k\n")
+    monkeypatch.setenv("REWARDKIT_CONFIG", str(path))
+    forget_rewards()
+    return path
+
+
+@pytest.mark.parametrize("prompt", REPEAT_PROMPTS, ids=["spaces", "newline"])
+def test_a_response_that_repeats_the_prompt_keeps_its_answer_in_process(gsm8k_config, prompt):
+    tok = repeat_tokenizer()
+    executor = SingleTurnAgentExecutor(remote_rm_url=binding.__file__)
+    out = run(executor, tok, prompt, "4", REPEAT_RESPONSE)
+    assert out["reward"] is not None and float(out["reward"][0]) == 1.0, out
+
+
+@pytest.mark.parametrize("prompt", REPEAT_PROMPTS, ids=["spaces", "newline"])
+def test_a_response_that_repeats_the_prompt_keeps_its_answer_over_get_reward(gsm8k_config, prompt):
+    tok = repeat_tokenizer()
+    with ServerProcess(gsm8k_config) as server:
+        executor = SingleTurnAgentExecutor(remote_rm_url=f"{server.url}/get_reward")
+        out = run(executor, tok, prompt, "4", REPEAT_RESPONSE)
+    assert out["reward"] == [1.0], out
