@@ -42,9 +42,13 @@ def models(tmp_path_factory) -> dict[str, Path]:
     return found
 
 
-def vllm_processes() -> list[str]:
-    """Command lines of every vLLM-looking process on the machine."""
-    found = []
+def vllm_processes() -> set[str]:
+    """``pid: command line`` of every vLLM-looking process on the machine.
+
+    Tests compare the set after with the set before they started, so servers that other work
+    on the machine runs meanwhile do not count.
+    """
+    found = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -54,7 +58,7 @@ def vllm_processes() -> list[str]:
                 continue
             text = raw.replace(b"\0", b" ").decode("utf-8", "replace")
             if state != b"Z" and ("rewardkit_vllm.launch" in text or text.startswith("VLLM::")):
-                found.append(f"{entry}: {text[:120]}")
+                found.add(f"{entry}: {text[:120]}")
     return found
 
 
