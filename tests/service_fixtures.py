@@ -21,7 +21,7 @@ MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verificat
 
 def shared_data() -> Path:
     override = os.environ.get("REWARDKIT_SHARED_DATA")
-    return Path(override) if override else HERE.parents[0] / ".." / "shared" / "data"
+    return Path(override) if override else HERE.parents[0] / "testdata" / "shared"
 
 
 def gsm8k_groups(count: int, offset: int = 0) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from rewardkit.contracts import RewardCandidate, RewardContext
 
 def shared_data() -> Path:
     root = os.environ.get("REWARDKIT_SHARED_DATA")
-    path = Path(root) if root else Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+    path = Path(root) if root else Path(__file__).resolve().parents[1] / "testdata" / "shared"
     if not path.is_dir():
         pytest.fail(f"shared data not found at {path}; set REWARDKIT_SHARED_DATA")
     return path

@@ -16,7 +16,7 @@ from rewardkit.errors import DataError, RewardkitError
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "testdata" / "config"
-SHARED_DATA = Path(os.environ.get("REWARDKIT_SHARED_DATA", REPO / ".." / "shared" / "data"))
+SHARED_DATA = Path(os.environ.get("REWARDKIT_SHARED_DATA", REPO / "testdata" / "shared"))
 BOTH = ("prompt", "reference")
 
 

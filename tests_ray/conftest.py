@@ -25,7 +25,7 @@ CONFINE = "unshare -n sh -c 'ip link set lo up && pytest tests_ray'"
 
 def shared_data() -> Path:
     override = os.environ.get("REWARDKIT_SHARED_DATA")
-    return Path(override) if override else REPO / ".." / "shared" / "data"
+    return Path(override) if override else REPO / "testdata" / "shared"
 
 
 def _interfaces() -> list[str]:

@@ -24,7 +24,7 @@ HANG = "The result is \\boxed{9^{9^{9^{9^{9^{9^{9}}}}}}}"
 
 def shared_data() -> Path:
     root = os.environ.get("REWARDKIT_SHARED_DATA")
-    path = Path(root) if root else Path(__file__).resolve().parents[2] / ".." / "shared" / "data"
+    path = Path(root) if root else Path(__file__).resolve().parents[2] / "testdata" / "shared"
     if not path.is_dir():
         pytest.fail(f"shared data not found at {path}; set REWARDKIT_SHARED_DATA")
     return path
