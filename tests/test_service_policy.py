@@ -110,7 +110,6 @@ def test_schemas_are_derived_from_scorer_annotations_and_checked_strictly():
     for name, params, wanted in (
         ("exact-match", {"case_sensitive": "true"}, "param case_sensitive must be true or false; got 'true'"),
         ("constant", {"value": "1.5"}, "param value must be a number; got '1.5'"),
-        ("repetition", {"ngram_size": True}, "param ngram_size must be an integer; got True"),
         ("countdown", {"policy": "lax"}, "param policy must be one of ['strict', 'lenient']; got 'lax'"),
     ):
         with pytest.raises(PreflightError) as caught:
