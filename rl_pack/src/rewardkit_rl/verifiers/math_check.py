@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import sympy
+
 from rewardkit_rl.verifiers.math_forms import compare, reference_problem
 from rewardkit_rl.verifiers.math_forms.compare import reference_form
 from rewardkit_rl.verifiers.math_forms.values import parse_leaf
@@ -42,11 +44,14 @@ WARM_UP_PAIRS: tuple[tuple[str, str], ...] = (
 
 
 def warm_up() -> None:
-    """Build the LaTeX parser tables and SymPy caches at worker start-up (see ``WARM_UP_PAIRS``)."""
+    """Build the LaTeX parser tables and SymPy caches at worker start-up (see ``WARM_UP_PAIRS``),
+    and import what ``simplify`` imports on first use (``sympy.physics.units``, about a second)."""
+    x, y = sympy.symbols("x y")
+    sympy.simplify((x + y) ** 2 - x**2 - 2 * x * y - y**2)
     for gold, answer in WARM_UP_PAIRS:
         if reference_problem(gold) is None:
             compare(gold, answer)
-    for cached in (parse_leaf, reference_form, reference_problem):
+    for cached in (parse_leaf, reference_form, reference_problem, compare):
         cached.cache_clear()
 
 

@@ -162,7 +162,10 @@ class MathVerifier:
         """Score several groups with one pass over the workers (a rollout batch at once)."""
         plans = [self._plan(request) for request in requests]
         batch = [item for plan in plans for item in plan.requests]
-        outcomes = self.pool.map(batch, self.timeout_s) if batch else []
+        # A group's samples often repeat one answer: each distinct request goes to a worker once.
+        distinct = list(dict.fromkeys(batch))
+        answered = dict(zip(distinct, self.pool.map(distinct, self.timeout_s))) if distinct else {}
+        outcomes = [answered[item] for item in batch]
         results = []
         offset = 0
         for request, plan in zip(requests, plans):

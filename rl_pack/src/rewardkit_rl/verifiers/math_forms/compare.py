@@ -60,8 +60,10 @@ def reference_problem(gold: str) -> str | None:
         return f"the reference could not be parsed as math: {error}"
 
 
+@lru_cache(maxsize=4096)
 def compare(gold: str, answer: str) -> Verdict:
-    """Whether ``answer`` states the reference ``gold`` (call ``reference_problem`` first)."""
+    """Whether ``answer`` states the reference ``gold`` (call ``reference_problem`` first).
+    Cached: a group's samples often repeat one answer."""
     reference = reference_form(gold)
     form = read(answer)
     try:
