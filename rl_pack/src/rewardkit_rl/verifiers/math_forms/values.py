@@ -233,6 +233,33 @@ def _numbers_agree(gold: Any, answer: Any, decimals: int) -> bool:
         return True
 
 
+def _differ_somewhere(gold: Any, answer: Any) -> bool:
+    """Whether two expressions in variables take different values at a sample point (a proof
+    that they differ, which spares math-verify's ``simplify``). False when it cannot tell: no
+    variables, unknown functions, a bare name (math-verify compares ``\\text{ab}`` with ``a b``),
+    or a point outside the domain."""
+    if not isinstance(gold, sympy.Expr) or not isinstance(answer, sympy.Expr):
+        return False
+    names = sorted(gold.free_symbols | answer.free_symbols, key=str)
+    if not names or gold.atoms(AppliedUndef) or answer.atoms(AppliedUndef):
+        return False
+    for side in (gold, answer):
+        if isinstance(side, sympy.Symbol) or (
+            isinstance(side, sympy.Mul) and all(isinstance(f, sympy.Symbol) for f in side.args)
+        ):
+            return False
+    point = {name: sympy.Rational(7 + 3 * index, 11 + 2 * index) for index, name in enumerate(names)}
+    try:
+        first = sympy.N(gold.subs(point), _PRECISION)
+        second = sympy.N(answer.subs(point), _PRECISION)
+        if not (first.is_number and second.is_number and first.is_finite and second.is_finite):
+            return False
+        scale = max(abs(first), abs(second), 1)
+        return bool(abs(first - second) > sympy.Rational(1, 10**9) * scale)
+    except Exception:
+        return False
+
+
 def text_key(latex: str) -> str:
     """Words compared as text: ``\\text{}`` unwrapped, case, spacing and punctuation dropped."""
     text = strip_text(latex).lower()
@@ -257,6 +284,8 @@ def leaf_equal(gold: str, answer: str) -> bool:
     if gold_units is not None and answer_units is not None and gold_units != answer_units:
         return False
     gold_value, answer_value = value(gold), value(answer)
+    if _differ_somewhere(gold_value, answer_value):
+        return False
     if not verify([gold_value], [answer_value], timeout_seconds=None):  # type: ignore[arg-type]
         return False
     if "%" in gold or "%" in answer:
