@@ -181,7 +181,7 @@ def _relation_problem(form: Relation) -> str | None:
         if target is None:
             return "an approximation whose value is not a number written in digits"
         value, unit, exact, _ = target
-        if exact is not None and relations._distance(exact, value) > unit:
+        if exact is not None and relations.distance(exact, value) > unit:
             return f"the reference's approximation is off by more than its last digit: {_spell(form)}"
         return None
     if ops == {"="}:

@@ -18,7 +18,7 @@ _MINUS_INFINITY = Leaf("-\\infty")
 _PLUS_INFINITY = Leaf("\\infty")
 _REALS = {"\\mathbb{R}", "\\mathbb R", "\\R", "\\mathbb{R}^{1}", "(-\\infty,\\infty)"}
 _EMPTY = {"\\emptyset", "\\varnothing", "\\{\\}", "\\O"}
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def pieces(
@@ -104,7 +104,7 @@ def _inequality_pieces(relation: Relation, variable: list[str] | None) -> list[I
     high: tuple[Leaf, bool] = (_PLUS_INFINITY, False)
     # Read each bound as "variable OP bound" (flipping when the variable is on the right).
     if index > 0:
-        op = _FLIP[ops[index - 1]]
+        op = FLIP[ops[index - 1]]
         bound = (sides[index - 1], op in ("<=", ">="))
         low, high = (bound, high) if op in (">", ">=") else (low, bound)  # type: ignore[assignment]
     if index < len(ops):

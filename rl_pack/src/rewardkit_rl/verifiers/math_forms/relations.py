@@ -27,7 +27,6 @@ from rewardkit_rl.verifiers.math_forms.forms import Form, Leaf, Relation, label_
 
 Equal = Callable[[Form, Form], bool]
 _INEQUALITIES = {"<", "<=", ">", ">="}
-_RELATIVE = sympy.Rational(1, 10**12)
 
 
 _SUBSCRIPT = re.compile(r"_\s*(?:\{[^{}]*\}|\w)")
@@ -176,7 +175,7 @@ def inequality(gold: Relation, answer: Form, equal: Equal) -> bool:
         return False
     if answer.ops == gold.ops:
         pairs = zip(gold.sides, answer.sides)
-    elif tuple(intervals._FLIP.get(op, op) for op in reversed(answer.ops)) == gold.ops:
+    elif tuple(intervals.FLIP.get(op, op) for op in reversed(answer.ops)) == gold.ops:
         pairs = zip(gold.sides, reversed(answer.sides))
     else:
         return False
@@ -234,7 +233,7 @@ def close_enough(target: tuple[Decimal, Decimal, sympy.Expr | None, str | None],
         if answer_unit > unit:
             return False
         if exact is not None:
-            return _distance(exact, number) <= answer_unit / 2 * Decimal("1.000000001")
+            return distance(exact, number) <= answer_unit / 2 * Decimal("1.000000001")
         # Every value the answer can stand for rounds to the reference.
         return abs(number - reference) + answer_unit / 2 <= unit / 2
     if exact is not None:
@@ -244,10 +243,11 @@ def close_enough(target: tuple[Decimal, Decimal, sympy.Expr | None, str | None],
     stated = values.number(answer.latex)
     if stated is None or not stated.is_real:
         return False
-    return _distance(stated, reference) <= unit / 2
+    return distance(stated, reference) <= unit / 2
 
 
-def _distance(exact: sympy.Expr, number: Decimal) -> Decimal:
+def distance(exact: sympy.Expr, number: Decimal) -> Decimal:
+    """``|exact - number|`` to 40 digits (infinite for a non-real value)."""
     if not exact.is_real:
         return Decimal("Infinity")
     return abs(Decimal(str(sympy.N(exact, 40))) - number)
@@ -274,7 +274,7 @@ def approximation(
         elif isinstance(left, Leaf):
             restated = values.number(left.latex)
             written = values.plain_decimal(right.latex)
-            if restated is None or written is None or _distance(restated, written[0]) > written[1] / 2:
+            if restated is None or written is None or distance(restated, written[0]) > written[1] / 2:
                 return False  # the restated expression is not approximately its stated value
         else:
             return False
