@@ -603,11 +603,11 @@ def run_score(
             )
             bar = ProgressBar(_count_lines(rollouts_path) if stderr.isatty() else None, stderr)
             start = time.perf_counter()
-            count = reused = scored_here = groups_total = rollouts_total = 0
+            count = reused = groups_total = rollouts_total = 0
             try:
                 for item in _chunks(groups):
-                    if item is None:
-                        count = groups_total = rollouts_total = 0
+                    if item is None:  # the reader starts over: what came before is void
+                        count = reused = groups_total = rollouts_total = 0
                         continue
                     number, members, digest = item
                     count = number + 1
@@ -634,7 +634,6 @@ def run_score(
                         "summary": _chunk_sums(reward, batch),
                     }
                     journal.append(handle, number, lines, record)
-                    scored_here += 1
                     if on_chunk is not None:
                         on_chunk(number)
             except RewardkitError as error:
