@@ -57,7 +57,7 @@ class _Launches:
         """The server's part of the identity: its arguments, environment and the vLLM build."""
         return {**self.server_settings, "env": dict(sorted(self.env.items())), "vllm": _build()}
 
-    def _server(self, model: str, served_name: str, *, runtime_lora: bool = False) -> VllmServer:
+    def _make_server(self, model: str, served_name: str, *, runtime_lora: bool = False) -> VllmServer:
         return VllmServer(
             model,
             served_name,
@@ -118,7 +118,7 @@ class VllmServeStrategy(_Launches):
         check_model_folder(checkpoint)
         ref = CheckpointRef.of(checkpoint)
         served_name = f"ckpt-{ref.sha256[:12]}"
-        with self._server(checkpoint, served_name) as server:
+        with self._make_server(checkpoint, served_name) as server:
             yield ServedModel(server.base_url, served_name, self.name, ref, self.settings())
 
 
@@ -218,7 +218,7 @@ class VllmLoraStrategy(_Launches):
             if self._server is None:
                 assert self.base_model is not None
                 check_model_folder(self.base_model)
-                server = self._server(self.base_model, self.served_name, runtime_lora=True)
+                server = self._make_server(self.base_model, self.served_name, runtime_lora=True)
                 server.start()
                 self._server = server
             return self._server.base_url
