@@ -15,8 +15,8 @@ from rewardkit.catalog import resolve_catalog
 
 DATA = Path(__file__).resolve().parents[2] / "testdata" / "code"
 REFLEXION = "reflexion_{run}.jsonl"
-# The one canonical MBPP solution that does not pass: a naive amicable-number sum that needs
-# over 6 s for limit 9999 here (it timed out before the two-process runner too).
+# The one canonical MBPP solution that may not pass: a naive amicable-number sum that needs about
+# 6 s for limit 9999 here, so it times out on a busy machine (before the two-process runner too).
 MBPP_TOO_SLOW = {123}
 
 
@@ -73,7 +73,8 @@ def test_mbpp_canonical_solutions_pass_in_test_list_form(bound):
     skipped = [task for task, outcome in outcomes.items() if outcome == "skipped"]
     failed = {task for task, outcome in outcomes.items() if outcome == 0.0}
     assert not skipped
-    assert failed == MBPP_TOO_SLOW
+    # task 123 passes or times out depending on the machine's speed; nothing else may fail
+    assert failed <= MBPP_TOO_SLOW
 
 
 def test_humaneval_example_samples_pass_at_1_is_half(bound):
