@@ -82,7 +82,10 @@ def test_sigint_mid_serve_leaves_no_vllm_process(models, tmp_path):
     before = vllm_processes()
     script = textwrap.dedent(
         f"""
-        import time
+        import signal, time
+        # Ctrl-C as in a terminal: a shell that started this test run in the background may
+        # have left SIGINT ignored, and the ignored disposition would be inherited here.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         from rewardkit_vllm import VllmServeStrategy
         strategy = VllmServeStrategy(
             dtype="float32", max_model_len=256, log_dir={str(tmp_path)!r}, grace_s=5, start_timeout_s=900
@@ -93,13 +96,18 @@ def test_sigint_mid_serve_leaves_no_vllm_process(models, tmp_path):
         """
     )
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    assert line.startswith("serving"), line
-    session = _session_of(line.split()[1])
-    assert session_pids(session)
-    process.send_signal(signal.SIGINT)
-    process.wait(240)  # teardown: SIGTERM, grace, SIGKILL; slow on a loaded machine
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("serving"), line
+        session = _session_of(line.split()[1])
+        assert session_pids(session)
+        process.send_signal(signal.SIGINT)
+        process.wait(240)  # teardown: SIGTERM, grace, SIGKILL; slow on a loaded machine
+    finally:
+        if process.poll() is None:  # a failed test still leaves nothing: the watchdog ends the server
+            process.kill()
+            process.wait(30)
     end = time.monotonic() + 30
     while session_pids(session) and time.monotonic() < end:
         time.sleep(0.2)
