@@ -16,6 +16,7 @@ It runs a few frames at a time on the decoder's device and lands in one CPU uint
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -73,6 +74,11 @@ def attest(decoder: Any) -> DecoderAttestation:
                 rule="decoder-attestation",
             )
     return DecoderAttestation(name, revision, output_range)  # type: ignore[arg-type]
+
+
+def decoder_identity(objects: Mapping[str, Any]) -> dict[str, str]:
+    """What stands for the decoder in a provider identity: its attestation, never the object."""
+    return attest(objects["decoder"]).identity()
 
 
 def decode(decoder: Any, latent: Any) -> Any:

@@ -18,7 +18,7 @@ import numpy as np
 from rewardkit import RewardProviderSpec, map_candidates
 from rewardkit.contracts import RewardContext
 from rewardkit.media import DIAGNOSTICS, UINT8_TRANSFORM, MediaScorer
-from rewardkit.media.decoded import attest
+from rewardkit.media.decoded import decoder_identity
 from rewardkit.media.scorer import prompt_text
 from rewardkit.pointwise import MappedProvider
 from rewardkit_dancegrpo.config import DANCEGRPO_REWARD_TYPES, VideoRewardConfig
@@ -48,11 +48,6 @@ def make_video_provider(*, decoder: Any, terms: Sequence[str], **params: Any) ->
         )
     metadata = partial(video_metadata, fps=config.fps)
     return map_candidates(MediaScorer(config, decoder, "video", metadata))
-
-
-def decoder_identity(objects: Mapping[str, Any]) -> dict[str, str]:
-    """What stands for the decoder in the provider identity: its attestation."""
-    return attest(objects["decoder"]).identity()
 
 
 def video_spec(

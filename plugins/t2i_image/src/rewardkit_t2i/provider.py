@@ -16,7 +16,7 @@ import numpy as np
 from rewardkit import RewardProviderSpec, map_candidates
 from rewardkit.contracts import RewardContext
 from rewardkit.media import DIAGNOSTICS, UINT8_TRANSFORM, MediaScorer
-from rewardkit.media.decoded import attest
+from rewardkit.media.decoded import decoder_identity
 from rewardkit.media.scorer import prompt_text
 from rewardkit.pointwise import MappedProvider
 from rewardkit_t2i.config import PICKSCORE_REWARD_TYPES, ImageRewardConfig
@@ -45,11 +45,6 @@ def make_image_provider(*, decoder: Any, terms: Sequence[str], **params: Any) ->
             "rewardkit_t2i.image_spec(name, reward_types) in a run-bound catalog"
         )
     return map_candidates(MediaScorer(config, decoder, "image", image_metadata))
-
-
-def decoder_identity(objects: Mapping[str, Any]) -> dict[str, str]:
-    """What stands for the decoder in the provider identity: its attestation."""
-    return attest(objects["decoder"]).identity()
 
 
 def image_spec(
