@@ -38,6 +38,9 @@ class ScoredCandidate:
     gated: bool
     breakdown: dict[str, dict[str, Any]]
     advantage: float
+    # provider name -> {diagnostic: value}: why a candidate scored what it did (timeout, extracted, ...).
+    # Reporting only, like the batch means in the metrics; never part of final or the advantage.
+    diagnostics: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self, group_id: str) -> dict[str, Any]:
         return {
@@ -47,6 +50,7 @@ class ScoredCandidate:
             "gated": self.gated,
             "advantage": self.advantage,
             "breakdown": self.breakdown,
+            "diagnostics": self.diagnostics,
         }
 
 
@@ -425,15 +429,36 @@ class RewardWorker:
             )
         return report
 
+    def _diagnostics(
+        self, results: Mapping[str, RewardGroupResult | ProviderError], position: int
+    ) -> dict[str, dict[str, float]]:
+        """Each provider's diagnostics for the candidate at ``position`` (providers with none left out)."""
+        found: dict[str, dict[str, float]] = {}
+        for key, result in results.items():
+            if isinstance(result, RewardGroupResult):
+                diagnostics = result.items[position].result.diagnostics
+                if diagnostics:
+                    found[self.providers[key].name] = {item.name: item.value for item in diagnostics}
+        return found
+
     def _result(self, staged: list, advantages: list[list[float]], report: Report) -> ScoredBatch:
         groups = []
-        for (group_id, _, composed, _), group_advantages_ in zip(staged, advantages):
+        for (group_id, _, composed, results), group_advantages_ in zip(staged, advantages):
             groups.append(
                 ScoredGroup(
                     group_id,
                     tuple(
-                        ScoredCandidate(trajectory_id, c.total, c.gated, c.breakdown, advantage)
-                        for (trajectory_id, c), advantage in zip(composed, group_advantages_)
+                        ScoredCandidate(
+                            trajectory_id,
+                            c.total,
+                            c.gated,
+                            c.breakdown,
+                            advantage,
+                            self._diagnostics(results, position),
+                        )
+                        for position, ((trajectory_id, c), advantage) in enumerate(
+                            zip(composed, group_advantages_)
+                        )
                     ),
                 )
             )
