@@ -1,9 +1,13 @@
-"""Loading the labelled sets of ../shared/data for the verifier harnesses (read in place, never copied)."""
+"""Loading the labelled sets vendored in testdata/shared for the benchmark harnesses.
+
+The files keep the layout `<repo-name>/<path in that repo>` (see testdata/SOURCES.md); large ones
+are stored gzipped as `<name>.gz`. Only the repository is read: a clone has everything it needs.
+"""
 
 from __future__ import annotations
 
+import gzip
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,19 +16,29 @@ from typing import Any
 COUNTDOWN_PROMPT = re.compile(r"numbers \[([\d, ]+)\], create an equation that equals (\d+)")
 
 
+SHARED_DATA = Path(__file__).resolve().parents[1] / "testdata" / "shared"
+
+
 def shared_data() -> Path:
-    root = os.environ.get("REWARDKIT_SHARED_DATA")
-    path = Path(root) if root else Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-    if not path.is_dir():
-        raise SystemExit(f"shared data not found at {path}; set REWARDKIT_SHARED_DATA")
-    return path.resolve()
+    if not SHARED_DATA.is_dir():
+        raise SystemExit(f"vendored data not found at {SHARED_DATA}: is this a full clone?")
+    return SHARED_DATA
 
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open() as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
+    """Rows of a JSON-lines file: `path`, or `path`.gz where only the compressed copy is vendored."""
+    packed = path.with_name(path.name + ".gz")
+    if not path.is_file() and packed.is_file():
+        with gzip.open(packed, "rt", encoding="utf-8") as handle:
+            yield from (json.loads(line) for line in handle if line.strip())
+        return
+    with path.open(encoding="utf-8") as handle:
+        yield from (json.loads(line) for line in handle if line.strip())
+
+
+def read_jsonl(relative: str) -> list[dict[str, Any]]:
+    """All rows of a vendored JSON-lines file, by its path under testdata/shared."""
+    return list(_jsonl(shared_data() / relative))
 
 
 def gsm8k_groups() -> list[tuple[str, object, list[str], list[bool]]]:
@@ -73,11 +87,11 @@ def countdown_groups() -> list[tuple[str, object, list[str], list[bool]]]:
 
 
 def math_verify_cases() -> list[dict[str, Any]]:
-    return list(_jsonl(shared_data() / "Math-Verify/tests_extracted_cases.jsonl"))
+    return read_jsonl("Math-Verify/tests_extracted_cases.jsonl")
 
 
 def hendrycks_cases() -> list[dict[str, Any]]:
-    return list(_jsonl(shared_data() / "math/math_equivalence_test_cases.jsonl"))
+    return read_jsonl("math/math_equivalence_test_cases.jsonl")
 
 
 def direct_math_verify(groups: list) -> list[bool]:

@@ -1,7 +1,7 @@
 """Reward actors on Ray: 1 vs 2 actors scoring the CPU-bound ``math`` provider (rl pack).
 
 Each actor reserves one CPU and runs ``math`` with one math-verify worker process (``workers=1``),
-so one actor keeps one core busy. The batch is MATH-500 problems from ../shared/data: each group
+so one actor keeps one core busy. The batch is MATH-500 problems (testdata/shared): each group
 pairs a problem's reference answer with 8 reference solutions (its own and 7 other problems'),
 so about half the candidates need math-verify's symbolic comparison, the CPU-bound part.
 
@@ -20,7 +20,6 @@ interface the script re-runs itself in a private network namespace (``unshare -n
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import socket
@@ -32,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import report
+from _verifier_data import read_jsonl
 
-REPO = Path(__file__).resolve().parents[1]
 CONFINED = "REWARDKIT_BENCH_CONFINED"
 GROUP_SIZE = 8
 
@@ -53,16 +52,8 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def shared_data() -> Path:
-    override = os.environ.get("REWARDKIT_SHARED_DATA")
-    return Path(override) if override else REPO / ".." / "shared" / "data"
-
-
 def math_groups(count: int) -> list[dict]:
-    path = shared_data() / "math-evaluation-harness/data/math_oai/test.jsonl"
-    if not path.is_file():
-        sys.exit(f"ray_scaling: MATH-500 not found at {path}; set REWARDKIT_SHARED_DATA")
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = read_jsonl("math-evaluation-harness/data/math_oai/test.jsonl")
     if count > len(rows):
         sys.exit(f"ray_scaling: --groups {count} exceeds the {len(rows)} MATH-500 problems")
     return [

@@ -1,4 +1,4 @@
-"""Agreement of the rule verifiers with the labelled sets in ../shared/data and testdata/.
+"""Agreement of the rule verifiers with the labelled sets vendored in testdata/.
 
     python benchmarks/verifier_accuracy.py [--skip-devset]
 

@@ -2,7 +2,7 @@
 the trainer a binding serves, a group with one scored candidate at 0; ``population`` on request.
 
 The TRL vector is the one TRL 1.13 computed for the same rewards in a 2-process run
-(``../shared/notes/trl-multiprocess.md``): ``(r - mean) / (sample std + 1e-4)``.
+(recorded when the TRL binding was written): ``(r - mean) / (sample std + 1e-4)``.
 """
 
 from __future__ import annotations

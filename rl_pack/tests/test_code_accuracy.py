@@ -1,6 +1,6 @@
 """Accuracy of code-tests on real labelled data in testdata/code (HumanEval, MBPP, reflexion MBPP).
 
-Sources and licences: testdata/code/README.md.
+Sources and licences: testdata/SOURCES.md.
 """
 
 from __future__ import annotations
