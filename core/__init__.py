@@ -37,6 +37,7 @@ from rewardkit.errors import (
     UnknownNameError,
 )
 from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
+from rewardkit.function_providers import provider
 from rewardkit.hookspecs import hookimpl
 from rewardkit.plugins import DEFAULT_PLUGINS, load_plugins, reset_plugins
 from rewardkit.pointwise import map_candidates
@@ -82,6 +83,7 @@ __all__ = [
     "load_config",
     "load_plugins",
     "map_candidates",
+    "provider",
     "reset_plugins",
     "resolve_catalog",
 ]

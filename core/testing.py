@@ -1,60 +1,151 @@
-"""Conformance kit for reward providers, shipped as a pytest plugin.
+"""Conformance kit for reward providers, shipped as a pytest plugin (``pip install 'rewardkit[testing]'``).
 
-A customer tests their provider in three lines::
+A provider package tests its provider by subclassing ``RewardProviderTests`` and giving sample
+inputs with what the provider should say about each::
 
-    from rewardkit.testing import RewardProviderTests
+    from rewardkit.testing import Case, RewardProviderTests, Sample
 
     class TestMyReward(RewardProviderTests):
         provider_name = "my-reward"
 
-Override ``params``, ``catalog``, ``group_size`` or ``sample_rollouts`` for inputs your provider
-understands. Every ``test_*`` method checks one part of the contract.
+        def cases(self):
+            return [Case(reference="42", samples=[Sample("42", value=1.0), Sample("41", value=0.0)])]
+
+The kit scores every case and fails when a sample gets another status than expected (an
+``error`` where a score was expected fails, whatever its reason) or another value, when scoring
+is not repeatable, when permuting a group changes any candidate's result, when scoring changes the
+rollouts it was given, or when malformed groups reach the provider. Override ``params`` and
+``catalog`` to configure the provider; set ``deterministic = False`` for a provider that samples.
 """
 
 from __future__ import annotations
 
+import copy
+import math
 import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import pytest
 
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import ProviderEntry, resolve_catalog
-from rewardkit.contracts import RewardGroupRequest, RewardGroupResult
+from rewardkit.contracts import RewardGroupRequest, RewardGroupResult, RewardProviderResult, Status
 from rewardkit.errors import RewardContractError
 
 
-class _CallCounter:
+@dataclass(frozen=True)
+class Sample:
+    """One completion and what the provider must return for it.
+
+    ``status`` is the expected status; ``value`` the expected value of the provider's first
+    term and ``terms`` expected values by term name, both only checked when given (within
+    ``RewardProviderTests.tolerance``).
+    """
+
+    completion: str
+    status: Status = "scored"
+    value: float | None = None
+    terms: Mapping[str, float] = field(default_factory=dict)
+    finish_reason: str | None = "stop"
+    completion_token_count: int | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    """One group: the inputs its candidates share and its samples, scored together as candidates.
+
+    ``prompt`` and ``reference`` are passed as a trainer would pass them (lists and dicts as
+    such); ``None`` leaves the input out of the rollouts.
+    """
+
+    samples: Sequence[Sample]
+    prompt: Any = None
+    reference: Any = None
+    name: str = ""
+
+
+# What a candidate's result is compared on across runs: diagnostics and reasons may carry timings.
+_Outcome = tuple[str, tuple[tuple[str, float], ...]]
+
+
+def _outcome(result: RewardProviderResult) -> _Outcome:
+    return result.status, tuple(sorted(result.terms.items()))
+
+
+class _Recorder:
+    """Wraps a provider: counts calls and remembers each request as it looked before and after."""
+
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.calls = 0
+        self.changed: list[str] = []
 
     def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
         self.calls += 1
-        return self.inner.evaluate(request)
+        before = repr(request)
+        result = self.inner.evaluate(request)
+        if repr(request) != before:
+            self.changed.append(f"before: {before}\nafter:  {request!r}")
+        return result
 
 
 class RewardProviderTests:
-    """Contract checks for one provider of the catalog. Subclass and set ``provider_name``."""
+    """Contract checks for one provider of the catalog. Subclass, set ``provider_name``, give ``cases()``."""
 
     provider_name: ClassVar[str] = ""
     params: ClassVar[dict[str, Any]] = {}
     catalog: ClassVar[str | None] = None
-    group_size: ClassVar[int] = 4
+    deterministic: ClassVar[bool] = True
+    tolerance: ClassVar[float] = 1e-6
 
-    def sample_rollouts(self) -> list[dict[str, Any]]:
-        """One valid group. Override to give inputs your provider can score."""
+    def cases(self) -> Sequence[Case]:
+        """Sample groups with expected results. Override with inputs your provider understands.
+
+        The default is one group of four plain answers to "What is 1 + 1?" (reference ``"2"``),
+        each expected to be scored; it suits only providers that score any text.
+        """
         return [
-            {
-                "trajectory_id": f"t{index}",
-                "completion": f"The answer is {index}.",
-                "prompt": "What is 1 + 1?",
-                "reference": "2",
-                "completion_token_count": 5,
-                "finish_reason": "stop",
-            }
-            for index in range(self.group_size)
+            Case(
+                prompt="What is 1 + 1?",
+                reference="2",
+                samples=[Sample(f"The answer is {index}.", completion_token_count=5) for index in range(4)],
+            )
         ]
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _cases(self) -> list[Case]:
+        cases = list(self.cases())
+        if not cases or not all(case.samples for case in cases):
+            pytest.fail(f"{type(self).__name__}.cases() must return at least one Case with samples")
+        return cases
+
+    @staticmethod
+    def rollouts(case: Case, index: int = 0) -> list[dict[str, Any]]:
+        """The rollouts a trainer would send for ``case``: fresh, mutable, ids ``c<index>-<k>``."""
+        rows = []
+        for position, sample in enumerate(case.samples):
+            row: dict[str, Any] = {"trajectory_id": f"c{index}-{position}", "completion": sample.completion}
+            for key in ("prompt", "reference"):
+                value = getattr(case, key)
+                if value is not None:
+                    row[key] = copy.deepcopy(value)
+            if sample.finish_reason is not None:
+                row["finish_reason"] = sample.finish_reason
+            if sample.completion_token_count is not None:
+                row["completion_token_count"] = sample.completion_token_count
+            rows.append(row)
+        return rows
+
+    def _outcomes(self, bound: BoundProvider, rows: list[dict[str, Any]]) -> dict[str, _Outcome]:
+        result = bound.score_group("conformance", rows)
+        return {item.trajectory_id: _outcome(item.result) for item in result.items}
+
+    @staticmethod
+    def _label(case: Case, index: int) -> str:
+        return f"case {index}" + (f" ({case.name})" if case.name else "")
 
     # -- fixtures ------------------------------------------------------------------------------
 
@@ -83,26 +174,94 @@ class RewardProviderTests:
         assert first.identity == second.identity
         assert threading.active_count() == threads_before, "a factory must not start threads"
 
+    def test_cases_expect_scores(self, entry: ProviderEntry) -> None:
+        """Without a sample expected to score, an always-failing provider would pass the kit."""
+        cases = self._cases()
+        expected = [sample.status for case in cases for sample in case.samples]
+        assert "scored" in expected, "cases() must include at least one sample expected to be scored"
+        for index, case in enumerate(cases):
+            for sample in case.samples:
+                unknown = sorted(set(sample.terms) - set(entry.spec.terms))
+                assert not unknown, f"{self._label(case, index)} expects undeclared terms {unknown}"
+                if sample.status != "scored":
+                    assert sample.value is None and not sample.terms, (
+                        f"{self._label(case, index)}: a {sample.status} sample has no values to expect"
+                    )
+
+    def test_scores_each_case_as_expected(self, bound: BoundProvider) -> None:
+        problems: list[str] = []
+        term = bound.spec.default_term
+        for index, case in enumerate(self._cases()):
+            rows = self.rollouts(case, index)
+            result = bound.score_group("conformance", rows, len(rows))
+            for sample, row, item in zip(case.samples, rows, result.items):
+                got = item.result
+                where = f"{self._label(case, index)}, {row['trajectory_id']} ({sample.completion[:60]!r})"
+                if got.status != sample.status:
+                    reason = f": {got.reason}" if got.reason else ""
+                    problems.append(f"{where}: expected {sample.status}, got {got.status}{reason}")
+                    continue
+                wanted = dict(sample.terms)
+                if sample.value is not None:
+                    wanted[term] = sample.value
+                for name, value in wanted.items():
+                    actual = got.terms.get(name)
+                    if actual is None or not math.isclose(actual, value, rel_tol=0.0, abs_tol=self.tolerance):
+                        problems.append(f"{where}: expected {name} = {value}, got {actual}")
+        assert not problems, "the provider's results differ from the cases:\n" + "\n".join(problems)
+
     def test_scores_a_group_in_order(self, bound: BoundProvider) -> None:
-        rollouts = self.sample_rollouts()
+        rollouts = self.rollouts(self._cases()[0])
         result = bound.score_group("conformance", rollouts, len(rollouts))
         assert [item.trajectory_id for item in result.items] == [row["trajectory_id"] for row in rollouts]
         for item in result.items:
             assert item.result.status in ("scored", "skipped", "error")
 
     def test_scoring_is_repeatable(self, bound: BoundProvider) -> None:
-        rollouts = self.sample_rollouts()
-        first = bound.score_group("conformance", rollouts)
-        second = bound.score_group("conformance", rollouts)
-        assert first == second, "the same group must get the same result"
+        if not self.deterministic:
+            pytest.skip(f"{type(self).__name__} declares the provider non-deterministic")
+        fresh = resolve_catalog(self.catalog).bind(self.provider_name, self.params)
+        for index, case in enumerate(self._cases()):
+            first = self._outcomes(bound, self.rollouts(case, index))
+            again = self._outcomes(bound, self.rollouts(case, index))
+            other = self._outcomes(fresh, self.rollouts(case, index))
+            label = self._label(case, index)
+            assert again == first, f"{label}: scoring the same group twice gave different results"
+            assert other == first, f"{label}: a second instance of the provider scored differently"
+
+    def test_group_order_does_not_matter(self, bound: BoundProvider) -> None:
+        """Permuting a group permutes its results: no candidate's reward depends on its position."""
+        if not self.deterministic:
+            pytest.skip(f"{type(self).__name__} declares the provider non-deterministic")
+        for index, case in enumerate(self._cases()):
+            rows = self.rollouts(case, index)
+            if len(rows) < 2:
+                continue
+            expected = self._outcomes(bound, rows)
+            for order in (rows[::-1], rows[1:] + rows[:1]):
+                permuted = self._outcomes(bound, [dict(row) for row in order])
+                moved = sorted(key for key in expected if permuted[key] != expected[key])
+                assert not moved, (
+                    f"{self._label(case, index)}: after permuting the group, {moved} scored "
+                    f"differently: {[(key, expected[key], permuted[key]) for key in moved]}"
+                )
+
+    def test_inputs_are_not_mutated(self, bound: BoundProvider) -> None:
+        recorder = _Recorder(bound.provider)
+        watched = BoundProvider(bound.spec, recorder, bound.params, bound.identity)
+        for index, case in enumerate(self._cases()):
+            rows = self.rollouts(case, index)
+            pristine = copy.deepcopy(rows)
+            watched.score_group("conformance", rows)
+            assert rows == pristine, f"{self._label(case, index)}: scoring changed the rollouts it was given"
+        assert not recorder.changed, "the provider changed the request it was given:\n" + recorder.changed[0]
 
     def test_malformed_group_never_reaches_the_provider(self, bound: BoundProvider) -> None:
-        counter = _CallCounter(bound.provider)
-        guarded = BoundProvider(bound.spec, counter, bound.params, bound.identity)
-        rollouts = self.sample_rollouts()
-        rollouts[-1] = {**rollouts[-1], "trajectory_id": rollouts[0]["trajectory_id"]}
+        recorder = _Recorder(bound.provider)
+        guarded = BoundProvider(bound.spec, recorder, bound.params, bound.identity)
+        rollouts = self.rollouts(self._cases()[0])
         with pytest.raises(RewardContractError):
-            guarded.score_group("conformance", rollouts)
+            guarded.score_group("conformance", [*rollouts, dict(rollouts[0])])  # a duplicate id
         with pytest.raises(RewardContractError):
-            guarded.score_group("conformance", self.sample_rollouts()[:-1], self.group_size)
-        assert counter.calls == 0
+            guarded.score_group("conformance", rollouts, len(rollouts) + 1)  # an incomplete group
+        assert recorder.calls == 0

@@ -1,0 +1,184 @@
+"""``@rewardkit.provider``: a plain scoring function as a catalog entry.
+
+The decorated function asks for its inputs by parameter name: ``completion`` (the candidate's
+text), ``prompt``, ``reference``, ``candidate`` (the whole ``RewardCandidate``) and ``context`` (the
+``RewardContext``). Its other parameters are the provider's params, with a schema derived from
+their annotations. It returns a number (the value of the provider's one term), ``None`` (the reward
+does not apply: skipped), a mapping of term values, or a ``RewardProviderResult``. The decorator
+returns a ``RewardProviderSpec`` whose factory is ``partial(map_candidates, scorer)``, so an
+exception in the function becomes that candidate's ``error``, as for any lifted scorer.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import numbers
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from rewardkit.contracts import RewardCandidate, RewardContext, RewardProviderResult, RewardProviderSpec
+from rewardkit.errors import RegistrationError
+from rewardkit.params import derive_params_model
+from rewardkit.pointwise import map_candidates
+
+INPUTS: tuple[str, ...] = ("completion", "prompt", "reference", "candidate", "context")
+# The inputs that exist only when the spec declares them as needs.
+_NEEDED_INPUTS: tuple[str, ...] = ("prompt", "reference")
+
+
+class FunctionScorer:
+    """A pointwise scorer that calls a plain function with the inputs it names.
+
+    ``__wrapped__`` points at the function so the code fingerprint hashes the package that defines
+    it, not rewardkit's; ``__signature__`` shows ``map_candidates`` the params the function takes.
+    """
+
+    def __init__(self, function: Callable[..., Any], inputs: tuple[str, ...], terms: tuple[str, ...]) -> None:
+        self.__wrapped__ = function
+        self.__qualname__ = getattr(function, "__qualname__", repr(function))
+        self.inputs = inputs
+        self.terms = terms
+        self.__signature__ = _scorer_signature(function, inputs)
+
+    def __call__(self, candidate: RewardCandidate, context: RewardContext, /, **params: Any
+                 ) -> RewardProviderResult:  # fmt: skip
+        available = {
+            "completion": candidate.completion,
+            "prompt": context.prompt,
+            "reference": context.reference,
+            "candidate": candidate,
+            "context": context,
+        }
+        value = self.__wrapped__(**{name: available[name] for name in self.inputs}, **params)
+        return self.result(value)
+
+    def result(self, value: object) -> RewardProviderResult:
+        """``value`` as a provider result; ``TypeError`` (the candidate's error) for anything else."""
+        if isinstance(value, RewardProviderResult):
+            return value
+        if value is None:
+            return RewardProviderResult.skip(f"{self.__qualname__} returned None (does not apply)")
+        # bool is a number to Python but almost always a forgotten float(...) in a reward
+        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+            if len(self.terms) != 1:
+                raise TypeError(
+                    f"{self.__qualname__} returned one number but declares terms {list(self.terms)}; "
+                    "return a mapping of term values or a RewardProviderResult"
+                )
+            number = float(value)
+            if not math.isfinite(number):
+                return RewardProviderResult.fail(f"{self.__qualname__} returned {number}")
+            return RewardProviderResult({self.terms[0]: number})
+        if isinstance(value, Mapping):
+            return RewardProviderResult({str(key): float(item) for key, item in value.items()})
+        raise TypeError(
+            f"{self.__qualname__} returned {type(value).__name__}; return a float, None (skipped), "
+            "a mapping of term values or a RewardProviderResult"
+        )
+
+    def __repr__(self) -> str:
+        return f"FunctionScorer({self.__qualname__})"
+
+
+def _scorer_signature(function: Callable[..., Any], inputs: tuple[str, ...]) -> inspect.Signature:
+    """``(candidate, context, /, *, <the function's params>)``, which ``map_candidates`` checks params on."""
+    own = [
+        parameter.replace(kind=parameter.KEYWORD_ONLY)
+        if parameter.kind is parameter.POSITIONAL_OR_KEYWORD
+        else parameter
+        for parameter in inspect.signature(function).parameters.values()
+        if parameter.name not in inputs
+    ]
+    leading = [
+        inspect.Parameter("candidate_", inspect.Parameter.POSITIONAL_ONLY),
+        inspect.Parameter("context_", inspect.Parameter.POSITIONAL_ONLY),
+    ]
+    return inspect.Signature(leading + own)
+
+
+def _inputs_of(function: Callable[..., Any], name: str) -> tuple[str, ...]:
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError) as error:
+        raise RegistrationError(
+            f"provider {name!r}: cannot read the signature of {function!r}: {error}"
+        ) from None
+    for parameter in parameters:
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.VAR_POSITIONAL):
+            raise RegistrationError(
+                f"provider {name!r}: parameter {parameter.name!r} of {function.__qualname__} is "
+                "positional-only or *args; rewardkit passes inputs and params by name"
+            )
+    return tuple(parameter.name for parameter in parameters if parameter.name in INPUTS)
+
+
+def _needs(name: str, inputs: tuple[str, ...], needs: Sequence[str] | None) -> tuple[str, ...]:
+    taken = tuple(item for item in _NEEDED_INPUTS if item in inputs)
+    if needs is None:
+        return taken
+    if isinstance(needs, str):
+        raise RegistrationError(f"provider {name!r}: needs must be a tuple of names, got {needs!r}")
+    missing = [item for item in taken if item not in needs]
+    if missing:
+        raise RegistrationError(
+            f"provider {name!r}: the function takes {missing} but needs={tuple(needs)!r} does not "
+            f"name them, so they would always be None; add them to needs (or leave needs out)"
+        )
+    return tuple(needs)
+
+
+def _names(value: Sequence[str]) -> Any:
+    """A tuple of names; a bare string is kept so that ``RewardProviderSpec`` refuses it by name."""
+    return value if isinstance(value, str) else tuple(value)
+
+
+def provider(
+    *,
+    name: str,
+    revision: str,
+    needs: Sequence[str] | None = None,
+    terms: Sequence[str] = ("score",),
+    diagnostics: Sequence[str] = (),
+    semantic_identity: Any = None,
+    description: str | None = None,
+    params_schema: type[BaseModel] | None = None,
+    scoring_packages: Sequence[str] = (),
+) -> Callable[[Callable[..., Any]], RewardProviderSpec]:
+    """Turn a scoring function into a ``RewardProviderSpec`` (see the module docstring).
+
+    ``needs`` defaults to the inputs the function takes (``prompt``, ``reference``); ``terms`` to
+    ``("score",)``; ``description`` to the first line of the function's docstring; the params
+    schema to one derived from the annotations of the function's own params. The other arguments
+    are the spec's fields of the same names. Raises ``RegistrationError`` when the function and
+    the arguments disagree (an input taken but not needed, ``*args``, an invalid name).
+    """
+
+    def decorate(function: Callable[..., Any]) -> RewardProviderSpec:
+        if not callable(function):
+            raise RegistrationError(f"provider {name!r}: @provider decorates a function, got {function!r}")
+        inputs = _inputs_of(function, name)
+        declared_terms = _names(terms)
+        scorer = FunctionScorer(function, inputs, tuple(declared_terms))
+        schema = params_schema
+        if schema is None:
+            # the inputs are bound by the framework, never set by a configuration
+            schema = derive_params_model(functools.partial(function, **dict.fromkeys(inputs)), name)
+        doc = inspect.getdoc(function) or ""
+        return RewardProviderSpec(
+            name=name,
+            factory=functools.partial(map_candidates, scorer),
+            needs=_needs(name, inputs, needs),
+            revision=revision,
+            terms=declared_terms,
+            diagnostics=_names(diagnostics),
+            semantic_identity=semantic_identity,
+            description=description if description is not None else doc.partition("\n")[0],
+            params_schema=schema,
+            scoring_packages=_names(scoring_packages),
+        )
+
+    return decorate
