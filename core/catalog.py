@@ -151,7 +151,7 @@ class Catalog:
             raise PreflightError(
                 f"provider {name!r} needs {missing} but the data supplies only "
                 f"{list(available_inputs)}; map a column to it (rl.data.prompt_column / "
-                "rl.data.response_column)"
+                "rl.data.reference_column)"
             )
         normal = self.normalise(name, params)
         model = entry.params_model

@@ -92,18 +92,37 @@ def _non_empty(value: str | None, what: str) -> str | None:
     return value
 
 
+def _one_reference_column(section: str, response: str | None, reference: str | None) -> str | None:
+    """The reference column of a section that accepts two names for it, or an error if they disagree.
+
+    ``response_column`` is the name the seeds and the trainers use, although it maps the gold
+    *reference* (a GSM8K ``answer``), never the model's response; ``reference_column`` says so.
+    """
+    if response is not None and reference is not None and response != reference:
+        raise ValueError(
+            f"{section}.response_column ({response!r}) and {section}.reference_column ({reference!r}) "
+            "are two names for one key, the column holding the gold reference; give one of them"
+        )
+    return reference if reference is not None else response
+
+
 class DataConfig(_Section):
-    """``rl.data``: where prompts and rollouts come from and how their columns map to canonical names."""
+    """``rl.data``: where prompts and rollouts come from and how their columns map to canonical names.
+
+    ``reference_column`` and ``response_column`` are one key (either name may be given; after
+    validation both hold the column): the column holding each row's gold reference.
+    """
 
     path: str | None = None
     source: Literal["jsonl", "hf"] = "jsonl"
     prompt_column: str = "prompt"
     response_column: str | None = None
+    reference_column: str | None = None
     items_fn: str | None = None
     split: str | None = None
     rollouts_path: str | None = None
 
-    @field_validator("path", "prompt_column", "response_column", "split", "rollouts_path")
+    @field_validator("path", "prompt_column", "response_column", "reference_column", "split", "rollouts_path")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
         return _non_empty(value, "the value")
@@ -117,6 +136,8 @@ class DataConfig(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> DataConfig:
+        column = _one_reference_column("rl.data", self.response_column, self.reference_column)
+        self.response_column = self.reference_column = column
         if self.source != "hf":
             hf_only = [name for name in ("items_fn", "split") if getattr(self, name) is not None]
             if hf_only:
@@ -125,7 +146,7 @@ class DataConfig(_Section):
                 )
         if self.response_column is not None and self.response_column == self.prompt_column:
             raise ValueError(
-                f"prompt_column and response_column are both {self.prompt_column!r}; "
+                f"prompt_column and reference_column (response_column) are both {self.prompt_column!r}; "
                 "the prompt and the reference must come from two different columns"
             )
         return self
@@ -136,13 +157,15 @@ class RewardSelection(_Section):
 
     provider: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
+    # Which of the provider's terms is optimised; None: its first (``rewardkit show NAME`` lists them).
+    term: str | None = None
     spec: dict[str, Any] | None = None
     catalog: str | None = None
     service: str | None = None
     # verl's data_source -> the selection used for rows of that source (verl binding); others use this one.
     by_data_source: dict[str, RewardSelection] = Field(default_factory=dict)
 
-    @field_validator("provider", "catalog")
+    @field_validator("provider", "catalog", "term")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
         return _non_empty(value, "the value")
@@ -167,6 +190,8 @@ class RewardSelection(_Section):
             )
         if self.spec is not None and self.params:
             raise ValueError("'params' goes with 'provider'; with 'spec', give params on each component")
+        if self.spec is not None and self.term is not None:
+            raise ValueError("'term' goes with 'provider'; with 'spec', give term on each component")
         nested = sorted(source for source, chosen in self.by_data_source.items() if chosen.by_data_source)
         if nested:
             raise ValueError(
@@ -286,8 +311,15 @@ class PromptsConfig(_Section):
     path: str
     prompt_column: str = "prompt"
     response_column: str | None = None
+    reference_column: str | None = None  # the same key as response_column (see DataConfig)
     id_column: str | None = None
     cluster_column: str | None = None
+
+    @model_validator(mode="after")
+    def _one_reference(self) -> PromptsConfig:
+        column = _one_reference_column("checkpoints.prompts", self.response_column, self.reference_column)
+        self.response_column = self.reference_column = column
+        return self
 
 
 class GenerationConfig(_Section):
@@ -695,6 +727,25 @@ def _validation_error(error: ValidationError, source: str | None) -> ConfigError
 # --------------------------------------------------------------------------------------------
 
 
+# Sections whose reference column has two names (see DataConfig).
+_TWO_NAMED = {("rl", "data"), ("checkpoints", "prompts")}
+_REFERENCE_NAMES = ("response_column", "reference_column")
+
+
+def _drop_other_name(tree: dict[str, Any], parts: Sequence[str]) -> None:
+    """An override of one name of the reference column replaces the file's value under the other
+    name too, as any override replaces what is there (rather than the two disagreeing)."""
+    section, name = tuple(parts[:-1]), parts[-1]
+    if section not in _TWO_NAMED or name not in _REFERENCE_NAMES:
+        return
+    node: Any = tree
+    for key in section:
+        node = node.get(key) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        for other in _REFERENCE_NAMES:
+            node.pop(other, None)
+
+
 def load_config(
     source: str | os.PathLike[str] | Mapping[str, Any], overrides: Sequence[str] = ()
 ) -> RewardkitConfig:
@@ -717,7 +768,9 @@ def load_config(
     for text in overrides:
         key, value = parse_override(text)
         origin = f"override {text!r}"
-        _put(tree, RewardkitConfig, [], _split_key(key, [], origin), value, replace=True, source=origin)
+        parts = _split_key(key, [], origin)
+        _drop_other_name(tree, parts)
+        _put(tree, RewardkitConfig, [], parts, value, replace=True, source=origin)
     try:
         config = RewardkitConfig.model_validate(tree)
     except ValidationError as error:

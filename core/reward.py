@@ -22,6 +22,7 @@ from typing import Any
 
 from rewardkit.advantages import EPSILON
 from rewardkit.backpressure import InflightLimiter
+from rewardkit.cancellation import CancelScope, current, entered, run_bounded
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import RewardSpec, RewardSpecError
 from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline, load_config
@@ -41,15 +42,39 @@ def spec_of(selection: RewardSelection) -> RewardSpec:
         except RewardSpecError as error:
             raise ConfigError(str(error), key="rl.reward.spec") from None
     assert selection.provider is not None
-    return RewardSpec.single(selection.provider, selection.params)
+    return RewardSpec.single(selection.provider, selection.params, selection.term)
+
+
+def optimised_term_note(selection: RewardSelection, spec: RewardSpec, catalog: Catalog) -> str | None:
+    """For a provider selected by name that declares several terms, a line saying which one is
+    optimised (only ``final`` reaches the advantage) and how to choose another; else ``None``."""
+    if selection.provider is None:
+        return None
+    terms = catalog.entry(selection.provider).spec.terms
+    if len(terms) < 2:
+        return None
+    chosen = spec.components[0].term
+    others = [term for term in terms if term != chosen]
+    how = (
+        "chosen by rl.reward.term"
+        if selection.term is not None
+        else f"its first; choose another with rl.reward.term={others[0]}"
+    )
+    return (
+        f"provider {selection.provider!r} declares terms {list(terms)}; "
+        f"optimising {chosen!r} ({how})"
+    )
 
 
 def available_inputs(config: RewardkitConfig) -> tuple[str, ...]:
-    """Which canonical inputs the configured data supplies (all, when no data file is configured)."""
-    data = config.rl.data
-    if data.path is None and data.rollouts_path is None:
-        return KNOWN_NEEDS
-    return ("prompt", "reference") if data.response_column else ("prompt",)
+    """Which canonical inputs the configured data may supply: all of them.
+
+    Rows carry the prompt and the reference in their mapped columns, or in fields named ``prompt``
+    and ``reference`` when nothing is mapped, which only reading them can tell; a row without an
+    input its provider needs is refused there, naming the line and the column looked for.
+    """
+    del config  # the same for every source; the parameter stays for the callers (Reward, Ray actors)
+    return KNOWN_NEEDS
 
 
 class Reward:
@@ -125,6 +150,9 @@ class Reward:
     def _admission(self, deadline_s: float | None, progress: Callable[[int], None] | None = None) -> Any:
         budget = check_deadline(deadline_s) if deadline_s is not None else self.config.rewards.deadline_s
         deadline = time.monotonic() + budget
+        timeout_at = current().deadline  # no wait for capacity outlives the call's own timeout
+        if timeout_at is not None:
+            deadline = min(deadline, timeout_at)
 
         @contextmanager
         def admit(weight: int) -> Iterator[float]:
