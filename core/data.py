@@ -1,8 +1,13 @@
 """The data contract: prompt rows and rollouts, mapped onto the canonical ``prompt`` and ``reference``.
 
-Column names are the customer's; ``rl.data.prompt_column`` and ``rl.data.response_column`` map them
-onto the framework's ``prompt`` and opaque ``reference``. rewardkit checks that the mapped values are
-present, non-null when the provider needs them, and JSON-compatible; it never interprets them.
+Column names are the customer's; ``rl.data.prompt_column`` and ``rl.data.reference_column`` (also
+spelt ``response_column``: it names the gold reference, not the model's response) map them onto the
+framework's ``prompt`` and opaque ``reference``. Rows that already hold fields named ``prompt`` and
+``reference`` need no mapping: those are the defaults, read where present and required only when the
+provider needs them. A column mapped under another name must be on every row (a misspelt mapping
+is an error listing the row's columns, not an input silently left out). rewardkit checks that the
+values are present, non-null when the provider needs them, and JSON-compatible; it never
+interprets them.
 
 * A local JSONL file keeps only the mapped fields: anything else a provider needs must live inside
   the structured reference.
@@ -91,7 +96,7 @@ class RolloutGroup:
 # Shared checks.
 
 
-def _check_needs(needs: Sequence[str], response_column: str | None, path: str | None) -> frozenset[str]:
+def _check_needs(needs: Sequence[str], path: str | None) -> frozenset[str]:
     if isinstance(needs, str):
         raise TypeError(f"needs must be a sequence of names such as ('prompt', 'reference'), not {needs!r}")
     unknown = sorted(set(needs) - {"prompt", "reference"})
@@ -99,13 +104,16 @@ def _check_needs(needs: Sequence[str], response_column: str | None, path: str | 
         raise DataError(
             f"unknown needs {unknown}; a provider may need 'prompt' and/or 'reference'", path=path
         )
-    if "reference" in needs and response_column is None:
-        raise DataError(
-            "the selected provider needs a reference, but rl.data.response_column is not set; "
-            "name the column that holds each row's reference",
-            path=path,
-        )
     return frozenset(needs)
+
+
+def reference_column_of(response_column: str | None) -> str:
+    """The column read as the reference: the mapped one, else the field named ``reference``."""
+    return response_column if response_column is not None else "reference"
+
+
+# The configuration key that maps each canonical input, named in errors about its column.
+_KEYS = {"prompt": "rl.data.prompt_column", "reference": "rl.data.reference_column"}
 
 
 def _json_value(value: Any, *, path: str | None, row: int, column: str, label: str) -> Any:
@@ -127,30 +135,46 @@ def _json_value(value: Any, *, path: str | None, row: int, column: str, label: s
     return value
 
 
+def _missing_column(canonical: str, column: str, holder: str, shown: str) -> str:
+    """Why ``holder`` (a line, a row, the dataset) lacks ``column``, naming the key that maps it."""
+    key = _KEYS[canonical]
+    if column == canonical:
+        return (
+            f"missing {canonical} column {column!r}: {key} is not set, so the {canonical} is read from "
+            f"a column named {column!r}, which {holder} does not have (columns: {shown}). Set {key} "
+            f"to the column that holds the {canonical}"
+        )
+    return f"missing {canonical} column {column!r}, mapped by {key} ({holder} has columns: {shown})"
+
+
 def _mapped(
     record: Mapping[str, Any],
     column: str,
     *,
-    required: bool,
+    needed: bool,
     path: str | None,
     row: int,
     label: str,
     canonical: str,
 ) -> Any:
-    """The value of a mapped column; missing or null is an error when ``required``."""
+    """The value of ``column`` as the ``canonical`` input, or ``None`` when it may be left out.
+
+    The column must be on the row when the provider needs the input, or when the user mapped it
+    (a name other than the canonical one); a null value is an error only when needed.
+    """
     if column not in record:
-        if not required:
+        if not needed and column == canonical:
             return None
         shown = ", ".join(sorted(map(str, record))) or "(none)"
         raise DataError(
-            f"missing {canonical} column {column!r} (columns present: {shown})",
+            _missing_column(canonical, column, f"the {label}", shown),
             path=path,
             row=row,
             column=column,
             row_label=label,
         )
     value = record[column]
-    if value is None and required:
+    if value is None and needed:
         raise DataError(f"the {canonical} is null", path=path, row=row, column=column, row_label=label)
     return _json_value(value, path=path, row=row, column=column, label=label)
 
@@ -229,12 +253,13 @@ def _reject_constant(name: str) -> float:
 def load_prompt_rows(data: DataConfig, needs: Sequence[str] = ("prompt",)) -> list[PreparedRow]:
     """Read ``rl.data`` into canonical rows, checking what ``needs`` requires.
 
-    The prompt column is required on every row. The reference column is required and non-null on
-    every row when ``"reference"`` is in ``needs``; otherwise it is read when configured and present.
+    The prompt column is required on every row. The reference column (``rl.data.reference_column``,
+    else ``reference``) is required and non-null on every row when ``"reference"`` is in ``needs``;
+    otherwise a mapped one must be on every row, and an unmapped ``reference`` is read where present.
     """
     if data.path is None:
         raise DataError("rl.data.path is not set; point it at a JSONL file or a datasets folder/file")
-    wanted = _check_needs(needs, data.response_column, data.path)
+    wanted = _check_needs(needs, data.path)
     rows = _jsonl_rows(data, wanted) if data.source == "jsonl" else _hf_rows(data, wanted)
     if not rows:
         raise DataError("no rows: the data source is empty", path=data.path)
@@ -244,16 +269,15 @@ def load_prompt_rows(data: DataConfig, needs: Sequence[str] = ("prompt",)) -> li
 def _prompt_and_reference(
     record: Mapping[str, Any], data: DataConfig, needs: frozenset[str], where: str, row: int, label: str
 ) -> tuple[Any, Any]:
-    """The mapped prompt (always required) and reference (required when needed, else optional)."""
+    """The prompt (always required) and the reference (required when needed or mapped, else
+    read when the row has a ``reference`` field)."""
     prompt = _mapped(
-        record, data.prompt_column, required=True, path=where, row=row, label=label, canonical="prompt"
+        record, data.prompt_column, needed=True, path=where, row=row, label=label, canonical="prompt"
     )
-    if data.response_column is None:
-        return prompt, None
     reference = _mapped(
         record,
-        data.response_column,
-        required="reference" in needs,
+        reference_column_of(data.response_column),
+        needed="reference" in needs,
         path=where,
         row=row,
         label=label,
@@ -358,7 +382,7 @@ def _apply_items_fn(
     if added or removed:
         raise DataError(
             f"rl.data.items_fn {dotted!r} must keep the row's keys; it added {added} and removed {removed}. "
-            "Rewrite values only; map columns with rl.data.prompt_column/response_column",
+            "Rewrite values only; map columns with rl.data.prompt_column/reference_column",
             path=where,
             row=index,
             row_label="row",
@@ -370,18 +394,18 @@ def _hf_rows(data: DataConfig, needs: frozenset[str]) -> list[PreparedRow]:
     dataset = _open_dataset(data)
     where = str(data.path)
     columns = list(dataset.column_names)
-    for column, canonical, required in (
+    reference_column = reference_column_of(data.response_column)
+    for column, canonical, needed in (
         (data.prompt_column, "prompt", True),
-        (data.response_column, "reference", "reference" in needs),
+        (reference_column, "reference", "reference" in needs),
     ):
-        if column is not None and required and column not in columns:
+        if (needed or column != canonical) and column not in columns:
+            shown = ", ".join(map(str, columns)) or "(none)"
             raise DataError(
-                f"the dataset has no {canonical} column {column!r} (columns: {columns})",
-                path=where,
-                column=column,
+                _missing_column(canonical, column, "the dataset", shown), path=where, column=column
             )
     function = _items_fn(data.items_fn) if data.items_fn else None
-    mapped = {data.prompt_column, data.response_column}
+    mapped = {data.prompt_column} | ({reference_column} & set(columns))
     rows: list[PreparedRow] = []
     for index, raw in enumerate(dataset):
         record = _apply_items_fn(function, data.items_fn or "", raw, index, where) if function else raw
@@ -450,19 +474,22 @@ def read_rollouts(
     Each rollout dict holds the canonical keys present (``group_id``, ``trajectory_id``,
     ``completion``, ``prompt``, ``reference``, ``completion_token_count``, ``finish_reason``) plus
     ``row``, its 1-based line number. ``trajectory_id`` is kept when given and otherwise generated
-    as ``f"{group_id}/{k}"`` with ``k`` the rollout's position in its group. The prompt and
-    reference columns are required, non-null and equal across a group when in ``needs``; when not
-    needed they are carried along if present, and the prompt must still be one per group (a group
-    whose rows carry different prompts is refused naming the line and column).
+    as ``f"{group_id}/{k}"`` with ``k`` the rollout's position in its group. ``response_column``
+    ``None`` reads the reference from a ``reference`` field. The prompt and reference columns are
+    required, non-null and equal across a group when in ``needs``; when not needed they are carried
+    along if present (a column mapped under another name must still be on every row), and the
+    prompt must still be one per group (a group whose rows carry different prompts is refused
+    naming the line and column).
     """
     where = str(path)
-    wanted = _check_needs(needs, response_column, where)
+    wanted = _check_needs(needs, where)
+    reference_column = reference_column_of(response_column)
     by_group: dict[str, list[dict[str, Any]]] = {}
     for line, record in _json_lines(Path(path)):
         group_id = _group_id(record, where, line)
         members = by_group.setdefault(group_id, [])
         members.append(
-            _rollout(record, group_id, len(members), line, prompt_column, response_column, wanted, where)
+            _rollout(record, group_id, len(members), line, prompt_column, reference_column, wanted, where)
         )
     if not by_group:
         raise DataError("no rollouts: the file has no rows", path=where)
@@ -471,7 +498,7 @@ def read_rollouts(
         for group_id, members in by_group.items()
     ]
     for group in groups:
-        _check_group(group, wanted, prompt_column, response_column, where)
+        _check_group(group, wanted, prompt_column, reference_column, where)
     return groups
 
 
@@ -490,7 +517,7 @@ def _rollout(
     position: int,
     line: int,
     prompt_column: str,
-    response_column: str | None,
+    reference_column: str,
     wanted: frozenset[str],
     where: str,
 ) -> dict[str, Any]:
@@ -503,12 +530,15 @@ def _rollout(
     given_id = _identifier(record, "trajectory_id", where=where, line=line)
     rollout["trajectory_id"] = given_id if given_id is not None else f"{group_id}/{position}"
     rollout["completion"] = completion
-    for column, canonical in ((prompt_column, "prompt"), (response_column, "reference")):
-        if column is None:
-            continue
-        required = canonical in wanted
+    for column, canonical in ((prompt_column, "prompt"), (reference_column, "reference")):
         value = _mapped(
-            record, column, required=required, path=where, row=line, label="line", canonical=canonical
+            record,
+            column,
+            needed=canonical in wanted,
+            path=where,
+            row=line,
+            label="line",
+            canonical=canonical,
         )
         if value is not None:
             rollout[canonical] = value
@@ -551,10 +581,10 @@ def iter_rollout_groups(
     each group's rows are then read by offset. Groups yielded before a ``RESTART`` are void.
     """
     where = str(path)
-    wanted = _check_needs(needs, response_column, where)
+    wanted = _check_needs(needs, where)
     if group_size is not None:
         check_group_sizes((), group_size, path=where)
-    columns = (prompt_column, response_column, wanted, where)
+    columns = (prompt_column, reference_column_of(response_column), wanted, where)
     try:
         yield from _contiguous_groups(Path(path), columns, group_size)
         return
@@ -586,16 +616,16 @@ def _open_rollouts(path: Path) -> IO[bytes]:
 def _finish_group(
     group_id: str, rows: list[dict[str, Any]], digest: Any, columns: tuple
 ) -> tuple[RolloutGroup, bytes]:
-    prompt_column, response_column, wanted, where = columns
+    prompt_column, reference_column, wanted, where = columns
     group = RolloutGroup(group_id=group_id, rollouts=tuple(rows), first_row=rows[0]["row"])
-    _check_group(group, wanted, prompt_column, response_column, where)
+    _check_group(group, wanted, prompt_column, reference_column, where)
     return group, digest.digest()
 
 
 def _contiguous_groups(
     path: Path, columns: tuple, group_size: int | None
 ) -> Iterator[tuple[RolloutGroup, bytes]]:
-    prompt_column, response_column, wanted, where = columns
+    prompt_column, reference_column, wanted, where = columns
     seen: set[str] = set()
     current: str | None = None
     rows: list[dict[str, Any]] = []
@@ -615,7 +645,7 @@ def _contiguous_groups(
                 current, rows, digest = group_id, [], hashlib.sha256()
             digest.update(raw)
             rows.append(
-                _rollout(record, group_id, len(rows), line, prompt_column, response_column, wanted, where)
+                _rollout(record, group_id, len(rows), line, prompt_column, reference_column, wanted, where)
             )
     if current is None:
         raise DataError("no rollouts: the file has no rows", path=where)
@@ -627,7 +657,7 @@ def _contiguous_groups(
 def _indexed_groups(
     path: Path, columns: tuple, group_size: int | None
 ) -> Iterator[tuple[RolloutGroup, bytes]]:
-    prompt_column, response_column, wanted, where = columns
+    prompt_column, reference_column, wanted, where = columns
     ids: dict[str, int] = {}
     row_group, row_line, row_offset = array("l"), array("l"), array("q")
     with _open_rollouts(path) as handle:
@@ -678,7 +708,7 @@ def _indexed_groups(
                 digest.update(raw)
                 record = parse_json_line(raw, where, line)
                 rows.append(
-                    _rollout(record, group_id, k, line, prompt_column, response_column, wanted, where)
+                    _rollout(record, group_id, k, line, prompt_column, reference_column, wanted, where)
                 )
             yield _finish_group(group_id, rows, digest, columns)
 
@@ -687,7 +717,7 @@ def _check_group(
     group: RolloutGroup,
     needs: frozenset[str],
     prompt_column: str,
-    response_column: str | None,
+    reference_column: str,
     where: str,
 ) -> None:
     """Unique trajectory ids and one common prompt/reference per group, named by row before scoring."""
@@ -702,10 +732,10 @@ def _check_group(
                 row=rollout["row"],
                 column="trajectory_id",
             )
-    for canonical, column in (("prompt", prompt_column), ("reference", response_column)):
+    for canonical, column in (("prompt", prompt_column), ("reference", reference_column)):
         # A GRPO group is one prompt: mixed prompts corrupt its advantages, whatever the provider
         # needs. A prompt that is not needed may be left out of a row, but not be another one.
-        if column is None or (canonical not in needs and canonical != "prompt"):
+        if canonical not in needs and canonical != "prompt":
             continue
         carrying = [rollout for rollout in group.rollouts if canonical in rollout]
         if not carrying:

@@ -41,20 +41,22 @@ from pathlib import Path
 from typing import IO, Any
 
 from rewardkit.advantages import EPSILON, group_advantages, mean_std
+from rewardkit.catalog import resolve_catalog
 from rewardkit.config import RewardkitConfig, load_config
 from rewardkit.data import RESTART, RolloutGroup, iter_rollout_groups
 from rewardkit.errors import ConfigError, DataError, IdentityMismatchError, PreflightError, RewardkitError
 from rewardkit.identity import canonical_json, sha256_hex
 from rewardkit.provenance import ProviderRecord, check_resume_all
-from rewardkit.reward import load
+from rewardkit.reward import load, optimised_term_note
 from rewardkit.tables import format_table
-from rewardkit.worker import ScoredBatch
+from rewardkit.worker import ScoredBatch, ScoredCandidate
 
 CHUNK_ROLLOUTS = 4096  # rollouts scored, journaled and fsynced together
 JOURNAL_VERSION = 1
 _ROW_PREFIX = b'{"group_id":'
 _RECORD_PREFIX = b'{"chunk":'
 _STATUSES = ("scored", "skipped", "error")
+ERRORS_SHOWN = 5  # errored candidates the summary prints with their reasons (the rest are counted)
 
 
 # -- files ---------------------------------------------------------------------------------------
@@ -321,19 +323,38 @@ class Journal:
 # -- sums for the summary table and the metrics ------------------------------------------------------
 
 
+def _error_example(
+    reward: Any, group_id: str, candidate: ScoredCandidate, component: str, entry: dict[str, Any]
+) -> dict[str, Any]:
+    """One errored component of one candidate, as the summary shows it: where, why, and the
+    diagnostics its provider reported for that candidate (``timeout``, ``runtime_error``, ...)."""
+    provider = next((c.provider for c in reward.spec.components if c.name == component), None)
+    return {
+        "group_id": group_id,
+        "trajectory_id": candidate.trajectory_id,
+        "component": component,
+        "reason": entry.get("reason"),
+        "diagnostics": candidate.diagnostics.get(provider or "", {}),
+    }
+
+
 def _chunk_sums(reward: Any, batch: ScoredBatch) -> dict[str, Any]:
-    """What the summary table needs from one chunk: per component and for the final total."""
+    """What the summary needs from one chunk: sums per component and for the final total, and
+    the chunk's first ``ERRORS_SHOWN`` errors with their reasons."""
     components: dict[str, dict[str, float]] = {}
     for component in reward.spec.components:
         components[component.name] = dict.fromkeys(("n", "sum", "sumsq", *_STATUSES, "gated"), 0.0)
     final = dict.fromkeys(("n", "sum", "sumsq", "nulls", "gated"), 0.0)
-    for _, candidate in batch.candidates():
+    errors: list[dict[str, Any]] = []
+    for group_id, candidate in batch.candidates():
         for name, entry in candidate.breakdown.items():
             sums = components.get(name)
             if sums is None:
                 continue
             status = entry["status"]
             sums[status] += 1
+            if status == "error" and len(errors) < ERRORS_SHOWN:
+                errors.append(_error_example(reward, group_id, candidate, name, entry))
             if status == "scored":
                 value = entry["value"]
                 sums["n"] += 1
@@ -348,7 +369,7 @@ def _chunk_sums(reward: Any, batch: ScoredBatch) -> dict[str, Any]:
             final["sum"] += candidate.final
             final["sumsq"] += candidate.final * candidate.final
         final["gated"] += candidate.gated
-    return {"components": components, "final": final}
+    return {"components": components, "final": final, "errors": errors}
 
 
 def _mean_std(sums: dict[str, float]) -> tuple[float, float]:
@@ -390,6 +411,25 @@ def summary_rows(reward: Any, chunks: Sequence[dict[str, Any]]) -> list[tuple[An
         )
     )
     return rows
+
+
+def error_lines(chunks: Sequence[dict[str, Any]]) -> list[str]:
+    """The summary's list of the run's first ``ERRORS_SHOWN`` errors, each with its reason and
+    its provider's diagnostics for that candidate; empty when nothing errored."""
+    total = sum(int(sums.get("error", 0)) for chunk in chunks for sums in chunk["components"].values())
+    if not total:
+        return []
+    # Journals written before errors were kept have none: the count still shows.
+    shown = [example for chunk in chunks for example in chunk.get("errors", ())][:ERRORS_SHOWN]
+    lines = [f"errors: {total}" + (f" (the first {len(shown)}):" if shown else "")]
+    for example in shown:
+        diagnostics = ", ".join(f"{name}={value:g}" for name, value in example["diagnostics"].items())
+        lines.append(
+            f"  group {example['group_id']!r}, candidate {example['trajectory_id']!r}, "
+            f"component {example['component']!r}: {example['reason']}"
+            + (f" [{diagnostics}]" if diagnostics else "")
+        )
+    return lines
 
 
 def merge_metrics(records: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -517,6 +557,18 @@ def _count_lines(path: str) -> int | None:
 # -- the job ---------------------------------------------------------------------------------------
 
 
+def _term_note(config: RewardkitConfig, reward: Any) -> str | None:
+    """Which term of a multi-term provider is optimised; ``None`` when the question does not arise
+    or the provider is not installed here (a Reward Service scores it)."""
+    catalog = getattr(reward, "catalog", None)
+    try:
+        return optimised_term_note(
+            config.rl.reward, reward.spec, catalog or resolve_catalog(config.rl.reward.catalog)
+        )
+    except RewardkitError:
+        return None
+
+
 def _chunks(groups: Iterator[Any]) -> Iterator[tuple[int, list[RolloutGroup], str] | None]:
     """Numbered chunks of about ``CHUNK_ROLLOUTS`` rollouts with the SHA-256 of their input rows;
     ``None`` when the reader starts over (the chunks before it are void)."""
@@ -569,6 +621,9 @@ def run_score(
     out_path = Path(out)
     check_out_path(out_path)
     with load(config) as reward:
+        note = _term_note(config, reward)
+        if note is not None:
+            print(f"rewardkit: {note}", file=stderr)
         previous, previous_raw = _read_manifest(out_path)
         pending = previous is not None and previous.get("status") == "pending"
         if resume and previous is None:
@@ -679,14 +734,16 @@ def run_score(
         )
         journal.path.unlink(missing_ok=True)
         headers = ("component", "provider:term", "mean", "std", "scored", "skipped", "errors", "gated")
-        print(
-            format_table(summary_rows(reward, [record["summary"] for record in records]), headers),
-            file=stdout,
-        )
+        summaries = [record["summary"] for record in records]
+        print(format_table(summary_rows(reward, summaries), headers), file=stdout)
+        errors = error_lines(summaries)
+        if errors:
+            print("\n" + "\n".join(errors), file=stdout)
         again = f"; {reused} of {count} chunks were journaled already" if reused else ""
         print(
             f"\n{rollouts_total} rollouts in {groups_total} groups scored in {elapsed:.3f}s "
-            f"({rollouts_total / max(elapsed, 1e-9):,.0f} rollouts/s){again}; wrote {out_path}",
+            f"({rollouts_total / max(elapsed, 1e-9):,.0f} rollouts/s){again}; wrote {out_path} "
+            f"and its run manifest {manifest_path(out_path)}",
             file=stdout,
         )
     return 0

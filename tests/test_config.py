@@ -338,3 +338,53 @@ def test_hf_data_section_accepts_items_fn_and_split() -> None:
 def test_non_string_key_is_an_error() -> None:
     error = error_of({**MINIMAL, "rl": {1: "x"}})
     assert "key 1 is not a string" in str(error)
+
+
+# ---------------------------------------------------------------- the reference column's two names
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"reference_column": "answer"},
+        {"response_column": "answer"},
+        {"reference_column": "answer", "response_column": "answer"},
+    ],
+)
+def test_reference_column_and_response_column_are_one_key(data: dict) -> None:
+    config = load_config({**MINIMAL, "rl.data": data})
+    assert config.rl.data.reference_column == config.rl.data.response_column == "answer"
+    assert {"rl.data.reference_column", "rl.data.response_column"} <= set(known_keys())
+
+
+def test_two_different_reference_columns_are_refused() -> None:
+    error = error_of({**MINIMAL, "rl.data": {"reference_column": "answer", "response_column": "solution"}})
+    assert error.key == "rl.data"
+    assert "'solution'" in str(error) and "'answer'" in str(error) and "two names for one key" in str(error)
+
+
+def test_checkpoint_prompts_take_either_name_too() -> None:
+    checkpoints = {"dir": "c", "log_dir": "l", "prompts": {"path": "p.jsonl", "reference_column": "answer"}}
+    config = load_config({**MINIMAL, "checkpoints": checkpoints})
+    assert config.checkpoints is not None and config.checkpoints.prompts.response_column == "answer"
+
+
+def test_an_override_of_either_name_replaces_the_file_value(tmp_path: Path) -> None:
+    path = write(tmp_path, "run.yaml", "rl.reward.provider: gsm8k\nrl.data.response_column: answer\n")
+    for key in ("reference_column", "response_column"):
+        config = load_config(path, [f"rl.data.{key}=solution"])
+        assert config.rl.data.reference_column == config.rl.data.response_column == "solution"
+
+
+def test_prompt_and_reference_columns_must_differ_under_either_name() -> None:
+    error = error_of({**MINIMAL, "rl.data": {"prompt_column": "q", "reference_column": "q"}})
+    assert "two different columns" in str(error)
+
+
+# ---------------------------------------------------------------- the optimised term
+
+
+def test_term_goes_with_a_provider_not_a_spec() -> None:
+    assert load_config({**MINIMAL, "rl.reward.term": "format"}).rl.reward.term == "format"
+    error = error_of({"rl.reward.spec": {"components": [{"provider": "gsm8k"}]}, "rl.reward.term": "x"})
+    assert error.key == "rl.reward" and "'term' goes with 'provider'" in str(error)

@@ -11,7 +11,13 @@ import datasets
 import pytest
 
 from rewardkit.config import DataConfig, load_config
-from rewardkit.data import PreparedRow, check_group_sizes, load_prompt_rows, read_rollouts
+from rewardkit.data import (
+    PreparedRow,
+    check_group_sizes,
+    iter_rollout_groups,
+    load_prompt_rows,
+    read_rollouts,
+)
 from rewardkit.errors import DataError, RewardkitError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,16 +72,36 @@ def test_jsonl_skips_blank_lines_and_counts_lines_for_errors(tmp_path: Path) -> 
     error = data_error(load_prompt_rows, DataConfig(path=str(path)))
     assert (error.row, error.column, error.path) == (4, "prompt", str(path))
     assert str(error).startswith(f"{path}, line 4, column 'prompt': missing prompt column 'prompt'")
-    assert "columns present: question" in str(error)
+    assert "(columns: question)" in str(error) and "Set rl.data.prompt_column" in str(error)
 
 
-def test_reference_is_optional_unless_needed(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "rows.jsonl", [{"prompt": "a", "ans": 1}, {"prompt": "b"}])
+def test_reference_may_be_null_unless_needed(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "rows.jsonl", [{"prompt": "a", "ans": 1}, {"prompt": "b", "ans": None}])
     data = DataConfig(path=str(path), response_column="ans")
     assert [row.reference for row in load_prompt_rows(data)] == [1, None]
     error = data_error(load_prompt_rows, data, BOTH)
     assert (error.row, error.column) == (2, "ans")
-    assert "missing reference column 'ans'" in str(error)
+    assert "the reference is null" in str(error)
+
+
+@pytest.mark.parametrize("needs", [("prompt",), BOTH])
+def test_a_mapped_column_missing_from_a_row_is_an_error_listing_its_columns(
+    tmp_path: Path, needs: tuple[str, ...]
+) -> None:
+    # A misspelt mapping used to be read as "no reference" when the provider did not need one.
+    path = write_jsonl(tmp_path / "rows.jsonl", [{"prompt": "a", "answer": 1}])
+    error = data_error(load_prompt_rows, DataConfig(path=str(path), reference_column="answr"), needs)
+    assert (error.row, error.column) == (1, "answr")
+    assert "missing reference column 'answr', mapped by rl.data.reference_column" in str(error)
+    assert "columns: answer, prompt" in str(error)
+
+
+def test_rows_with_canonical_fields_need_no_mapping(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "rows.jsonl", [{"prompt": "a", "reference": "1"}, {"prompt": "b"}])
+    rows = load_prompt_rows(DataConfig(path=str(path)))
+    assert [(row.prompt, row.reference) for row in rows] == [("a", "1"), ("b", None)]
+    error = data_error(load_prompt_rows, DataConfig(path=str(path)), BOTH)
+    assert (error.row, error.column) == (2, "reference")
 
 
 @pytest.mark.parametrize(
@@ -102,7 +128,9 @@ def test_bad_rows_name_line_and_column(tmp_path: Path, row: Any, column: str | N
 def test_needing_a_reference_without_a_reference_column(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "rows.jsonl", [{"prompt": "a"}])
     error = data_error(load_prompt_rows, DataConfig(path=str(path)), BOTH)
-    assert "rl.data.response_column is not set" in str(error)
+    # The message names the column that was looked for, the key that maps another, and the columns.
+    assert "missing reference column 'reference': rl.data.reference_column is not set" in str(error)
+    assert "(columns: prompt)" in str(error)
 
 
 def test_unknown_need_is_refused(tmp_path: Path) -> None:
@@ -267,7 +295,14 @@ def test_hf_missing_column_names_it(hf_folder: Path) -> None:
     data = DataConfig(path=str(hf_folder), source="hf", prompt_column="prompt")
     error = data_error(load_prompt_rows, data)
     assert error.column == "prompt"
-    assert "no prompt column 'prompt'" in str(error) and "question" in str(error)
+    assert "missing prompt column 'prompt'" in str(error) and "question" in str(error)
+
+
+def test_hf_mapped_column_missing_is_an_error_even_when_not_needed(hf_folder: Path) -> None:
+    data = DataConfig(path=str(hf_folder), source="hf", prompt_column="question", reference_column="answr")
+    error = data_error(load_prompt_rows, data)
+    assert error.column == "answr"
+    assert "mapped by rl.data.reference_column" in str(error) and "answer" in str(error)
 
 
 def test_hf_null_reference_names_the_row(tmp_path: Path) -> None:
@@ -461,7 +496,27 @@ def test_a_group_shares_one_reference_type_strictly(tmp_path: Path) -> None:
 def test_rollouts_need_a_reference_column_when_the_provider_does(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "r.jsonl", [good()])
     error = data_error(read_rollouts, path, prompt_column="question", needs=BOTH)
-    assert "rl.data.response_column is not set" in str(error)
+    assert (error.row, error.column) == (1, "reference")
+    assert "rl.data.reference_column is not set" in str(error)
+    assert "answer, completion, group_id, question" in str(error)
+
+
+def test_rollouts_with_prompt_and_reference_fields_need_no_mapping(tmp_path: Path) -> None:
+    rows = [{"group_id": "g", "prompt": "q", "reference": "#### 3", "completion": c} for c in "ab"]
+    (group,) = read_rollouts(write_jsonl(tmp_path / "r.jsonl", rows), needs=BOTH)
+    assert [(r["prompt"], r["reference"]) for r in group.rollouts] == [("q", "#### 3")] * 2
+
+
+def test_a_misspelt_prompt_column_on_rollouts_is_an_error(tmp_path: Path) -> None:
+    # The prompt is not needed here: before, the misspelt column was silently read as no prompt.
+    path = write_jsonl(tmp_path / "r.jsonl", [good()])
+    error = data_error(read_rollouts, path, prompt_column="questoin", response_column="answer", needs=())
+    assert (error.row, error.column) == (1, "questoin")
+    assert "missing prompt column 'questoin', mapped by rl.data.prompt_column" in str(error)
+    assert "answer, completion, group_id, question" in str(error)
+    streamed = iter_rollout_groups(path, prompt_column="questoin", response_column="answer")
+    with pytest.raises(DataError, match=r"mapped by rl\.data\.prompt_column"):
+        list(streamed)
 
 
 def test_empty_rollouts_file(tmp_path: Path) -> None:

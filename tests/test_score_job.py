@@ -189,3 +189,114 @@ def test_resume_refuses_a_changed_spec(tmp_path: Path, capsys: pytest.CaptureFix
     manifest_path(out).write_text(json.dumps({**manifest, "status": "pending"}))
     assert main(["score", str(config), "--out", str(out), "--resume"]) == 2
     assert "onError" in capsys.readouterr().err
+
+
+# -- per-candidate reasons, the summary, and the optimised term ------------------------------------
+
+
+def reasons_config(tmp_path: Path, reward: str, rows: list[dict[str, object]]) -> Path:
+    write(tmp_path / "rollouts.jsonl", rows)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "rl:\n  group_size: 2\n  data: {rollouts_path: rollouts.jsonl}\n"
+        f"  reward: {{catalog: 'reasons_fixtures:catalog', {reward}}}\n"
+    )
+    return config
+
+
+def test_each_line_carries_its_candidates_diagnostics(tmp_path: Path):
+    out = tmp_path / "results.jsonl"
+    assert run_score(str(EXAMPLE / "config.yaml"), [], str(out), stdout=io.StringIO()) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    # gsm8k reports whether it found an answer: the line says why a candidate scored 0.
+    assert {frozenset(row["diagnostics"]) for row in rows} == {frozenset({"gsm8k"})}
+    assert {row["diagnostics"]["gsm8k"]["extracted"] for row in rows} <= {0.0, 1.0}
+
+
+def test_the_summary_shows_the_first_errors_with_reasons_and_names_the_manifest(tmp_path: Path):
+    rows = [
+        {"group_id": f"g{n}", "completion": "boom" if n % 2 else "fine"} for n in range(8) for _ in range(2)
+    ]
+    spec = "spec: {onError: zero, components: [{provider: flaky}]}"
+    config = reasons_config(tmp_path, spec, rows)
+    out = tmp_path / "out.jsonl"
+    stdout = io.StringIO()
+    assert run_score(str(config), [], str(out), stdout=stdout, stderr=io.StringIO()) == 0
+    summary = stdout.getvalue()
+    listed = [line for line in summary.splitlines() if "the checker raised ZeroDivisionError" in line]
+    assert "errors: 8 (the first 5):" in summary and len(listed) == 5
+    assert listed[0] == (
+        "  group 'g1', candidate 'g1/0', component 'flaky': the checker raised ZeroDivisionError "
+        "[runtime_error=1]"
+    )
+    assert f"run manifest {manifest_path(out)}" in summary
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["diagnostics"]["flaky"]["runtime_error"] for line in lines[:4]] == [0.0, 0.0, 1.0, 1.0]
+    assert lines[2]["breakdown"]["flaky"]["reason"] == "the checker raised ZeroDivisionError"
+
+
+def test_a_run_without_errors_lists_none(tmp_path: Path):
+    config = reasons_config(tmp_path, "provider: flaky", [{"group_id": "g", "completion": "ok"}] * 2)
+    stdout = io.StringIO()
+    assert run_score(str(config), [], str(tmp_path / "o.jsonl"), stdout=stdout, stderr=io.StringIO()) == 0
+    assert "errors:" not in stdout.getvalue()
+
+
+def test_a_multi_term_provider_says_which_term_is_optimised(tmp_path: Path):
+    rows = [{"group_id": "g", "completion": "yes"}, {"group_id": "g", "completion": "no"}]
+    config = reasons_config(tmp_path, "provider: two-terms", rows)
+    out = tmp_path / "o.jsonl"
+    stderr = io.StringIO()
+    assert run_score(str(config), [], str(out), stdout=io.StringIO(), stderr=stderr) == 0
+    assert "declares terms ['correct', 'format']; optimising 'correct'" in stderr.getvalue()
+    assert "rl.reward.term=format" in stderr.getvalue()
+    assert [json.loads(line)["final"] for line in out.read_text().splitlines()] == [1.0, 0.0]
+
+    stderr = io.StringIO()
+    code = run_score(str(config), ["rl.reward.term=format"], str(out), stdout=io.StringIO(), stderr=stderr)
+    assert code == 0
+    assert "optimising 'format' (chosen by rl.reward.term)" in stderr.getvalue()
+    assert [json.loads(line)["final"] for line in out.read_text().splitlines()] == [0.5, 0.5]
+
+
+def test_an_undeclared_term_is_refused_naming_the_declared_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+):
+    config = reasons_config(tmp_path, "provider: two-terms", [{"group_id": "g", "completion": "x"}] * 2)
+    assert main(["score", str(config), "rl.reward.term=fromat", "--out", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "'fromat'" in err and "['correct', 'format']" in err
+
+
+def test_a_single_term_provider_prints_no_term_note(tmp_path: Path, capsys: pytest.CaptureFixture):
+    config = reasons_config(tmp_path, "provider: flaky", [{"group_id": "g", "completion": "ok"}] * 2)
+    assert main(["score", str(config), "--out", str(tmp_path / "o.jsonl")]) == 0
+    assert "optimising" not in capsys.readouterr().err
+
+
+def test_rollouts_with_prompt_and_reference_fields_score_without_mapping(tmp_path: Path):
+    rows = [
+        {"group_id": "a", "prompt": "q", "reference": "#### 3", "completion": f"It is {n}."} for n in (3, 4)
+    ]
+    write(tmp_path / "rollouts.jsonl", rows)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "rl: {group_size: 2, data: {rollouts_path: rollouts.jsonl}, reward: {provider: gsm8k}}\n"
+    )
+    out = tmp_path / "o.jsonl"
+    assert run_score(str(config), [], str(out), stdout=io.StringIO()) == 0
+    assert [json.loads(line)["final"] for line in out.read_text().splitlines()] == [1.0, 0.0]
+
+
+def test_a_reference_missing_for_a_provider_that_needs_it_names_the_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+):
+    write(tmp_path / "rollouts.jsonl", [{"group_id": "a", "answer": "#### 3", "completion": "3"}] * 2)
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "rl: {group_size: 2, data: {rollouts_path: rollouts.jsonl}, reward: {provider: gsm8k}}\n"
+    )
+    assert main(["score", str(config), "--out", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "line 1, column 'reference'" in err and "rl.data.reference_column is not set" in err
+    assert "answer, completion, group_id" in err
