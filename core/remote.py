@@ -122,6 +122,10 @@ def _error_for(status: int, body: bytes, url: str) -> RewardkitError:
 def _selection_payload(selection: RewardSelection) -> dict[str, Any]:
     if selection.spec is not None:
         return {"spec": selection.spec}
+    if selection.term is not None:
+        # A request names no term: a provider with a chosen term is sent as its one-component spec.
+        component = {"provider": selection.provider, "params": selection.params, "term": selection.term}
+        return {"spec": {"components": [component]}}
     payload: dict[str, Any] = {"provider": selection.provider}
     if selection.params:
         payload["params"] = selection.params

@@ -1,0 +1,63 @@
+"""``rl.reward.term``: a multi-term provider selected by name optimises the chosen term in every
+backend (in process, the Reward Service and its client), not silently its first one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from service_fixtures import start_server
+
+import rewardkit
+from rewardkit.reward import optimised_term_note
+
+HERE = Path(__file__).parent
+GROUPS = [
+    {
+        "group_id": "g",
+        "rollouts": [{"trajectory_id": "a", "completion": "yes"}, {"trajectory_id": "b", "completion": "no"}],
+    }
+]
+SERVED = (
+    "rl: {group_size: 2, reward: {provider: two-terms, catalog: 'reasons_fixtures:catalog', term: format}}"
+)
+
+
+@pytest.fixture(autouse=True)
+def importable_fixtures(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(HERE))
+
+
+def selection(**extra: Any) -> dict[str, Any]:
+    return {
+        "rl": {
+            "group_size": 2,
+            "reward": {"provider": "two-terms", "catalog": "reasons_fixtures:catalog", **extra},
+        }
+    }
+
+
+def finals(config: dict[str, Any]) -> list[float | None]:
+    with rewardkit.load(config) as reward:
+        return [candidate.final for _, candidate in reward.score(GROUPS).candidates()]
+
+
+def test_the_first_term_by_default_and_the_chosen_one_with_term():
+    assert finals(selection()) == [1.0, 0.0]
+    assert finals(selection(term="format")) == [0.5, 0.5]
+
+
+def test_the_note_names_the_optimised_term_and_the_others():
+    config = rewardkit.load_config(selection())
+    with rewardkit.load(config) as reward:
+        note = optimised_term_note(config.rl.reward, reward.spec, reward.catalog)
+    assert note == (
+        "provider 'two-terms' declares terms ['correct', 'format']; optimising 'correct' "
+        "(its first; choose another with rl.reward.term=format)"
+    )
+
+
+def test_the_service_and_its_client_optimise_the_chosen_term(tmp_path: Path):
+    with start_server(tmp_path, SERVED + "\n") as server:
+        assert finals(selection(term="format", service=server.url)) == [0.5, 0.5]
