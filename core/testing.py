@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -41,7 +41,8 @@ class Sample:
 
     ``status`` is the expected status; ``value`` the expected value of the provider's first
     term and ``terms`` expected values by term name, both only checked when given (within
-    ``RewardProviderTests.tolerance``).
+    ``RewardProviderTests.tolerance``, which also bounds how much repeated and permuted scoring
+    may differ: batched floating point, as in a reward model, may move in the last digits).
     """
 
     completion: str
@@ -72,6 +73,12 @@ _Outcome = tuple[str, tuple[tuple[str, float], ...]]
 
 def _outcome(result: RewardProviderResult) -> _Outcome:
     return result.status, tuple(sorted(result.terms.items()))
+
+
+def _close(bound: BoundProvider) -> None:
+    close = getattr(bound.provider, "close", None)
+    if callable(close):  # worker processes and sandboxes must not outlive the test
+        close()
 
 
 class _Recorder:
@@ -143,6 +150,23 @@ class RewardProviderTests:
         result = bound.score_group("conformance", rows)
         return {item.trajectory_id: _outcome(item.result) for item in result.items}
 
+    def _differing(self, expected: dict[str, _Outcome], got: dict[str, _Outcome]) -> list[str]:
+        """Candidates whose status, term names or values (beyond ``tolerance``) differ."""
+
+        def same(left: _Outcome, right: _Outcome) -> bool:
+            return (
+                left[0] == right[0]
+                and [name for name, _ in left[1]] == [name for name, _ in right[1]]
+                and all(
+                    math.isclose(a, b, rel_tol=0.0, abs_tol=self.tolerance)
+                    for (_, a), (_, b) in zip(left[1], right[1])
+                )
+            )
+
+        return [
+            f"{key}: {expected[key]} then {got[key]}" for key in expected if not same(expected[key], got[key])
+        ]
+
     @staticmethod
     def _label(case: Case, index: int) -> str:
         return f"case {index}" + (f" ({case.name})" if case.name else "")
@@ -156,7 +180,13 @@ class RewardProviderTests:
         return resolve_catalog(self.catalog).entry(self.provider_name)
 
     @pytest.fixture
-    def bound(self) -> BoundProvider:
+    def bound(self) -> Iterator[BoundProvider]:
+        provider = self.bind()
+        yield provider
+        _close(provider)
+
+    def bind(self) -> BoundProvider:
+        """A new instance of the provider with ``params``; close it with its ``close()``, if any."""
         return resolve_catalog(self.catalog).bind(self.provider_name, self.params)
 
     # -- the contract --------------------------------------------------------------------------
@@ -169,10 +199,12 @@ class RewardProviderTests:
 
     def test_construction_is_deterministic_and_side_effect_free(self) -> None:
         threads_before = threading.active_count()
-        first = resolve_catalog(self.catalog).bind(self.provider_name, self.params)
-        second = resolve_catalog(self.catalog).bind(self.provider_name, self.params)
+        first, second = self.bind(), self.bind()
+        threads_after = threading.active_count()
+        _close(first)
+        _close(second)
         assert first.identity == second.identity
-        assert threading.active_count() == threads_before, "a factory must not start threads"
+        assert threads_after == threads_before, "a factory must not start threads"
 
     def test_cases_expect_scores(self, entry: ProviderEntry) -> None:
         """Without a sample expected to score, an always-failing provider would pass the kit."""
@@ -220,14 +252,19 @@ class RewardProviderTests:
     def test_scoring_is_repeatable(self, bound: BoundProvider) -> None:
         if not self.deterministic:
             pytest.skip(f"{type(self).__name__} declares the provider non-deterministic")
-        fresh = resolve_catalog(self.catalog).bind(self.provider_name, self.params)
-        for index, case in enumerate(self._cases()):
-            first = self._outcomes(bound, self.rollouts(case, index))
-            again = self._outcomes(bound, self.rollouts(case, index))
-            other = self._outcomes(fresh, self.rollouts(case, index))
-            label = self._label(case, index)
-            assert again == first, f"{label}: scoring the same group twice gave different results"
-            assert other == first, f"{label}: a second instance of the provider scored differently"
+        fresh = self.bind()
+        try:
+            for index, case in enumerate(self._cases()):
+                first = self._outcomes(bound, self.rollouts(case, index))
+                again = self._outcomes(bound, self.rollouts(case, index))
+                other = self._outcomes(fresh, self.rollouts(case, index))
+                label = self._label(case, index)
+                changed = self._differing(first, again)
+                assert not changed, f"{label}: scoring the same group twice gave different results: {changed}"
+                changed = self._differing(first, other)
+                assert not changed, f"{label}: another instance of the provider scored differently: {changed}"
+        finally:
+            _close(fresh)
 
     def test_group_order_does_not_matter(self, bound: BoundProvider) -> None:
         """Permuting a group permutes its results: no candidate's reward depends on its position."""
@@ -240,11 +277,8 @@ class RewardProviderTests:
             expected = self._outcomes(bound, rows)
             for order in (rows[::-1], rows[1:] + rows[:1]):
                 permuted = self._outcomes(bound, [dict(row) for row in order])
-                moved = sorted(key for key in expected if permuted[key] != expected[key])
-                assert not moved, (
-                    f"{self._label(case, index)}: after permuting the group, {moved} scored "
-                    f"differently: {[(key, expected[key], permuted[key]) for key in moved]}"
-                )
+                moved = self._differing(expected, permuted)
+                assert not moved, f"{self._label(case, index)}: permuting the group changed results: {moved}"
 
     def test_inputs_are_not_mutated(self, bound: BoundProvider) -> None:
         recorder = _Recorder(bound.provider)

@@ -29,7 +29,7 @@ else:
 import rewardkit
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import PreflightError
-from rewardkit.testing import RewardProviderTests
+from rewardkit.testing import Case, RewardProviderTests, Sample
 from rewardkit_rl.reward_models.text import chat_messages
 from rewardkit_vllm.testing import build_tiny_reward_model as build_reward_model
 from rewardkit_vllm.testing import tiny_tokenizer
@@ -389,17 +389,41 @@ def test_ensemble_member_problem_is_an_error_naming_the_member(models):
 # -- the conformance kit -----------------------------------------------------------------------------
 
 
+KIT_COMPLETIONS = ("yes it is", "no", "the cat is a very good cat")
+
+
+def kit_cases(expected: dict[str, float]) -> list[Case]:
+    # an empty completion gives a reward model nothing to score: that candidate's error
+    samples = [Sample(text, value=expected[text]) for text in KIT_COMPLETIONS]
+    return [Case(prompt=PROMPT, samples=[*samples, Sample("   ", status="error")])]
+
+
 class TestRewardModelConformance(RewardProviderTests):
     provider_name = "reward-model"
+    tolerance = 1e-4  # batched, padded forward passes differ from a lone one in the last digits
+    expected: dict[str, float] = {}
 
     @pytest.fixture(autouse=True)
-    def _model(self, request: pytest.FixtureRequest, models: dict[str, Path]) -> None:
+    def _model(self, request: pytest.FixtureRequest, models: dict[str, Path], reference: Reference) -> None:
         request.cls.params = {"model": str(models["a"])}
+        request.cls.expected = {text: reference.score(PROMPT, text) for text in KIT_COMPLETIONS}
+
+    def cases(self) -> list[Case]:
+        return kit_cases(self.expected)
 
 
 class TestEnsembleConformance(RewardProviderTests):
     provider_name = "reward-model-ensemble"
+    tolerance = 1e-4
+    expected: dict[str, float] = {}
 
     @pytest.fixture(autouse=True)
     def _model(self, request: pytest.FixtureRequest, models: dict[str, Path]) -> None:
         request.cls.params = {"members": [{"model": str(models["a"])}, {"model": str(models["b"])}]}
+        first, second = Reference(models["a"]), Reference(models["b"])
+        request.cls.expected = {
+            text: (first.score(PROMPT, text) + second.score(PROMPT, text)) / 2 for text in KIT_COMPLETIONS
+        }
+
+    def cases(self) -> list[Case]:
+        return kit_cases(self.expected)

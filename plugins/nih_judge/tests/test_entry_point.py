@@ -14,7 +14,7 @@ from rewardkit_nih_judge.rubric import make_rubric_judge
 from rewardkit_nih_judge.testing import ScriptedJudge
 
 from rewardkit.catalog import resolve_catalog
-from rewardkit.testing import RewardProviderTests
+from rewardkit.testing import Case, RewardProviderTests, Sample
 
 
 def test_providers_resolve_by_name_from_this_distribution():
@@ -52,6 +52,10 @@ class _AgainstScriptedJudge(RewardProviderTests):
         with ScriptedJudge(lambda body: {"score": 6, "winner": "tie", "rationale": "kit"}) as server:
             type(self).params = judge_params(server, **self.extra)
             yield
+
+    def cases(self) -> list[Case]:
+        texts = ["Paris is the capital of France.", "Lyon.", "I do not know."]
+        return [Case(prompt="What is the capital of France?", samples=[Sample(text) for text in texts])]
 
 
 class TestRubricConformance(_AgainstScriptedJudge):
