@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import sys
 from collections.abc import Callable, Sequence
 
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import RewardkitError
+from rewardkit.extras import missing_extra
 from rewardkit.plugins import load_plugins
 from rewardkit.tables import format_table
 
@@ -182,8 +184,29 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
         reward.close()
 
 
+class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's "(default: ...)" after each option's help, except where the default is ``None``
+    (the help text says what happens then) or the help already states it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or "(default:" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
+SERVE_MAX_BODY_HELP = "largest request body accepted (default: 67108864, 64 MiB)"
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("rewardkit")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rewardkit", description="The reward layer for RL post-training.")
+    parser.add_argument("--version", action="version", version=f"rewardkit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     providers = sub.add_parser("providers", help="list installed reward providers")
@@ -227,15 +250,38 @@ def build_parser() -> argparse.ArgumentParser:
         "--overwrite", action="store_true", help="discard a pending run at --out and start over"
     )
 
-    serve = sub.add_parser("serve", help="run the Reward Service (HTTP/JSON)")
+    # Every option says its default (None stands for "from the configuration" or "no limit", so
+    # those say it in words).
+    serve = sub.add_parser(
+        "serve",
+        help="run the Reward Service (HTTP/JSON)",
+        description="Run the Reward Service (HTTP/JSON); needs pip install 'rewardkit[service]'.",
+        formatter_class=_DefaultsFormatter,
+    )
     serve.add_argument("config", help="YAML or TOML configuration")
     serve.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed at start)")
-    serve.add_argument("--tokens-file", help="bearer tokens, one per line (also REWARDKIT_TOKENS)")
-    serve.add_argument("--max-body-bytes", type=int, help="largest request body accepted")
-    serve.add_argument("--max-rollouts-per-call", type=int, help="default: rewards.max_inflight")
-    serve.add_argument("--drain-timeout", type=float, help="seconds to drain on SIGTERM (default: all)")
+    serve.add_argument(
+        "--tokens-file",
+        help="bearer tokens, one per line (also REWARDKIT_TOKENS) (default: none: loopback only, "
+        "unless --insecure-no-auth)",
+    )
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        help=SERVE_MAX_BODY_HELP,
+    )
+    serve.add_argument(
+        "--max-rollouts-per-call",
+        type=int,
+        help="most rollouts one request may carry (default: rewards.max_inflight)",
+    )
+    serve.add_argument(
+        "--drain-timeout",
+        type=float,
+        help="seconds to drain in-flight requests on SIGTERM (default: no limit, all of them)",
+    )
     serve.add_argument(
         "--insecure-no-auth",
         action="store_true",
@@ -250,6 +296,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _COMMANDS[args.command](args)
     except RewardkitError as error:
         print(f"rewardkit: error: {error}", file=sys.stderr)
+        return 2
+    except ImportError as error:
+        # A command reached an optional dependency that is not installed: say which extra brings
+        # it, in one line, rather than a traceback from deep inside an import.
+        missing = missing_extra(error, f"`rewardkit {args.command}`")
+        if missing is None:
+            raise
+        print(f"rewardkit: error: {missing}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

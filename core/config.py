@@ -22,7 +22,6 @@ nearest known key.
 
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -45,7 +44,7 @@ from pydantic import (
     model_validator,
 )
 
-from rewardkit.errors import ConfigError
+from rewardkit.errors import ConfigError, nearest
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -434,18 +433,16 @@ def _suggest(parts: Sequence[str], model: type[BaseModel]) -> str | None:
     """The nearest known key to an unknown one: a sibling first, then a same-named key elsewhere."""
     parent = ".".join(parts[:-1])
     wrong = parts[-1]
-    siblings = list(model.model_fields)
-    close = difflib.get_close_matches(wrong, siblings, n=1, cutoff=0.6)
-    if close:
-        return f"{parent}.{close[0]}" if parent else close[0]
+    close = nearest(wrong, model.model_fields)
+    if close is not None:
+        return f"{parent}.{close}" if parent else close
     everywhere = known_keys()
     # A right name in the wrong section (``group_size`` at the top) is the next most likely slip.
     by_leaf = {key: key.rsplit(".", 1)[-1] for key in everywhere}
-    leaf_match = difflib.get_close_matches(wrong, list(set(by_leaf.values())), n=1, cutoff=0.75)
-    if leaf_match:
-        return next(key for key, leaf in by_leaf.items() if leaf == leaf_match[0])
-    whole = difflib.get_close_matches(".".join(parts), everywhere, n=1, cutoff=0.6)
-    return whole[0] if whole else None
+    leaf_match = nearest(wrong, set(by_leaf.values()), cutoff=0.75)
+    if leaf_match is not None:
+        return next(key for key, leaf in by_leaf.items() if leaf == leaf_match)
+    return nearest(".".join(parts), everywhere)
 
 
 def _unknown_key(parts: Sequence[str], model: type[BaseModel], source: str | None) -> ConfigError:
@@ -693,8 +690,8 @@ def _describe(error: Mapping[str, Any]) -> str:
         parent = _section_at(error["loc"][:-1])
         if parent is not None:
             wrong = str(error["loc"][-1])
-            close = difflib.get_close_matches(wrong, list(parent.model_fields), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]}?" if close else ""
+            close = nearest(wrong, parent.model_fields)
+            hint = f"; did you mean {close}?" if close is not None else ""
             return f"unknown key {wrong!r}{hint} (known keys: {', '.join(parent.model_fields)})"
     for noise in ("Value error, ", "Assertion failed, "):
         if message.startswith(noise):

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
+
+
+def nearest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The choice closest to a misspelt ``word`` (for "did you mean ...?"), or ``None``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return close[0] if close else None
 
 
 class RewardkitError(Exception):
@@ -55,8 +62,10 @@ class UnknownNameError(RewardkitError, LookupError):
     def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
         known_list = sorted(known)
         shown = ", ".join(known_list) if known_list else "(none)"
+        close = nearest(name, known_list)
+        hint = f"; did you mean {close!r}?" if close is not None else ""
         super().__init__(
-            f"unknown {kind} {name!r}; known {kind}s: {shown}. "
+            f"unknown {kind} {name!r}{hint} (known {kind}s: {shown}). "
             f"Is the plugin that provides {name!r} installed? (`rewardkit plugins` lists what loaded)"
         )
         self.kind = kind

@@ -28,6 +28,7 @@ from rewardkit.composition import RewardSpec, RewardSpecError
 from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline, load_config
 from rewardkit.contracts import IN_PROCESS_NEEDS, KNOWN_NEEDS
 from rewardkit.errors import ConfigError, PreflightError, RewardkitError
+from rewardkit.extras import missing_extra
 from rewardkit.provenance import ProviderRecord, check_resume_all
 from rewardkit.worker import GroupLike, RewardWorker, ScoredBatch, as_batch
 
@@ -60,10 +61,7 @@ def optimised_term_note(selection: RewardSelection, spec: RewardSpec, catalog: C
         if selection.term is not None
         else f"its first; choose another with rl.reward.term={others[0]}"
     )
-    return (
-        f"provider {selection.provider!r} declares terms {list(terms)}; "
-        f"optimising {chosen!r} ({how})"
-    )
+    return f"provider {selection.provider!r} declares terms {list(terms)}; optimising {chosen!r} ({how})"
 
 
 def available_inputs(config: RewardkitConfig) -> tuple[str, ...]:
@@ -291,4 +289,7 @@ def _optional(module: str, attribute: str, key: str) -> Any:
     try:
         return getattr(importlib.import_module(module), attribute)
     except ImportError as error:
+        missing = missing_extra(error, key)
+        if missing is not None:
+            raise missing from error
         raise PreflightError(f"{key} needs {module}, which is not available here: {error}") from error

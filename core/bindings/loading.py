@@ -19,6 +19,7 @@ from typing import Any
 
 from rewardkit.bindings.groups import BindingError
 from rewardkit.config import RewardkitConfig, RewardSelection, load_config
+from rewardkit.extras import missing_extra
 from rewardkit.identity import canonical_json
 from rewardkit.reward import Reward
 
@@ -105,8 +106,13 @@ def build_reward(
     """
     service = selection.service or config.rl.reward.service
     if service is not None:
-        from rewardkit.remote import RemoteReward
-
+        try:
+            from rewardkit.remote import RemoteReward
+        except ImportError as error:
+            missing = missing_extra(error, "rl.reward.service")
+            if missing is None:
+                raise
+            raise missing from error
         return RemoteReward(config, selection, group_size=group_size)  # type: ignore[return-value]
     if config.rewards.backend == "ray":
         try:
