@@ -22,7 +22,6 @@ from typing import Any
 
 from rewardkit.advantages import EPSILON
 from rewardkit.backpressure import InflightLimiter
-from rewardkit.cancellation import CancelScope, current, entered, run_bounded
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import RewardSpec, RewardSpecError
 from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline, load_config
@@ -148,9 +147,6 @@ class Reward:
     def _admission(self, deadline_s: float | None, progress: Callable[[int], None] | None = None) -> Any:
         budget = check_deadline(deadline_s) if deadline_s is not None else self.config.rewards.deadline_s
         deadline = time.monotonic() + budget
-        timeout_at = current().deadline  # no wait for capacity outlives the call's own timeout
-        if timeout_at is not None:
-            deadline = min(deadline, timeout_at)
 
         @contextmanager
         def admit(weight: int) -> Iterator[float]:
