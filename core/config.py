@@ -271,12 +271,12 @@ class ServiceConfig(_Section):
 MAX_DEADLINE_S = 86_400.0  # a day: the longest a scoring call may wait (rewards.deadline_s)
 
 
-def check_deadline(value: float) -> float:
-    """``value`` if it is a valid deadline in seconds, else ``ConfigError`` naming the limit."""
+def check_deadline(value: float, key: str = "rewards.deadline_s") -> float:
+    """``value`` if it is a valid deadline (or timeout) in seconds, else ``ConfigError`` naming the limit."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_DEADLINE_S:
         raise ConfigError(
             f"a deadline must be a number of seconds in (0, {MAX_DEADLINE_S:g}], got {value!r}",
-            key="rewards.deadline_s",
+            key=key,
         )
     return float(value)
 
@@ -287,14 +287,19 @@ class RewardsConfig(_Section):
     max_inflight: int = Field(default=1024, ge=1, description="rollouts in flight before callers wait")
     # One limit wherever a deadline is given: in process, on Ray and in the Reward Service alike.
     deadline_s: float = Field(default=600.0, gt=0)
+    # Bounds the whole call (waiting, scoring, answering); past it the work is cancelled and the
+    # call fails with RequestTimeout (504 from the service). None: no bound but deadline_s's.
+    request_timeout_s: float | None = Field(default=None, gt=0)
     concurrency: int | None = Field(default=None, ge=1)
     backend: Literal["local", "ray"] = "local"
     ray: RayConfig = Field(default_factory=RayConfig)
     service: ServiceConfig = Field(default_factory=ServiceConfig)
 
-    @field_validator("deadline_s")
+    @field_validator("deadline_s", "request_timeout_s")
     @classmethod
-    def _finite(cls, value: float) -> float:
+    def _finite(cls, value: float | None) -> float | None:
+        if value is None:
+            return value
         if not math.isfinite(value):
             raise ValueError("must be a finite number of seconds")
         if value > MAX_DEADLINE_S:

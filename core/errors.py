@@ -151,3 +151,14 @@ class DataError(RewardkitError):
         self.row = row
         self.column = column
         self.row_label = row_label
+
+
+class RequestCancelled(RewardkitError):
+    """The work of a request was cancelled before it finished: its client went away, or its
+    caller cancelled it. Nothing of the request was returned; queued groups were not scored and
+    running sandboxes, worker processes and judge calls were stopped."""
+
+
+class RequestTimeout(RequestCancelled, TimeoutError):
+    """The request's timeout (``request_timeout_s``) passed before it was answered; its work was
+    cancelled as for ``RequestCancelled``. Not retried: raise the timeout or send smaller requests."""

@@ -21,6 +21,13 @@ answered at load, so it is restarting), a 503 (the server refused before scoring
 connection closed before any response (scoring is a pure function of the request, so sending it
 again is idempotent). Everything else is raised at once with the server's message.
 
+A call's timeout (``timeout_s``, default ``rewards.request_timeout_s``) bounds the whole call,
+retries included. Each request carries the time left in the ``Rewardkit-Timeout-Ms`` header, so
+the service cancels the work when it passes and answers 504, which is raised as
+``RequestTimeout`` and never retried (the work was cancelled; sending it again would only repeat
+the cost). Should no answer come a second after that, the connection is closed, which the
+service also takes as a cancellation.
+
 The HTTP client is aiohttp: on loopback at concurrency 64 it served ~6x the requests/s of httpx's
 async client (``benchmarks/http_clients.py``). It runs on a private event-loop thread, so ``score``
 works from plain threads and ``ascore`` from any event loop.
@@ -49,6 +56,7 @@ from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline
 from rewardkit.errors import (
     PreflightError,
     ProviderError,
+    RequestTimeout,
     RewardContractError,
     RewardkitError,
     SelectionRefused,
@@ -72,6 +80,9 @@ _BACKOFF_START_S = 0.05
 _BACKOFF_MAX_S = 1.0
 _CONNECT_TIMEOUT_S = 10.0
 _WAIT_LOG_EVERY_S = 30.0
+TIMEOUT_HEADER = "Rewardkit-Timeout-Ms"
+# How long after its timeout the client still waits for the service's 504 before hanging up.
+_TIMEOUT_GRACE_S = 1.0
 log = logging.getLogger("rewardkit.remote")
 
 
@@ -102,6 +113,8 @@ def _error_for(status: int, body: bytes, url: str) -> RewardkitError:
             "configured reward, or ask its operator to allow it in rewards.service.allow)",
             field=field,
         )
+    if status == 504 and code == "timeout":
+        return RequestTimeout(f"{where}: {message}")
     if status == 401:
         return RemoteServiceError(f"{where}: unauthorized; set {TOKEN_ENV} to a token the service accepts",
                                   status=status, code=code)  # fmt: skip
@@ -192,24 +205,28 @@ class RemoteReward:
         groups: Iterable[GroupLike],
         *,
         deadline_s: float | None = None,
+        timeout_s: float | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ScoredBatch:
         """Score complete groups in the service; same result as ``Reward.score``."""
-        return self._call(self._score(as_batch(groups), deadline_s, progress))
+        return self._call(self._score(as_batch(groups), deadline_s, progress, timeout_s))
 
     async def ascore(
         self,
         groups: Iterable[GroupLike],
         *,
         deadline_s: float | None = None,
+        timeout_s: float | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ScoredBatch:
         future = asyncio.run_coroutine_threadsafe(
-            self._score(as_batch(groups), deadline_s, progress), self._loop
+            self._score(as_batch(groups), deadline_s, progress, timeout_s), self._loop
         )
         return await asyncio.wrap_future(future)
 
-    def process(self, groups: Iterable[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+    def process(
+        self, groups: Iterable[GroupLike], *, deadline_s: float | None = None, timeout_s: float | None = None
+    ) -> ScoredBatch:
         """Score, then write ``reward`` and ``advantage`` into the trajectories (nothing on failure)."""
         groups = as_batch(groups)
         trajectories: list[MutableMapping[str, Any]] = []
@@ -221,7 +238,7 @@ class RemoteReward:
                         f"got {type(rollout).__name__}"
                     )
                 trajectories.append(rollout)
-        batch = self.score(groups, deadline_s=deadline_s)  # raises before anything is written
+        batch = self.score(groups, deadline_s=deadline_s, timeout_s=timeout_s)  # raises before any write
         for trajectory, (_, candidate) in zip(trajectories, batch.candidates()):
             trajectory[REWARD_FIELDS[0]] = {
                 "final": candidate.final,
@@ -301,13 +318,20 @@ class RemoteReward:
         return chunks if chunks[0] else []
 
     async def _score(
-        self, groups: Sequence[GroupLike], deadline_s: float | None, progress: Callable[[int], None] | None
+        self,
+        groups: Sequence[GroupLike],
+        deadline_s: float | None,
+        progress: Callable[[int], None] | None,
+        timeout_s: float | None = None,
     ) -> ScoredBatch:
         chunks = self._chunks(groups)
         if not chunks:
             raise RewardkitError("score() needs at least one group")
         budget = check_deadline(deadline_s) if deadline_s is not None else self.config.rewards.deadline_s
         deadline = time.monotonic() + budget
+        timeout = check_deadline(timeout_s, "timeout_s") if timeout_s is not None else None
+        timeout = timeout if timeout is not None else self.config.rewards.request_timeout_s
+        timeout_at = time.monotonic() + timeout if timeout is not None else None
         base: dict[str, Any] = {
             **_selection_payload(self.selection),
             "group_size": self.group_size,
@@ -317,7 +341,7 @@ class RemoteReward:
 
         async def one(chunk: list[tuple[str, list[dict[str, Any]]]]) -> dict[str, Any]:
             payload = {**base, "groups": [{"group_id": gid, "rollouts": rows} for gid, rows in chunk]}
-            answer = await self._post("/v1/score", payload, deadline)
+            answer = await self._post("/v1/score", payload, deadline, timeout_at)
             if progress is not None:
                 progress(sum(len(rows) for _, rows in chunk))
             return answer
@@ -331,7 +355,12 @@ class RemoteReward:
                 group["group_id"],
                 tuple(
                     ScoredCandidate(
-                        c["trajectory_id"], c["final"], c["gated"], c["breakdown"], c["advantage"]
+                        c["trajectory_id"],
+                        c["final"],
+                        c["gated"],
+                        c["breakdown"],
+                        c["advantage"],
+                        c.get("diagnostics") or {},  # a service older than diagnostics sends none
                     )
                     for c in group["candidates"]
                 ),
@@ -350,7 +379,7 @@ class RemoteReward:
             ScoredGroup(
                 group.group_id,
                 tuple(
-                    ScoredCandidate(c.trajectory_id, c.final, c.gated, c.breakdown, advantage)
+                    ScoredCandidate(c.trajectory_id, c.final, c.gated, c.breakdown, advantage, c.diagnostics)
                     for c, advantage in zip(group.candidates, group_advantages_)
                 ),
             )
@@ -380,7 +409,9 @@ class RemoteReward:
             )
         return self._session
 
-    async def _post(self, path: str, payload: dict[str, Any], deadline: float) -> dict[str, Any]:
+    async def _post(
+        self, path: str, payload: dict[str, Any], deadline: float, timeout_at: float | None = None
+    ) -> dict[str, Any]:
         import aiohttp
 
         session = await self._ensure_session()
@@ -391,6 +422,7 @@ class RemoteReward:
         waited_for: str | None = None  # what the last 503 said, for the log and the deadline error
         logged_at = -math.inf
         while True:
+            headers, timeout = self._timeout_headers(timeout_at)
             remaining = deadline - time.monotonic()
             if remaining <= 0 and unreachable is not None:
                 raise RemoteServiceError(
@@ -408,7 +440,8 @@ class RemoteReward:
                 payload["deadline_s"] = remaining
             body = orjson.dumps(payload)
             try:
-                async with session.post(url, data=body) as reply:
+                bounded = {} if timeout is None else {"headers": headers, "timeout": timeout}
+                async with session.post(url, data=body, **bounded) as reply:
                     data = await reply.read()
                     if reply.status == 200:
                         return orjson.loads(data)
@@ -419,6 +452,11 @@ class RemoteReward:
                     wait = _seconds(retry_after) if retry_after is not None else backoff
                     backoff = min(backoff * 2, _BACKOFF_MAX_S)
                     waited_for = f"503 {_reason(data)}"
+                    if timeout_at is not None and time.monotonic() + wait >= timeout_at:
+                        raise RequestTimeout(
+                            f"the request timeout passed while the Reward Service at {self.url} answered "
+                            f"{waited_for}; raise the timeout, or add service capacity"
+                        )
                     if time.monotonic() + wait >= deadline:
                         raise _deadline_error(data, self.url)
                     now = time.monotonic()
@@ -440,8 +478,29 @@ class RemoteReward:
                     f"no connection to the Reward Service at {self.url} within {_CONNECT_TIMEOUT_S:g} s "
                     f"({type(error).__name__}); check rl.reward.service and that the host is reachable"
                 ) from error
+            except RequestTimeout:
+                raise  # the service's 504 (a TimeoutError too, which the next clause is not for)
+            except asyncio.TimeoutError:
+                # The service did not answer its 504 in time: hanging up cancels the work there too.
+                raise RequestTimeout(
+                    f"the request timeout passed and the Reward Service at {self.url} had not answered "
+                    f"{_TIMEOUT_GRACE_S:g} s later; the connection was closed"
+                ) from None
             await asyncio.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
             backoff = min(backoff * 2, _BACKOFF_MAX_S)
+
+    @staticmethod
+    def _timeout_headers(timeout_at: float | None) -> tuple[dict[str, str] | None, Any]:
+        """The header with the time left, and the client's own timeout for the answer (or none)."""
+        if timeout_at is None:
+            return None, None
+        import aiohttp
+
+        left = timeout_at - time.monotonic()
+        if left <= 0:
+            raise RequestTimeout("the request timeout passed before the request could be sent")
+        timeout = aiohttp.ClientTimeout(total=left + _TIMEOUT_GRACE_S, sock_connect=_CONNECT_TIMEOUT_S)
+        return {TIMEOUT_HEADER: str(max(1, int(left * 1000)))}, timeout
 
 
 def _reason(data: bytes) -> str:

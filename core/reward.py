@@ -22,6 +22,7 @@ from typing import Any
 
 from rewardkit.advantages import EPSILON
 from rewardkit.backpressure import InflightLimiter
+from rewardkit.cancellation import CancelScope, current, entered, run_bounded
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import RewardSpec, RewardSpecError
 from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline, load_config
@@ -147,6 +148,9 @@ class Reward:
     def _admission(self, deadline_s: float | None, progress: Callable[[int], None] | None = None) -> Any:
         budget = check_deadline(deadline_s) if deadline_s is not None else self.config.rewards.deadline_s
         deadline = time.monotonic() + budget
+        timeout_at = current().deadline  # no wait for capacity outlives the call's own timeout
+        if timeout_at is not None:
+            deadline = min(deadline, timeout_at)
 
         @contextmanager
         def admit(weight: int) -> Iterator[float]:
@@ -162,24 +166,57 @@ class Reward:
         groups: Iterable[GroupLike],
         *,
         deadline_s: float | None = None,
+        timeout_s: float | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ScoredBatch:
         """Score complete groups; returns per-candidate ``final``, breakdown and advantage, and metrics.
+
+        ``timeout_s`` (default ``rewards.request_timeout_s``) bounds the whole call: past it the
+        work is cancelled (queued groups dropped, sandboxes and judge calls stopped) and the call
+        raises ``RequestTimeout``. ``deadline_s`` bounds only the wait for capacity.
 
         ``groups`` is any iterable of groups (read once). ``progress(n)`` is called after each
         group is scored, with its number of rollouts.
         """
         batch = as_batch(groups)
-        return self.worker.evaluate(batch, self._executor_for(batch), self._admission(deadline_s, progress))
+        return run_bounded(
+            self._timeout(timeout_s),
+            lambda: self.worker.evaluate(
+                batch, self._executor_for(batch), self._admission(deadline_s, progress)
+            ),
+        )
 
-    def process(self, groups: Iterable[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+    def process(
+        self, groups: Iterable[GroupLike], *, deadline_s: float | None = None, timeout_s: float | None = None
+    ) -> ScoredBatch:
         """Score and write ``reward``/``advantage`` into the trajectories, all or nothing."""
         batch = as_batch(groups)
-        return self.worker.process(batch, self._executor_for(batch), self._admission(deadline_s))
+        return run_bounded(
+            self._timeout(timeout_s),
+            lambda: self.worker.process(batch, self._executor_for(batch), self._admission(deadline_s)),
+        )
 
-    async def ascore(self, groups: Iterable[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
-        """``score`` for asyncio callers: waits for capacity without blocking the event loop."""
-        return await asyncio.to_thread(self.score, as_batch(groups), deadline_s=deadline_s)
+    async def ascore(
+        self, groups: Iterable[GroupLike], *, deadline_s: float | None = None, timeout_s: float | None = None
+    ) -> ScoredBatch:
+        """``score`` for asyncio callers: waits for capacity without blocking the event loop.
+
+        Cancelling the awaiting task cancels the scoring (its sandboxes and judge calls) too.
+        """
+        scope = CancelScope()
+        with entered(scope):  # to_thread runs score in a copy of this context: it sees the scope
+            try:
+                return await asyncio.to_thread(
+                    self.score, as_batch(groups), deadline_s=deadline_s, timeout_s=timeout_s
+                )
+            except asyncio.CancelledError:
+                scope.cancel("the task awaiting ascore() was cancelled")
+                raise
+
+    def _timeout(self, timeout_s: float | None) -> float | None:
+        if timeout_s is not None:
+            return check_deadline(timeout_s, "timeout_s")
+        return self.config.rewards.request_timeout_s
 
     def validation(self) -> Reward:
         """The held-out reward (``rl.validation.reward``), from the same catalog, namespace ``val``."""

@@ -10,12 +10,14 @@ if any stage fails, so a batch is either fully scored or exactly as it was.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from rewardkit import cancellation
 from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind, group_advantages
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog
@@ -290,7 +292,10 @@ class RewardWorker:
     def _score_group(
         self, group_id: str, rollouts: Sequence[Mapping[str, Any]], admit: Admission
     ) -> dict[str, RewardGroupResult | ProviderError]:
+        scope = cancellation.current()
+        scope.raise_if_cancelled()  # a cancelled request's queued groups are dropped
         with admit(len(rollouts) if hasattr(rollouts, "__len__") else 1):
+            scope.raise_if_cancelled()
             return self._score_admitted(group_id, rollouts)
 
     def _score_admitted(
@@ -343,7 +348,8 @@ class RewardWorker:
         parts = batch_parts(groups)
         if executor is not None and len(parts) > 1:
             futures = [
-                executor.submit(self._score_group, group_id, rollouts, admit) for group_id, rollouts in parts
+                executor.submit(contextvars.copy_context().run, self._score_group, group_id, rollouts, admit)
+                for group_id, rollouts in parts
             ]
             try:
                 scored = [future.result() for future in futures]

@@ -6,6 +6,13 @@ request over the rollouts limit at once (413, with the limit), resolve the rewar
 spec; a 422 says why it cannot be built), wait for in-flight capacity in arrival order until the
 deadline (503 with ``Retry-After``), then score in a worker thread so the event loop keeps
 accepting and answering health checks.
+
+A scoring request runs in a ``CancelScope``. Its timeout is the smallest of
+``rewards.request_timeout_s``, the ``Rewardkit-Timeout-Ms`` header (the client's remaining time)
+and the body's ``request_timeout_s``; it bounds waiting, scoring and answering. When it passes, or
+the client disconnects, the scope is cancelled: queued groups are dropped, the providers' callbacks
+kill running sandboxes and cancel judge calls, and the answer is 504 ``timeout`` at once. The
+request's in-flight capacity is given back when its scoring thread has really stopped.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -35,13 +42,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from rewardkit.advantages import Scaling
 from rewardkit.bindings.groups import BindingError
 from rewardkit.bindings.openrlhf import response_of
+from rewardkit.cancellation import CancelScope, entered, timeout_of
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import CompositionError, RewardSpec, RewardSpecError, compose
-from rewardkit.config import RewardkitConfig, RewardSelection
+from rewardkit.config import MAX_DEADLINE_S, RewardkitConfig, RewardSelection
 from rewardkit.contracts import KNOWN_NEEDS
 from rewardkit.errors import (
     PreflightError,
     ProviderError,
+    RequestCancelled,
+    RequestTimeout,
     RewardContractError,
     RewardkitError,
     SelectionRefused,
@@ -62,8 +72,11 @@ from rewardkit.service.policy import SelectionPolicy
 from rewardkit.worker import RewardWorker, ScoredBatch
 
 log = logging.getLogger("rewardkit.service")
+T = TypeVar("T")
 
 OPEN_PATHS = frozenset(("/healthz", "/readyz"))
+# The client's remaining time in milliseconds (as Connect's Connect-Timeout-Ms): up to 10 digits.
+TIMEOUT_HEADER = "rewardkit-timeout-ms"
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 _KNOWN_ENDPOINTS = (
     frozenset(
@@ -302,18 +315,48 @@ class RewardService:
                         "(rewards.max_inflight); split it into smaller calls", limit=limit,
                         cause="too_large")  # fmt: skip
 
+    def request_scope(self, request: Request, body_timeout_s: float | None, arrived: float) -> CancelScope:
+        """The request's scope: its timeout counted from ``arrived`` (``time.monotonic()``)."""
+        header = request.headers.get(TIMEOUT_HEADER)
+        header_s = None
+        if header is not None:
+            if not (header.isascii() and header.isdigit() and 0 < len(header) <= 10 and int(header) > 0):
+                message = f"{header!r} is not a positive whole number of milliseconds (at most 10 digits)"
+                raise Reply(400, "invalid_request", f"header Rewardkit-Timeout-Ms: {message}",
+                            details=[{"path": "Rewardkit-Timeout-Ms", "message": message}])  # fmt: skip
+            header_s = min(int(header) / 1000, MAX_DEADLINE_S)
+        timeout = timeout_of(self.config.rewards.request_timeout_s, header_s, body_timeout_s)
+        if timeout is None:
+            return CancelScope()
+        return CancelScope(timeout_s=timeout, deadline=arrived + timeout)
+
     async def scored(
-        self, worker: RewardWorker, groups: list[tuple[str, list[Any]]], weight: int, deadline_s: float | None
+        self,
+        worker: RewardWorker,
+        groups: list[tuple[str, list[Any]]],
+        weight: int,
+        deadline_s: float | None,
+        scope: CancelScope,
+        request: Request,
     ) -> tuple[ScoredBatch, float, float]:
-        """Wait for capacity, then score in a thread; returns the batch, seconds waited and scored."""
+        """Wait for capacity, then score in a thread; returns the batch, seconds waited and scored.
+
+        Both steps end early, with the scope cancelled, when the request times out (504) or its
+        client disconnects.
+        """
         loop = asyncio.get_running_loop()
         budget = deadline_s if deadline_s is not None else self.config.rewards.deadline_s
+        capacity_deadline = loop.time() + budget  # the loop's clock is time.monotonic()
+        wait_until = capacity_deadline if scope.deadline is None else min(capacity_deadline, scope.deadline)
         metrics = self.metrics
         metrics.waiting_requests.inc()
         try:
-            waited = await self.limiter.acquire(weight, loop.time() + budget)
+            waited = await _watched(self.limiter.acquire(weight, wait_until), scope, request)
         except BackpressureTimeout as error:
             metrics.wait_seconds.observe(error.waited_s)
+            if wait_until < capacity_deadline:  # the request's own timeout came first
+                scope.time_out()
+                raise _cancelled_reply(scope) from None
             raise Reply(503, "deadline_exceeded", str(error), retry_after_s=self._retry_after(),
                         cause="deadline") from None  # fmt: skip
         except RequestTooLarge as error:
@@ -324,9 +367,22 @@ class RewardService:
         metrics.wait_seconds.observe(waited)
         metrics.inflight_rollouts.inc(weight)
         started = time.perf_counter()
+        executor = self.executor if len(groups) > 1 else None
+        work = asyncio.ensure_future(run_in_threadpool(_in_scope, scope, worker.evaluate, groups, executor))
+
+        def release(done: asyncio.Future[Any]) -> None:
+            # Only when the thread has stopped: a cancelled request's sandboxes are dead by then,
+            # so the next request gets their slots, not a wait behind a killed program.
+            if not done.cancelled():
+                done.exception()  # retrieved: an abandoned request's error is not logged as lost
+            self.limiter.release(weight)
+            metrics.inflight_rollouts.dec(weight)
+
+        work.add_done_callback(release)
         try:
-            executor = self.executor if len(groups) > 1 else None
-            batch = await run_in_threadpool(worker.evaluate, groups, executor)
+            batch = await _watched(asyncio.shield(work), scope, request)
+        except RequestCancelled:
+            raise _cancelled_reply(scope) from None
         except RewardContractError as error:
             raise Reply(422, "contract_violation", str(error), cause="contract") from None
         except CompositionError as error:
@@ -335,9 +391,6 @@ class RewardService:
             raise Reply(422, "provider_failed", str(error), cause="provider") from None
         except RewardkitError as error:
             raise Reply(422, "invalid_groups", str(error), cause="contract") from None
-        finally:
-            self.limiter.release(weight)
-            metrics.inflight_rollouts.dec(weight)
         elapsed = time.perf_counter() - started
         metrics.score_seconds.observe(elapsed)
         self._recent_score_s = 0.8 * self._recent_score_s + 0.2 * elapsed
@@ -346,6 +399,51 @@ class RewardService:
     def _retry_after(self) -> float:
         # Roughly when the work ahead may have drained: one recent scoring time, at least a second.
         return max(1.0, round(self._recent_score_s, 1))
+
+
+def _in_scope(scope: CancelScope, call: Callable[..., T], *args: Any) -> T:
+    with entered(scope):  # the worker hands this context on to its executor threads
+        return call(*args)
+
+
+async def _disconnected(request: Request) -> None:
+    """Return when the client has gone away (the body was read, so only a disconnect can come)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _watched(work: Awaitable[T], scope: CancelScope, request: Request) -> T:
+    """``await work``, unless the scope's deadline passes or the client disconnects first: then
+    cancel the scope (and ``work``) and raise the 504 (or 499) reply.
+
+    ``work`` that ends with the scope already cancelled (a sandbox killed by the cancellation
+    reports an error, not a score) gives the same reply: a cancelled request has no answer.
+    """
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(_disconnected(request))
+    try:
+        done, _ = await asyncio.wait({task, watch}, timeout=scope.remaining(), return_when="FIRST_COMPLETED")
+    except BaseException:
+        task.cancel()
+        raise
+    finally:
+        watch.cancel()
+    if task in done and not scope.cancelled:
+        return task.result()
+    if watch in done:
+        scope.cancel(RequestCancelled("the client disconnected before the answer; its work was cancelled"))
+    else:
+        scope.time_out()
+    task.cancel()  # a capacity wait gives back its place; a shielded scoring thread runs down itself
+    raise _cancelled_reply(scope)
+
+
+def _cancelled_reply(scope: CancelScope) -> Reply:
+    error = scope.error
+    if isinstance(error, RequestTimeout) or error is None:
+        return Reply(504, "timeout", str(error or "the request timed out"), cause="timeout")
+    # Nobody reads it (the client left); 499 keeps these apart from timeouts in the metrics.
+    return Reply(499, "cancelled", str(error), cause="disconnected")
 
 
 def _records(batch_or_worker: Any) -> list[dict[str, Any]]:
@@ -376,21 +474,26 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
 
     @endpoint("/v1/score")
     async def score(request: Request) -> Response:
+        arrived = time.monotonic()
         parsed: ScoreRequest = service.parse(ScoreRequest, await service.body(request))
+        scope = service.request_scope(request, parsed.request_timeout_s, arrived)
         weight = sum(len(group.rollouts) for group in parsed.groups)
         service.check_size(weight)
         worker = service.resolve(
             parsed, parsed.group_size, parsed.advantage_scaling, namespace=parsed.namespace
         )
         groups = [(group.group_id, group.rollouts) for group in parsed.groups]
-        batch, waited, elapsed = await service.scored(worker, groups, weight, parsed.deadline_s)
+        batch, waited, elapsed = await service.scored(
+            worker, groups, weight, parsed.deadline_s, scope, request
+        )
         metrics.rollouts.labels("/v1/score").inc(weight)
         with_advantage = parsed.advantages
         return _json({
             "groups": [
                 {"group_id": group.group_id, "candidates": [
                     {"trajectory_id": c.trajectory_id, "final": c.final, "gated": c.gated,
-                     "advantage": c.advantage if with_advantage else None, "breakdown": c.breakdown}
+                     "advantage": c.advantage if with_advantage else None, "breakdown": c.breakdown,
+                     "diagnostics": c.diagnostics}
                     for c in group.candidates]}
                 for group in batch.groups
             ],
@@ -435,7 +538,9 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
 
     @endpoint("/get_reward")
     async def get_reward(request: Request) -> Response:
+        arrived = time.monotonic()
         parsed: GetRewardRequest = service.parse(GetRewardRequest, await service.body(request))
+        scope = service.request_scope(request, parsed.request_timeout_s, arrived)
         count = len(parsed.query)
         service.check_size(count)
         worker = service.resolve(Selection(), openrlhf=True)
@@ -454,7 +559,7 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
             if parsed.labels is not None:
                 rollout["reference"] = parsed.labels[index]
             groups.append((f"q{index}", [rollout]))
-        batch, _, _ = await service.scored(worker, groups, count, None)
+        batch, _, _ = await service.scored(worker, groups, count, None, scope, request)
         metrics.rollouts.labels("/get_reward").inc(count)
         rewards: list[float] = []
         extra: dict[str, list[float]] = {name: [] for name in worker.spec.names}

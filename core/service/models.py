@@ -66,6 +66,13 @@ def _deadline(value: float | None) -> float | None:
     return value
 
 
+_TIMEOUT_DOC = (
+    "seconds the whole request may take (waiting, scoring, answering); past it the work is cancelled "
+    "and the answer is 504. The smallest of this, the Rewardkit-Timeout-Ms header and "
+    "rewards.request_timeout_s applies"
+)
+
+
 class ScoreRequest(Selection):
     """``POST /v1/score``: complete groups, the reward to use and how long to wait for capacity."""
 
@@ -73,12 +80,15 @@ class ScoreRequest(Selection):
     deadline_s: float | None = Field(
         default=None, description="seconds this request may wait for capacity (default rewards.deadline_s)"
     )
+    request_timeout_s: float | None = Field(default=None, description=_TIMEOUT_DOC)
     group_size: int | None = Field(default=None, ge=1, description="expected candidates per group")
     advantage_scaling: Literal["group", "batch", "none"] | None = None
     advantages: bool = Field(default=True, description="include GRPO advantages in the answer")
     namespace: Literal["train", "val"] = Field(default="train", description="metric namespace")
 
-    _check_deadline = field_validator("deadline_s")(classmethod(lambda cls, value: _deadline(value)))
+    _check_deadline = field_validator("deadline_s", "request_timeout_s")(
+        classmethod(lambda cls, value: _deadline(value))
+    )
 
 
 class ResolveRequest(Selection):
@@ -107,6 +117,8 @@ class ScoredCandidateOut(_Wire):
     gated: bool
     advantage: float | None = None
     breakdown: dict[str, dict[str, Any]]
+    # provider -> {diagnostic: value} for this candidate (reporting only, never in final)
+    diagnostics: dict[str, dict[str, float]] = {}
 
 
 class ScoredGroupOut(_Wire):
@@ -158,6 +170,9 @@ class GetRewardRequest(BaseModel):
     query: list[str] = Field(min_length=1)
     prompts: list[str] | None = None
     labels: list[JsonValue] | None = None
+    request_timeout_s: float | None = Field(default=None, description=_TIMEOUT_DOC)
+
+    _check_timeout = field_validator("request_timeout_s")(classmethod(lambda cls, value: _deadline(value)))
 
     @model_validator(mode="after")
     def _same_lengths(self) -> GetRewardRequest:
@@ -215,18 +230,23 @@ _FORBIDDEN = (
     "the selection is neither the configured reward nor permitted by the operator's allow-list "
     "(rewards.service.allow); the answer names the field; nothing was built or run"
 )
+_TIMED_OUT = (
+    "the request timeout passed (request_timeout_s, Rewardkit-Timeout-Ms or rewards.request_timeout_s); "
+    "the work was cancelled. Not retried"
+)
 # path, method, request model, response (model name, "text" or a schema), summary, errors, open
 _OPERATIONS: tuple[tuple[str, str, str | None, Any, str, dict[str, str], bool], ...] = (
     ("/v1/score", "post", "ScoreRequest", "ScoreResponse", "Score complete groups",
      {**_COMMON_ERRORS, "403": _FORBIDDEN, "422": "the reward cannot be built or a group broke the contract",
-      "503": "the deadline passed while waiting for capacity; Retry-After says when to retry"}, False),
+      "503": "the deadline passed while waiting for capacity; Retry-After says when to retry",
+      "504": _TIMED_OUT}, False),
     ("/v1/resolve", "post", "ResolveRequest", "ResolveResponse", "Preflight a reward without scoring",
      {**_COMMON_ERRORS, "403": _FORBIDDEN, "422": "the reward cannot be built"}, False),
     ("/v1/compose", "post", "ComposeRequest", "ComposeResponse", "Compose given component outcomes",
      {**_COMMON_ERRORS, "422": "composition refused the spec or the outcomes"}, False),
     ("/get_reward", "post", "GetRewardRequest", "GetRewardResponse", "OpenRLHF remote reward protocol",
      {**_COMMON_ERRORS, "422": "a query could not be scored",
-      "503": "the deadline passed while waiting for capacity"}, False),
+      "503": "the deadline passed while waiting for capacity", "504": _TIMED_OUT}, False),
     ("/v1/providers", "get", None, {"type": "array", "items": {"type": "object"}},
      "Installed providers: what `rewardkit providers --json` prints", {"401": _COMMON_ERRORS["401"]}, False),
     ("/metrics", "get", None, "text", "Prometheus metrics", {"401": _COMMON_ERRORS["401"]}, False),

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from rewardkit.cancellation import NEVER, CancelScope, current
 from rewardkit.contracts import (
     MetricContribution,
     RewardCandidate,
@@ -171,15 +172,31 @@ class CodeTestsProvider:
     def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
         plan = parse_reference(request.context.reference)
         pool, executor = self._started()
-        futures = [executor.submit(self.score, pool, plan, candidate) for candidate in request.candidates]
-        items = tuple(
-            RewardCandidateResult(candidate.trajectory_id, future.result())
-            for candidate, future in zip(request.candidates, futures)
-        )
+        # The request's scope, passed on by hand: this executor's threads do not see our context.
+        scope = current()
+        futures = [
+            executor.submit(self.score, pool, plan, candidate, scope) for candidate in request.candidates
+        ]
+        try:
+            items = tuple(
+                RewardCandidateResult(candidate.trajectory_id, future.result())
+                for candidate, future in zip(request.candidates, futures)
+            )
+        except BaseException:
+            for future in futures:  # a cancelled request's cases that have not started never start
+                future.cancel()
+            raise
         return RewardGroupResult(request.group_id, items)
 
-    def score(self, pool: SandboxPool, plan: TestPlan, candidate: RewardCandidate) -> RewardProviderResult:
-        """Score one candidate; a sandbox that cannot run it makes the result an error."""
+    def score(
+        self, pool: SandboxPool, plan: TestPlan, candidate: RewardCandidate, scope: CancelScope = NEVER
+    ) -> RewardProviderResult:
+        """Score one candidate; a sandbox that cannot run it makes the result an error.
+
+        When ``scope`` is cancelled, a case not started never starts and a running one is killed;
+        either raises the scope's error, since a killed program has no verdict.
+        """
+        scope.raise_if_cancelled()
         program = plan.program_from(candidate.completion)
         if plan.unsupported:
             return RewardProviderResult.skip(
@@ -187,13 +204,16 @@ class CodeTestsProvider:
             )
         try:
             if plan.mode == "asserts":
-                outcome = outcome_of_asserts(pool.run(self._request(plan, program)), plan.case_count)
+                response = pool.run(self._request(plan, program), scope)
+                outcome = outcome_of_asserts(response, plan.case_count)
                 if isinstance(outcome, RewardProviderResult):
                     return outcome
             else:
-                outcome = self._run_io(pool, plan, program)
+                outcome = self._run_io(pool, plan, program, scope)
         except SandboxError as error:
+            scope.raise_if_cancelled()
             return RewardProviderResult.fail(f"sandbox: {error}")
+        scope.raise_if_cancelled()
         return outcome.result()
 
     def _request(self, plan: TestPlan, program: str, stdin: str | None = None) -> dict[str, Any]:
@@ -212,10 +232,10 @@ class CodeTestsProvider:
             "output_cap": config.output_limit_bytes,
         }
 
-    def _run_io(self, pool: SandboxPool, plan: TestPlan, program: str) -> CaseOutcome:
+    def _run_io(self, pool: SandboxPool, plan: TestPlan, program: str, scope: CancelScope) -> CaseOutcome:
         statuses: list[str] = []
         flags = {"runtime": False, "timeout": False, "truncated": False}
-        with pool.lease() as slot:
+        with pool.lease(scope) as slot:
             for index, (given, expected) in enumerate(zip(plan.inputs, plan.outputs)):
                 response = slot.run(self._request(plan, program, stdin=given))
                 if response["program"] == "compile_error":

@@ -17,6 +17,8 @@ Isolation of one slot (``isolation="bwrap"``):
 - when a pids cgroup is available, the whole slot lives in one with ``pids.max`` set;
 - a wall-clock deadline per run, after which every process of the slot's uid is killed;
   the host adds its own deadline on the runner and kills the slot's cgroup and process group.
+- a lease belongs to one request's ``CancelScope``: cancelling the request kills the leased slot
+  at once (``Slot.abort``), and a lease not yet granted is never granted.
 
 A slot that cannot start raises ``SandboxError`` with the reason; nothing ever falls back to a
 weaker isolation than configured. ``isolation="none"`` runs the same runner without bwrap, uid
@@ -45,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from rewardkit.cancellation import NEVER, CancelScope
 from rewardkit_rl.code.cgroups import CgroupUnavailable, PidsCgroup, find_pids_parent
 
 Isolation = Literal["bwrap", "none"]
@@ -83,6 +86,8 @@ _UIDS_PER_POOL = 512
 CPU_COUNT = os.cpu_count() or 1
 _RUNNING = threading.BoundedSemaphore(CPU_COUNT)
 _uid_blocks = itertools.count()
+# How often a request waiting for a slot checks whether it was cancelled.
+_CANCEL_POLL_S = 0.02
 
 
 def load_inside_modules() -> dict[str, types.ModuleType]:
@@ -281,6 +286,23 @@ class Slot:
         self.process: subprocess.Popen[bytes] | None = None
         self.cgroup: PidsCgroup | None = None
         self.starts = 0
+        self.scope: CancelScope = NEVER  # the request holding the lease
+
+    def abort(self) -> None:
+        """Kill whatever the slot runs, from any thread, without waiting (a cancellation callback).
+
+        The thread in ``run`` then reads EOF, reaps the processes, empties the cgroup and raises;
+        the slot starts afresh on its next run.
+        """
+        process = self.process
+        if process is not None and process.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+        cgroup = self.cgroup
+        if cgroup is not None:  # one pass: whatever left the process group is still in the cgroup
+            for pid in cgroup.pids():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
 
     def start(self) -> None:
         config = self.config
@@ -342,8 +364,10 @@ class Slot:
 
     def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Send one run to the runner and wait for its answer (host deadline = run deadline + grace)."""
+        self.scope.raise_if_cancelled()
         if not self.alive:
             self.start()
+            self.scope.raise_if_cancelled()  # cancelled while starting: the abort may have missed it
         process = self.process
         assert process is not None and process.stdin is not None and process.stdout is not None
         try:
@@ -417,20 +441,38 @@ class SandboxPool:
             self._free.put(slot)
 
     @contextmanager
-    def lease(self) -> Iterator[Slot]:
+    def lease(self, scope: CancelScope = NEVER) -> Iterator[Slot]:
+        """A free slot for the work of ``scope``'s request; cancelling it kills the slot's run and
+        ends a wait for a slot with the scope's error."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
         # Every pool of the process shares the CPU-count cap: a service holding several
         # code-tests workers (different params) must not run more programs than CPUs either.
-        with _RUNNING:
-            slot = self._free.get()
+        while not _RUNNING.acquire(timeout=None if scope is NEVER else _CANCEL_POLL_S):
+            scope.raise_if_cancelled()
+        try:
+            slot = self._free_slot(scope)
+            slot.scope = scope
+            remove = scope.add_callback(slot.abort)
             try:
                 yield slot
             finally:
+                remove()
+                slot.scope = NEVER
                 self._free.put(slot)
+        finally:
+            _RUNNING.release()
 
-    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        with self.lease() as slot:
+    def _free_slot(self, scope: CancelScope) -> Slot:
+        while True:
+            scope.raise_if_cancelled()
+            try:
+                return self._free.get(timeout=None if scope is NEVER else _CANCEL_POLL_S)
+            except queue.Empty:
+                continue
+
+    def run(self, request: Mapping[str, Any], scope: CancelScope = NEVER) -> dict[str, Any]:
+        with self.lease(scope) as slot:
             return slot.run(request)
 
     @property

@@ -1,0 +1,230 @@
+"""Cancelling the work of one request end to end: ``CancelScope`` and ``current()``.
+
+A scope stands for one request (a service call, a ``Reward.score`` call). Whoever owns the
+request cancels it (its timeout passed, its client went away); code doing work for it, in any
+thread, finds the scope with ``current()`` and either checks it (``raise_if_cancelled()`` before
+starting a group or a case) or registers a callback that stops what cannot check: kill a sandbox's
+process tree, cancel an HTTP call. The worker runs every executor chunk in a copy of the caller's
+context, so the scope set by the request's thread is the one its providers' threads see.
+
+Callbacks run in the thread that cancels, which may be the service's event loop: they must only
+signal (send SIGKILL, cancel a future), never wait for the work to end. The thread doing the work
+notices and cleans up (reaps processes, frees its slot) itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TypeVar
+
+from rewardkit.errors import RequestCancelled, RequestTimeout, RewardkitError
+
+__all__ = [
+    "CancelScope",
+    "RequestCancelled",
+    "RequestTimeout",
+    "current",
+    "entered",
+    "run_bounded",
+    "timeout_of",
+]
+
+log = logging.getLogger("rewardkit.cancellation")
+Callback = Callable[[], None]
+T = TypeVar("T")
+
+
+class CancelScope:
+    """A thread-safe cancellation token for one request, with an optional deadline.
+
+    ``deadline`` is a ``time.monotonic()`` instant; the scope does not cancel itself when it
+    passes unless ``expiring()`` runs (a timer thread) or its owner cancels it (the service uses
+    its event loop's clock). ``remaining()`` lets work bound its own waits by it.
+    """
+
+    def __init__(self, *, timeout_s: float | None = None, deadline: float | None = None) -> None:
+        if timeout_s is not None:
+            if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+                raise ValueError(f"a timeout is a positive number of seconds, got {timeout_s!r}")
+            at = time.monotonic() + timeout_s
+            deadline = at if deadline is None else min(deadline, at)
+        self.deadline = deadline
+        self._timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._event = threading.Event()
+        self._error: RequestCancelled | None = None
+        self._callbacks: dict[int, Callback] = {}
+        self._next_key = 0
+
+    def __repr__(self) -> str:
+        state = f"cancelled: {self._error}" if self._error is not None else "active"
+        return f"CancelScope({state}, deadline={self.deadline})"
+
+    # -- state -------------------------------------------------------------------------------------
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    @property
+    def error(self) -> RequestCancelled | None:
+        """What ``raise_if_cancelled`` raises: the reason given to ``cancel``; None while active."""
+        return self._error
+
+    def remaining(self) -> float | None:
+        """Seconds until the deadline (at least 0), or None without one."""
+        if self.deadline is None:
+            return None
+        return max(0.0, self.deadline - time.monotonic())
+
+    def raise_if_cancelled(self) -> None:
+        """Raise the cancellation error if the scope was cancelled; a cheap check between steps."""
+        if self._event.is_set():
+            assert self._error is not None
+            raise self._error
+
+    def wait(self, timeout_s: float | None) -> bool:
+        """Block up to ``timeout_s`` for a cancellation; True when cancelled."""
+        return self._event.wait(timeout_s)
+
+    # -- cancelling ----------------------------------------------------------------------------------
+
+    def cancel(self, reason: RequestCancelled | str = "the request was cancelled") -> bool:
+        """Cancel once: record why, then run every callback (errors are logged, not raised).
+
+        Returns False when the scope was already cancelled (the first reason stays).
+        """
+        error = reason if isinstance(reason, RequestCancelled) else RequestCancelled(reason)
+        with self._lock:
+            if self._error is not None:
+                return False
+            self._error = error
+            callbacks = list(self._callbacks.values())
+            self._callbacks.clear()
+            self._event.set()
+        for callback in callbacks:
+            _run(callback)
+        return True
+
+    def time_out(self) -> bool:
+        """Cancel with ``RequestTimeout`` naming the timeout (what a passed deadline does)."""
+        shown = f"{self._timeout_s:g} s " if self._timeout_s is not None else ""
+        return self.cancel(
+            RequestTimeout(
+                f"the request timeout ({shown}request_timeout_s) passed before the request was answered; "
+                "its work was cancelled. Raise the timeout or send smaller requests"
+            )
+        )
+
+    def add_callback(self, callback: Callback) -> Callback:
+        """Run ``callback`` on cancellation (at once if already cancelled); returns its remover.
+
+        Call the remover when the work it would stop has ended, so a late cancel does not kill
+        what the same process, sandbox slot or connection is doing for someone else by then.
+        """
+        with self._lock:
+            if self._error is None:
+                key = self._next_key
+                self._next_key += 1
+                self._callbacks[key] = callback
+
+                def remove() -> None:
+                    with self._lock:
+                        self._callbacks.pop(key, None)
+
+                return remove
+        _run(callback)
+        return _nothing
+
+    @contextmanager
+    def expiring(self) -> Iterator[CancelScope]:
+        """Within the block, a timer thread times the scope out at its deadline (no deadline: none)."""
+        if self.deadline is None:
+            yield self
+            return
+        timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), self.time_out)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield self
+        finally:
+            timer.cancel()
+
+
+class _NeverCancelled(CancelScope):
+    """The scope outside any request: never cancelled, keeps no callbacks (nothing would run them)."""
+
+    def cancel(self, reason: RequestCancelled | str = "") -> bool:
+        raise RewardkitError("the default cancel scope (no request) cannot be cancelled")
+
+    def add_callback(self, callback: Callback) -> Callback:
+        return _nothing
+
+
+def _nothing() -> None:
+    return None
+
+
+def _run(callback: Callback) -> None:
+    try:
+        callback()
+    except Exception:  # one failing callback must not keep the others from stopping their work
+        log.exception("a cancellation callback failed")
+
+
+NEVER = _NeverCancelled()
+_CURRENT: ContextVar[CancelScope] = ContextVar("rewardkit_cancel_scope", default=NEVER)
+
+
+def current() -> CancelScope:
+    """The scope of the request this code works for; a never-cancelled one outside any request."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def entered(scope: CancelScope) -> Iterator[CancelScope]:
+    """Make ``scope`` the ``current()`` one in this context for the block."""
+    token = _CURRENT.set(scope)
+    try:
+        yield scope
+    finally:
+        _CURRENT.reset(token)
+
+
+def timeout_of(*candidates: float | None) -> float | None:
+    """The smallest of the given timeouts in seconds (None ones ignored); None when none is given."""
+    given = [value for value in candidates if value is not None and not math.isnan(value)]
+    return min(given) if given else None
+
+
+def run_bounded(timeout_s: float | None, call: Callable[[], T]) -> T:
+    """``call()`` in a scope of its own that times out after ``timeout_s`` (None: in the current one).
+
+    The new scope is also cancelled when the scope around it is. Past the timeout the call raises
+    ``RequestTimeout``, whatever the cancelled work itself raised or returned (a sandbox killed
+    mid-run reports an error result, not a score): a cancelled request has no answer.
+    """
+    if timeout_s is None:
+        return call()
+    outer = current()
+    scope = CancelScope(timeout_s=timeout_s)
+    remove = outer.add_callback(lambda: scope.cancel(outer.error or RequestCancelled("cancelled")))
+    try:
+        with scope.expiring(), entered(scope):
+            try:
+                result = call()
+            except Exception:
+                if scope.remaining() == 0:
+                    scope.time_out()  # e.g. a capacity wait bounded by the same deadline ended first
+                scope.raise_if_cancelled()
+                raise
+            scope.raise_if_cancelled()
+            return result
+    finally:
+        remove()
