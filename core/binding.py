@@ -14,12 +14,14 @@ from typing import Any
 from rewardkit.contracts import (
     KNOWN_NEEDS,
     RewardCandidate,
-    RewardContext,
+    RewardCandidateResult,
     RewardGroupRequest,
     RewardGroupResult,
     RewardProvider,
     RewardProviderResult,
     RewardProviderSpec,
+    build_candidate,
+    build_request,
 )
 from rewardkit.errors import ProviderError, RewardContractError
 from rewardkit.frozen import NotJSONError, freeze, strictly_equal
@@ -34,7 +36,17 @@ def _group_label(group_id: object) -> str:
 class BoundProvider:
     """A constructed provider bound to its spec, parameters and identity."""
 
-    __slots__ = ("_declared_diagnostics", "_declared_terms", "identity", "params", "provider", "spec")
+    __slots__ = (
+        "_declared_diagnostics",
+        "_declared_terms",
+        "_needs_media",
+        "_needs_prompt",
+        "_needs_reference",
+        "identity",
+        "params",
+        "provider",
+        "spec",
+    )
 
     def __init__(
         self,
@@ -49,6 +61,9 @@ class BoundProvider:
         self.identity = identity
         self._declared_terms = frozenset(spec.terms)
         self._declared_diagnostics = frozenset(spec.diagnostics)
+        self._needs_media = "media" in spec.needs
+        self._needs_prompt = "prompt" in spec.needs
+        self._needs_reference = "reference" in spec.needs
 
     @property
     def name(self) -> str:
@@ -74,7 +89,9 @@ class BoundProvider:
                 group_id=_group_label(group_id),
                 rule="group-id",
             )
-        if isinstance(rollouts, (str, bytes, Mapping)) or not isinstance(rollouts, Sequence):
+        if type(rollouts) is not list and (
+            isinstance(rollouts, (str, bytes, Mapping)) or not isinstance(rollouts, Sequence)
+        ):
             raise RewardContractError(
                 f"rollouts must be a sequence of mappings, got {type(rollouts).__name__}",
                 group_id=group_id,
@@ -91,20 +108,10 @@ class BoundProvider:
                 group_id=group_id,
                 rule="incomplete-group",
             )
-        candidates = []
-        seen: set[str] = set()
-        for index, rollout in enumerate(rollouts):
-            candidate = _candidate(group_id, index, rollout)
-            if candidate.trajectory_id in seen:
-                raise RewardContractError(
-                    f"trajectory_id appears twice in the group (again at position {index})",
-                    group_id=group_id,
-                    trajectory_id=candidate.trajectory_id,
-                    rule="duplicate-trajectory-id",
-                )
-            seen.add(candidate.trajectory_id)
-            candidates.append(candidate)
-        if "media" in self.spec.needs:
+        candidates = [_candidate(group_id, index, rollout) for index, rollout in enumerate(rollouts)]
+        if len({candidate.trajectory_id for candidate in candidates}) != count:
+            _duplicate_id(group_id, candidates)
+        if self._needs_media:
             for candidate in candidates:
                 if candidate.media is None:
                     raise RewardContractError(
@@ -114,14 +121,12 @@ class BoundProvider:
                         trajectory_id=candidate.trajectory_id,
                         rule="missing-media",
                     )
-        context = RewardContext(
-            **{
-                need: self._common_input(group_id, need, rollouts, candidates)
-                for need in self.spec.needs
-                if need in KNOWN_NEEDS
-            }
-        )
-        return RewardGroupRequest(group_id=group_id, candidates=tuple(candidates), context=context)
+        prompt = reference = None
+        if self._needs_prompt:
+            prompt = self._common_input(group_id, "prompt", rollouts, candidates)
+        if self._needs_reference:
+            reference = self._common_input(group_id, "reference", rollouts, candidates)
+        return build_request(group_id, tuple(candidates), prompt, reference)
 
     def _common_input(
         self,
@@ -140,6 +145,13 @@ class BoundProvider:
                 trajectory_id=candidates[0].trajectory_id,
                 rule="json-input",
             ) from None
+        if type(first) is str:  # the usual case (a prompt, a gold answer) without a call per rollout
+            for rollout in rollouts:
+                value = rollout.get(need)
+                if value is not first and (type(value) is not str or value != first):
+                    break
+            else:
+                return frozen
         for candidate, rollout in zip(candidates, rollouts):
             value = rollout.get(need)
             if value is None:
@@ -242,8 +254,25 @@ class BoundProvider:
                 group_id=group_id,
                 rule="result-cardinality",
             )
+        declared, isfinite = self._declared_terms, math.isfinite
         for position, (item, candidate) in enumerate(zip(items, candidates)):
             expected_id = candidate.trajectory_id
+            if type(item) is RewardCandidateResult and item.trajectory_id == expected_id:
+                # The usual result (scored, float terms, no diagnostics) is checked inline; anything
+                # else takes the full check below, which names the rule it breaks.
+                checked = item.result
+                if (
+                    type(checked) is RewardProviderResult
+                    and checked.status == "scored"
+                    and not checked.diagnostics
+                    and (checked.reason is None or type(checked.reason) is str)
+                    and checked.terms.keys() == declared
+                ):
+                    for value in checked.terms.values():
+                        if type(value) is not float or not isfinite(value):
+                            break
+                    else:
+                        continue
             if getattr(item, "trajectory_id", None) != expected_id:
                 raise RewardContractError(
                     f"result at position {position} is for "
@@ -322,8 +351,21 @@ def _finite(value: object) -> bool:
     return False
 
 
+def _duplicate_id(group_id: str, candidates: list[RewardCandidate]) -> None:
+    seen: set[str] = set()
+    for index, candidate in enumerate(candidates):
+        if candidate.trajectory_id in seen:
+            raise RewardContractError(
+                f"trajectory_id appears twice in the group (again at position {index})",
+                group_id=group_id,
+                trajectory_id=candidate.trajectory_id,
+                rule="duplicate-trajectory-id",
+            )
+        seen.add(candidate.trajectory_id)
+
+
 def _candidate(group_id: str, index: int, rollout: object) -> RewardCandidate:
-    if not isinstance(rollout, Mapping):
+    if type(rollout) is not dict and not isinstance(rollout, Mapping):
         raise RewardContractError(
             f"rollout at position {index} is a {type(rollout).__name__}, not a mapping",
             group_id=group_id,
@@ -368,4 +410,4 @@ def _candidate(group_id: str, index: int, rollout: object) -> RewardCandidate:
             trajectory_id=trajectory_id,
             rule="finish-reason",
         )
-    return RewardCandidate(trajectory_id, completion, token_count, finish_reason, rollout.get("media"))
+    return build_candidate(trajectory_id, completion, token_count, finish_reason, rollout.get("media"))

@@ -90,6 +90,7 @@ class ProviderEntry:
             "description": spec.description,
             "scoring_packages": list(spec.scoring_packages),
             "runtime": list(spec.runtime),
+            "cheap": spec.cheap,
             "params": schema_document(self.params_model),
         }
 

@@ -175,6 +175,11 @@ class RewardProviderSpec:
     ``rewardkit.load(config, runtime={...})``. ``runtime_identity(objects)`` returns the JSON that
     stands for them in the identity (a decoder's attested name, revision and output range);
     the objects themselves never enter it.
+    ``cheap`` declares a provider whose whole group costs microseconds of CPU and never waits
+    (rule checks, string matching): rewardkit scores it in the calling thread instead of handing
+    groups to worker threads, whose hand-off would cost more than the scoring. A provider that
+    waits on anything (processes, sandboxes, HTTP, a model) leaves it ``False``. It does not
+    change scores, so it is not part of the identity.
     """
 
     name: str
@@ -189,10 +194,13 @@ class RewardProviderSpec:
     scoring_packages: tuple[str, ...] = ()
     runtime: tuple[str, ...] = ()
     runtime_identity: Callable[[Mapping[str, Any]], Any] | None = None
+    cheap: bool = False
 
     def __post_init__(self) -> None:
         check_name("provider", self.name)
         where = f"provider {self.name!r}"
+        if type(self.cheap) is not bool:
+            raise RegistrationError(f"{where}: cheap must be True or False, got {self.cheap!r}")
         if not callable(self.factory):
             raise RegistrationError(f"{where}: factory {self.factory!r} is not callable")
         schema = self.params_schema
@@ -240,3 +248,70 @@ class RewardProviderSpec:
     def default_term(self) -> str:
         """The term a composition reads when a component does not name one."""
         return self.terms[0]
+
+
+# Hot-loop constructors for values the framework has already checked. A frozen dataclass's
+# generated ``__init__`` sets each field through ``object.__setattr__``; writing the slots through
+# their descriptors builds the same object in about half the time, which matters at one candidate
+# per rollout. Never for values a provider hands in: those go through the classes themselves.
+_new = object.__new__
+_candidate_slots = tuple(
+    getattr(RewardCandidate, name).__set__
+    for name in ("trajectory_id", "completion", "completion_token_count", "finish_reason", "media")
+)
+_set_result_id = RewardCandidateResult.trajectory_id.__set__  # type: ignore[attr-defined]
+_set_result = RewardCandidateResult.result.__set__  # type: ignore[attr-defined]
+
+
+def build_candidate(
+    trajectory_id: str, completion: str, token_count: int | None, finish_reason: str | None, media: Any
+) -> RewardCandidate:
+    """``RewardCandidate(...)`` for fields already validated (the bound adapter's hot loop)."""
+    candidate = _new(RewardCandidate)
+    set_id, set_completion, set_count, set_reason, set_media = _candidate_slots
+    set_id(candidate, trajectory_id)
+    set_completion(candidate, completion)
+    set_count(candidate, token_count)
+    set_reason(candidate, finish_reason)
+    set_media(candidate, media)
+    return candidate
+
+
+def build_candidate_result(trajectory_id: str, result: RewardProviderResult) -> RewardCandidateResult:
+    """``RewardCandidateResult(trajectory_id, result)`` without the generated ``__init__``."""
+    item = _new(RewardCandidateResult)
+    _set_result_id(item, trajectory_id)
+    _set_result(item, result)
+    return item
+
+
+_set_prompt = RewardContext.prompt.__set__  # type: ignore[attr-defined]
+_set_reference = RewardContext.reference.__set__  # type: ignore[attr-defined]
+_set_request_group = RewardGroupRequest.group_id.__set__  # type: ignore[attr-defined]
+_set_request_candidates = RewardGroupRequest.candidates.__set__  # type: ignore[attr-defined]
+_set_request_context = RewardGroupRequest.context.__set__  # type: ignore[attr-defined]
+_set_result_group = RewardGroupResult.group_id.__set__  # type: ignore[attr-defined]
+_set_result_items = RewardGroupResult.items.__set__  # type: ignore[attr-defined]
+
+
+def build_request(
+    group_id: str, candidates: tuple[RewardCandidate, ...], prompt: Any, reference: Any
+) -> RewardGroupRequest:
+    """``RewardGroupRequest(group_id, candidates, RewardContext(prompt, reference))`` for checked,
+    frozen values, without the two generated ``__init__`` calls (once per group)."""
+    context = _new(RewardContext)
+    _set_prompt(context, prompt)
+    _set_reference(context, reference)
+    request = _new(RewardGroupRequest)
+    _set_request_group(request, group_id)
+    _set_request_candidates(request, candidates)
+    _set_request_context(request, context)
+    return request
+
+
+def build_group_result(group_id: str, items: tuple[RewardCandidateResult, ...]) -> RewardGroupResult:
+    """``RewardGroupResult(group_id, items)`` without the generated ``__init__``."""
+    result = _new(RewardGroupResult)
+    _set_result_group(result, group_id)
+    _set_result_items(result, items)
+    return result

@@ -13,11 +13,12 @@ from typing import Any
 
 from rewardkit.contracts import (
     RewardCandidate,
-    RewardCandidateResult,
     RewardContext,
     RewardGroupRequest,
     RewardGroupResult,
     RewardProviderResult,
+    build_candidate_result,
+    build_group_result,
 )
 from rewardkit.errors import RewardContractError
 
@@ -50,8 +51,8 @@ class MappedProvider:
                 ) from error
             except Exception as error:  # one candidate's crash is that candidate's error
                 result = RewardProviderResult.fail(f"{type(error).__name__}: {error}")
-            items.append(RewardCandidateResult(candidate.trajectory_id, result))
-        return RewardGroupResult(request.group_id, tuple(items))
+            items.append(build_candidate_result(candidate.trajectory_id, result))
+        return build_group_result(request.group_id, tuple(items))
 
     def __repr__(self) -> str:
         return f"MappedProvider({getattr(self.scorer, '__qualname__', self.scorer)!r}, {self.params!r})"

@@ -175,14 +175,14 @@ class Reward:
         work is cancelled (queued groups dropped, sandboxes and judge calls stopped) and the call
         raises ``RequestTimeout``. ``deadline_s`` bounds only the wait for capacity.
 
-        ``groups`` is any iterable of groups (read once). ``progress(n)`` is called after each
-        group is scored, with its number of rollouts.
+        ``groups`` is any iterable of groups (read once). ``progress(n)`` is called as groups are
+        scored, with the number of rollouts done since the last call.
         """
         batch = as_batch(groups)
         return run_bounded(
             self._timeout(timeout_s),
             lambda: self.worker.evaluate(
-                batch, self._executor_for(batch), self._admission(deadline_s, progress)
+                batch, self._executor_for(batch), self._admission(deadline_s, progress), self.limiter.capacity
             ),
         )
 
@@ -193,7 +193,9 @@ class Reward:
         batch = as_batch(groups)
         return run_bounded(
             self._timeout(timeout_s),
-            lambda: self.worker.process(batch, self._executor_for(batch), self._admission(deadline_s)),
+            lambda: self.worker.process(
+                batch, self._executor_for(batch), self._admission(deadline_s), self.limiter.capacity
+            ),
         )
 
     async def ascore(

@@ -82,7 +82,10 @@ def malformed_groups(draw: st.DrawFn) -> tuple[Any, Any, int | None]:
         value = draw(anything)
         valid = {
             "group_id": lambda v: v == "g",
-            "trajectory_id": lambda v: v == f"t{target}",
+            # any other non-empty string is a valid id as long as it is unique in the group
+            "trajectory_id": lambda v: (
+                type(v) is str and v != "" and v not in {f"t{i}" for i in range(size)} - {f"t{target}"}
+            ),
             "completion": lambda v: type(v) is str,
             "reference": lambda v: v == {"gold": [1, 2]} and isinstance(v, dict),
             "completion_token_count": lambda v: v is None or (type(v) is int and v >= 0),

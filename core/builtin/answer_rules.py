@@ -24,6 +24,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             needs=("reference",),
             revision=ANSWER_RULES_REVISION,
             terms=("task",),
+            cheap=True,
             diagnostics=("extracted",),
             semantic_identity={"compare": "exact-rational", "forms": "hash,boxed,tag,line,answer-is,bare"},
             description="1 when the final answer (#### N, \\boxed{N}, A: N, 'the answer is N') equals the "
@@ -37,6 +38,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             needs=("reference",),
             revision=ANSWER_RULES_REVISION,
             terms=("task",),
+            cheap=True,
             diagnostics=("extracted",),
             semantic_identity={"compare": "exact-rational", "reference": "number-or-expression"},
             description="1 when the final answer equals the exact value of the reference number or "
@@ -50,6 +52,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             needs=("reference",),
             revision=ANSWER_RULES_REVISION,
             terms=("task",),
+            cheap=True,
             diagnostics=("extracted", "valid"),
             semantic_identity={"compare": "exact-rational", "answer": "last <answer> block"},
             description="1 when the last <answer> reaches reference.target using each of "

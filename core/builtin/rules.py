@@ -61,6 +61,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             needs=(),
             revision="1",
             terms=("task",),
+            cheap=True,
             description="A constant reward (param: value, default 1.0).",
         )
     )
@@ -71,6 +72,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             needs=(),
             revision="1",
             terms=("task",),
+            cheap=True,
             description="1 for a completion with any non-whitespace text, else 0.",
         )
     )
@@ -81,6 +83,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             needs=("reference",),
             revision="1",
             terms=("task",),
+            cheap=True,
             description="1 when the completion equals the reference "
             "(params: case_sensitive=false, collapse_whitespace=true).",
         )

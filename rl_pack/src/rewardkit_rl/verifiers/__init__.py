@@ -69,6 +69,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             needs=("reference",),
             revision="1",
             terms=("task",),
+            cheap=True,
             diagnostics=("extracted",),
             semantic_identity={"extraction": "boxed>answer-tag>phrasing>bare"},
             description="1 when the stated option letter equals the reference letter (param: letters).",
@@ -81,6 +82,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             needs=(),
             revision="1",
             terms=("format",),
+            cheap=True,
             diagnostics=("tags_found",),
             semantic_identity={"rule": "each tag exactly once, in order"},
             description="1 when the completion is <think>..</think><answer>..</answer> "
@@ -94,6 +96,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             needs=(),
             revision="1",
             terms=("overlong",),
+            cheap=True,
             semantic_identity={"rule": "DAPO soft overlong punishment"},
             description="DAPO soft overlong penalty in [-1, 0] from completion_token_count "
             "(params: max_tokens, buffer_tokens); skipped without a token count.",
@@ -106,6 +109,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             needs=(),
             revision="1",
             terms=("repetition",),
+            cheap=True,
             semantic_identity={"unit": "lower-cased whitespace words"},
             description="Minus the share of repeated word n-grams (params: ngram_size=3, max_penalty=1).",
         )
