@@ -26,6 +26,7 @@ import rewardkit
 from rewardkit.cancellation import CancelScope, current, entered, run_bounded, timeout_of
 from rewardkit.errors import ConfigError, RequestCancelled, RequestTimeout
 from rewardkit.service.process import ServerProcess
+from rewardkit.transport import run_sync
 
 SLOW = """
 rl.reward.provider: slow-exact
@@ -238,3 +239,23 @@ def test_a_client_that_disconnects_has_its_work_cancelled(server):
     # 8 s of queued work; what was running at the disconnect ends within its 0.4 s sleep.
     assert _drained(server, 1.5) < 1.0
     assert _metric(_metrics(server), 'rewardkit_failures_total{cause="disconnected"}') == before + 1
+
+
+def test_run_sync_cancels_its_coroutine_with_the_request():
+    scope = CancelScope()
+    started = time.monotonic()
+    threading.Timer(0.2, scope.cancel, ["the client left"]).start()
+    with entered(scope), pytest.raises(RequestCancelled, match="client left"):
+        run_sync(lambda: asyncio.sleep(5))
+    assert time.monotonic() - started < 1.0
+
+    async def inside_a_loop() -> None:  # run_sync's other path: a thread with its own loop
+        run_sync(lambda: asyncio.sleep(5))
+
+    scope = CancelScope()
+    started = time.monotonic()
+    threading.Timer(0.2, scope.cancel, ["the client left"]).start()
+    with entered(scope), pytest.raises(RequestCancelled):
+        asyncio.run(inside_a_loop())
+    assert time.monotonic() - started < 1.0
+    assert run_sync(lambda: asyncio.sleep(0, "done")) == "done"

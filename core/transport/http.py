@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, TypeVar
 
 import aiohttp
 
+from rewardkit.cancellation import CancelScope, current
 from rewardkit.errors import RewardkitError
 
 T = TypeVar("T")
@@ -250,17 +251,22 @@ def _after(last: HttpError | None) -> str:
 
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine from synchronous code, also when the caller is inside an event loop."""
+    """Run a coroutine from synchronous code, also when the caller is inside an event loop.
+
+    When the request this runs for is cancelled (``rewardkit.cancellation``), the coroutine is
+    cancelled too, which closes its HTTP requests, and the request's error is raised.
+    """
+    scope = current()
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_awaited(make))
+        return asyncio.run(_cancellable(make, scope))
     result: list[T] = []
     failure: list[BaseException] = []
 
     def target() -> None:
         try:
-            result.append(asyncio.run(_awaited(make)))
+            result.append(asyncio.run(_cancellable(make, scope)))
         except BaseException as error:
             failure.append(error)
 
@@ -274,3 +280,17 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
 
 async def _awaited(make: Callable[[], Awaitable[T]]) -> T:
     return await make()
+
+
+async def _cancellable(make: Callable[[], Awaitable[T]], scope: CancelScope) -> T:
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    assert task is not None
+    remove = scope.add_callback(lambda: loop.call_soon_threadsafe(task.cancel))
+    try:
+        return await make()
+    except asyncio.CancelledError:
+        scope.raise_if_cancelled()
+        raise
+    finally:
+        remove()

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from rewardkit.cancellation import current
 from rewardkit.errors import ProviderError
 from rewardkit.transport import HttpClient, HttpError, RetryPolicy
 from rewardkit_nih_judge import prompts
@@ -137,14 +138,23 @@ class JudgeRunner:
         """Run ``make()`` on the loop; wait until it ends (it honours ``deadline`` itself)."""
         state = self._state_now()
         future = asyncio.run_coroutine_threadsafe(_awaited(make), state.loop)
+        # A cancelled request (timeout, client gone) cancels the call on the loop: its HTTP request
+        # is closed instead of held until the judge answers. Cancelling the future is thread-safe.
+        scope = current()
+        remove = scope.add_callback(future.cancel)
         try:
             return future.result(timeout=max(0.0, deadline - time.monotonic()) + GRACE_S)
+        except concurrent.futures.CancelledError:
+            scope.raise_if_cancelled()
+            raise
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise ProviderError(
                 f"the judge at {self.url} did not finish within the group's deadline "
                 f"({self.settings.deadline_s:g} s) and {GRACE_S:g} s of grace"
             ) from None
+        finally:
+            remove()
 
     def close(self) -> None:
         """End the loop and its connections, and close the cache (a later call starts them again)."""
