@@ -99,7 +99,7 @@ class MetricContribution:
     weight: float = 1.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class RewardProviderResult:
     """What a provider says about one candidate.
 
@@ -113,11 +113,20 @@ class RewardProviderResult:
     status: Status = "scored"
     reason: str | None = None
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.terms, MappingProxyType):
-            object.__setattr__(self, "terms", MappingProxyType(dict(self.terms)))
-        if not isinstance(self.diagnostics, tuple):
-            object.__setattr__(self, "diagnostics", tuple(self.diagnostics))
+    def __init__(
+        self,
+        terms: Mapping[str, float] | None = None,
+        diagnostics: tuple[MetricContribution, ...] = (),
+        status: Status = "scored",
+        reason: str | None = None,
+    ) -> None:
+        # Written by hand: providers build one per candidate, and the generated __init__ with its
+        # object.__setattr__ per field costs about twice as much. The terms are copied into a
+        # read-only mapping, so the caller's dict can change afterwards without changing this result.
+        _set_terms(self, terms if type(terms) is MappingProxyType else MappingProxyType(dict(terms or {})))
+        _set_diagnostics(self, diagnostics if type(diagnostics) is tuple else tuple(diagnostics))
+        _set_status(self, status)
+        _set_reason(self, reason)
 
     @classmethod
     def skip(cls, reason: str, diagnostics: tuple[MetricContribution, ...] = ()) -> RewardProviderResult:
@@ -128,6 +137,12 @@ class RewardProviderResult:
     def fail(cls, reason: str, diagnostics: tuple[MetricContribution, ...] = ()) -> RewardProviderResult:
         """A result saying the reward applies but could not be computed (e.g. ``timeout``)."""
         return cls(terms={}, diagnostics=diagnostics, status="error", reason=reason)
+
+
+_set_terms = RewardProviderResult.terms.__set__  # type: ignore[attr-defined]
+_set_diagnostics = RewardProviderResult.diagnostics.__set__  # type: ignore[attr-defined]
+_set_status = RewardProviderResult.status.__set__  # type: ignore[attr-defined]
+_set_reason = RewardProviderResult.reason.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)

@@ -378,48 +378,76 @@ class RewardWorker:
         rollouts: Sequence[Mapping[str, Any]],
         results: Mapping[str, RewardGroupResult | ProviderError],
     ) -> list[tuple[str, Composition]]:
-        count = len(rollouts)
-        ids: list[str] | None = None
-        columns: list[list[tuple[str, Any, str | None]]] = []  # per component, for every candidate
-        for component in self._components:
-            result = results[component.provider_key]
-            if isinstance(result, ProviderError):
-                columns.append([("error", None, str(result))] * count)
-                continue
-            term = component.term
-            # check_result has held every result to the spec: declared terms, finite values, a
-            # known status, a string reason.
-            columns.append([
-                (said.status, said.terms[term], said.reason) if said.status == "scored"
-                else (said.status, None, said.reason)
-                for said in [item.result for item in result.items]
-            ])  # fmt: skip
-            if ids is None:
-                ids = [item.trajectory_id for item in result.items]
-        if ids is None:  # every provider failed the whole group
-            ids = [str(rollout.get("trajectory_id")) for rollout in rollouts]
+        return self._compose_chunk([(group_id, rollouts, results)])[0]
+
+    def _compose_chunk(
+        self,
+        scored: list[
+            tuple[str, Sequence[Mapping[str, Any]], Mapping[str, RewardGroupResult | ProviderError]]
+        ],
+    ) -> list[list[tuple[str, Composition]]]:
+        """Compose every candidate of several scored groups in one pass; one list per group.
+
+        One ``compose_rows`` call for the whole chunk: per-group setup would cost more than the
+        composing itself for small groups.
+        """
+        ids: list[str] = []
+        columns: list[list[tuple[str, Any, str | None]]] = [[] for _ in self._components]
+        for _, rollouts, results in scored:
+            first = True
+            for component, column in zip(self._components, columns):
+                result = results[component.provider_key]
+                if isinstance(result, ProviderError):  # the provider failed the whole group
+                    column.extend([("error", None, str(result))] * len(rollouts))
+                    continue
+                items = result.items
+                # check_result has held every item to the spec: declared terms, finite values, a
+                # known status, a string reason.
+                column.extend([
+                    (said.status, said.terms[component.term], said.reason) if said.status == "scored"
+                    else (said.status, None, said.reason)
+                    for said in [item.result for item in items]
+                ])  # fmt: skip
+                if first:
+                    ids.extend([item.trajectory_id for item in items])
+                    first = False
+            if first:  # every provider failed this group
+                ids.extend([str(rollout.get("trajectory_id")) for rollout in rollouts])
         try:
             compositions = compose_rows(self.spec, zip(*columns))
         except CompositionRowError as error:
+            group_id, passed = scored[0][0], 0
+            for group_id, rollouts, _ in scored:  # noqa: B007 - the group the failing row is in
+                if error.position < passed + len(rollouts):
+                    break
+                passed += len(rollouts)
             raise CompositionError(
                 f"[group {group_id!r}, candidate {ids[error.position]!r}] {error}",
                 component=error.component,
                 breakdown=error.breakdown,
             ) from error
-        return list(zip(ids, compositions))
+        out = []
+        start = 0
+        for _, rollouts, _ in scored:
+            end = start + len(rollouts)
+            out.append(list(zip(ids[start:end], compositions[start:end])))
+            start = end
+        return out
 
     def _stage_chunk(
         self, chunk: list[tuple[str, Sequence[Mapping[str, Any]]]], weight: int, admit: Admission
     ) -> list:
-        staged = []
         scope = cancellation.current()
         scope.raise_if_cancelled()
+        scored = []
         with admit(weight):
             for group_id, rollouts in chunk:
                 scope.raise_if_cancelled()  # a cancelled request's queued groups are dropped
-                results = self._score_admitted(group_id, rollouts)
-                staged.append((group_id, rollouts, self._compose_group(group_id, rollouts, results), results))
-        return staged
+                scored.append((group_id, rollouts, self._score_admitted(group_id, rollouts)))
+        return [
+            (group_id, rollouts, composed, results)
+            for (group_id, rollouts, results), composed in zip(scored, self._compose_chunk(scored))
+        ]
 
     def _stage(
         self,

@@ -295,7 +295,7 @@ def test_a_failure_at_any_stage_leaves_the_batch_exactly_as_before(
 
     targets = {
         "score": ("_score_admitted", fail_on_second),
-        "compose": ("_compose_group", fail_after),
+        "compose": ("_compose_chunk", fail_after),
         "write_reward": ("_write_reward", fail_on_second),
         "annotate": ("_annotate", fail_after),
         "write_advantage": ("_write_advantage", fail_on_second),
