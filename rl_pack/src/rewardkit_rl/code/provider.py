@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 import weakref
 from collections import Counter
@@ -185,6 +186,10 @@ class CodeTestsProvider:
         except BaseException:
             for future in futures:  # a cancelled request's cases that have not started never start
                 future.cancel()
+            if scope.cancelled:
+                # The running ones were killed and end at once: wait, so that when the request
+                # ends its sandboxes are reaped and their slots free.
+                concurrent.futures.wait(futures)
             raise
         return RewardGroupResult(request.group_id, items)
 
