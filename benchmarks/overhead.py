@@ -169,7 +169,12 @@ def measure(group_size: int, candidates: int, rounds: int, evalsi: Evalsi | None
     }
     if evalsi is not None:
         evalsi_rows = [
-            {"id": r["trajectory_id"], "prompt": r["prompt"], "completion": r["completion"], "reference": r["reference"]}
+            {
+                "id": r["trajectory_id"],
+                "prompt": r["prompt"],
+                "completion": r["completion"],
+                "reference": r["reference"],
+            }
             for r in flat
         ]
         assert evalsi.load(evalsi_rows) == expected, "evalsi disagrees with the bare loop"
@@ -199,7 +204,9 @@ def measure(group_size: int, candidates: int, rounds: int, evalsi: Evalsi | None
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--candidates", type=int, default=10_000)
     parser.add_argument("--group-sizes", default=",".join(map(str, GROUP_SIZES)))
     parser.add_argument("--rounds", type=int, default=7)

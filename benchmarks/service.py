@@ -5,12 +5,18 @@ request. Baseline: ``Reward.score`` in this process. Service: ``RemoteReward.sco
 ``rewardkit serve`` on 127.0.0.1, from one caller and from several concurrent callers (a trainer
 with overlapping rollout batches). The target is at least 0.7x of in-process throughput.
 
+The same rollouts are then posted as raw HTTP bodies (prepared in advance, one keep-alive
+connection per caller) in OpenRLHF's shape to ``/get_reward`` (one query per rollout) and to
+``/v1/score`` as groups of 1 (the same shape) and as groups of 16; every answer must give the same
+rewards. The target is ``/get_reward`` at least 0.9x of ``/v1/score``.
+
     python benchmarks/service.py [--calls 24] [--callers 4]
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import statistics
 import sys
@@ -60,6 +66,73 @@ def build_calls(calls: int) -> list[list[dict[str, Any]]]:
             groups.append({"group_id": f"c{call}-g{slot}", "rollouts": rollouts})
         batches.append(groups)
     return batches
+
+
+def http_bodies(batches: list[list[dict[str, Any]]], questions: dict[str, str]) -> dict[str, list[bytes]]:
+    """Each call's rollouts as the three request bodies: ``/v1/score`` with groups of 16 and of 1, and
+    ``/get_reward`` (query = prompt + response, as OpenRLHF sends it)."""
+    bodies: dict[str, list[bytes]] = {
+        "/v1/score (groups of 16)": [],
+        "/v1/score (groups of 1)": [],
+        "/get_reward": [],
+    }
+    for groups in batches:
+        rows = []
+        for group in groups:
+            prompt = questions[group["group_id"]]
+            rows.append([{**rollout, "prompt": prompt} for rollout in group["rollouts"]])
+        bodies["/v1/score (groups of 16)"].append(json.dumps({
+            "groups": [{"group_id": g["group_id"], "rollouts": r} for g, r in zip(groups, rows)],
+            "advantages": False,
+        }).encode())  # fmt: skip
+        flat = [rollout for group_rows in rows for rollout in group_rows]
+        bodies["/v1/score (groups of 1)"].append(json.dumps({
+            "groups": [{"group_id": r["trajectory_id"], "rollouts": [r]} for r in flat],
+            "group_size": 1,
+            "advantages": False,
+        }).encode())  # fmt: skip
+        bodies["/get_reward"].append(json.dumps({
+            "query": [r["prompt"] + r["completion"] for r in flat],
+            "prompts": [r["prompt"] for r in flat],
+            "labels": [r["reference"] for r in flat],
+        }).encode())  # fmt: skip
+    return bodies
+
+
+def rewards_of(path: str, answer: dict[str, Any]) -> list[float]:
+    if path == "/get_reward":
+        return answer["rewards"]
+    return [c["final"] for group in answer["groups"] for c in group["candidates"]]
+
+
+def post_all(url: str, path: str, bodies: list[bytes], callers: int) -> tuple[float, list[float], list[Any]]:
+    """Post every body to ``path`` from ``callers`` threads, each on its own keep-alive connection."""
+    host, port = url.removeprefix("http://").rstrip("/").split(":")
+    endpoint = path.split(" ")[0]
+
+    def score(body: bytes) -> list[float]:
+        connection = local.__dict__.setdefault("connection", http.client.HTTPConnection(host, int(port)))
+        connection.request("POST", endpoint, body, {"Content-Type": "application/json"})
+        reply = connection.getresponse()
+        data = reply.read()
+        if reply.status != 200:
+            raise SystemExit(f"{endpoint} answered {reply.status}: {data[:300]!r}")
+        return rewards_of(endpoint, json.loads(data))
+
+    local = threading.local()
+    return run(score, bodies, callers)  # type: ignore[arg-type]
+
+
+def build_questions(calls: int) -> list[list[str]]:
+    """The question of each group of ``build_calls`` (the problem its gold answer comes from)."""
+    rows = [json.loads(line) for line in _data_path().read_text(encoding="utf-8").splitlines()]
+    return [
+        [
+            rows[(call * GROUPS_PER_CALL + slot) % (len(rows) - 4)]["question"] + "\n"
+            for slot in range(GROUPS_PER_CALL)
+        ]
+        for call in range(calls)
+    ]
 
 
 def run(
@@ -121,6 +194,12 @@ def main() -> None:
     local = rewardkit.load(base_config)
     expected = run(local.score, batches, 1)[2]
     samples: dict[tuple[str, int], list[tuple[float, list[float]]]] = {}
+    http_samples: dict[tuple[str, int], list[tuple[float, list[float]]]] = {}
+    questions = {
+        group["group_id"]: question
+        for batch, qs in zip(batches, build_questions(args.calls))
+        for group, question in zip(batch, qs)
+    }
     service_config = "rl.reward.provider: gsm8k\nrl.group_size: 16\nrewards.max_inflight: 4096\n"
     with (
         tempfile.TemporaryDirectory() as folder,
@@ -140,7 +219,36 @@ def main() -> None:
                         if [g.groups for g in got] != [e.groups for e in expected]:
                             raise SystemExit(f"{name} results differ from the first in-process run")
                         samples.setdefault((name, callers), []).append((wall, latencies))
+            # OpenRLHF's shape next to /v1/score, on the same rollouts and the same server.
+            bodies = http_bodies(batches, questions)
+            first: list[Any] | None = None
+            for path, posted in bodies.items():
+                got = post_all(server.url, path, posted[:2], 1)[2]  # warm-up, and a check
+                first = first or got
+                if got != first:
+                    raise SystemExit(f"{path} gives other rewards than {next(iter(bodies))}")
+            for _ in range(args.rounds):
+                for path, posted in bodies.items():
+                    for callers in (1, args.callers):
+                        wall, latencies, _ = post_all(server.url, path, posted, callers)
+                        http_samples.setdefault((path, callers), []).append((wall, latencies))
     rows = [_summary(name, callers, runs, args.calls) for (name, callers), runs in samples.items()]
+    http_rows = [_summary(name, callers, runs, args.calls) for (name, callers), runs in http_samples.items()]
+    for row in http_rows:
+        score_rate = next(
+            r["groups_per_s"] for r in http_rows
+            if r["path"] == "/v1/score (groups of 16)" and r["callers"] == row["callers"]
+        )  # fmt: skip
+        row["vs_v1_score_16"] = row["groups_per_s"] / score_rate
+        score_rate_1 = next(
+            r["groups_per_s"] for r in http_rows
+            if r["path"] == "/v1/score (groups of 1)" and r["callers"] == row["callers"]
+        )  # fmt: skip
+        row["vs_v1_score_1"] = row["groups_per_s"] / score_rate_1
+    report("service_http_shapes", http_rows, {"rollouts_per_call": GROUP_SIZE * GROUPS_PER_CALL,
+                                              "calls": args.calls, "rounds": args.rounds,
+                                              "note": "groups_per_s counts groups of 16 (rollouts / 16)",
+                                              "target_get_reward_vs_v1_score": 0.9})  # fmt: skip
     base = {row["callers"]: row["groups_per_s"] for row in rows if row["path"] == "in-process"}
     single = base[1]
     for row in rows:

@@ -55,6 +55,12 @@ def _prefix_end(query: str, prompt: str) -> int | None:
     every other character is the prompt's own. The match is anchored at the start: text that repeats
     the prompt later in the query belongs to the response.
     """
+    if query.startswith(prompt):  # the usual case, without a Python loop over every character
+        at = len(prompt)
+        if prompt[-1:].isspace():
+            while at < len(query) and query[at].isspace():
+                at += 1
+        return at
     at = 0
     for char in prompt:
         if char.isspace():
