@@ -63,6 +63,9 @@ def group_advantages(
         _, scale_of_batch = mean_std(present, std)
     out = []
     for group in totals_by_group:
+        if len(group) < 2:  # one candidate (OpenRLHF's shape): nothing to be relative to
+            out.append([0.0] * len(group))
+            continue
         present = [total for total in group if total is not None]
         if len(present) < 2:
             out.append([0.0 for _ in group])

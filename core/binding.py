@@ -109,7 +109,7 @@ class BoundProvider:
                 rule="incomplete-group",
             )
         candidates = [_candidate(group_id, index, rollout) for index, rollout in enumerate(rollouts)]
-        if len({candidate.trajectory_id for candidate in candidates}) != count:
+        if count > 1 and len({candidate.trajectory_id for candidate in candidates}) != count:
             _duplicate_id(group_id, candidates)
         if self._needs_media:
             for candidate in candidates:

@@ -59,18 +59,14 @@ class ScoredCandidate(NamedTuple):
         }
 
 
-_new = object.__new__
 _new_tuple = tuple.__new__
 
 
-@dataclass(frozen=True, slots=True)
-class ScoredGroup:
+class ScoredGroup(NamedTuple):
+    """A scored group: its id and its candidates in order."""
+
     group_id: str
     candidates: tuple[ScoredCandidate, ...]
-
-
-_set_group_id = ScoredGroup.group_id.__set__  # type: ignore[attr-defined]
-_set_group_candidates = ScoredGroup.candidates.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -172,9 +168,10 @@ def batch_parts(groups: Sequence[GroupLike]) -> list[tuple[str, Sequence[Mapping
 def check_one_prompt(group_id: str, rollouts: Sequence[Mapping[str, Any]]) -> None:
     """A group is one prompt: a rollout may carry no ``prompt``, but two that carry one must carry
     the same (type-strictly), whatever the providers need; mixed prompts corrupt the advantages."""
-    if type(rollouts) is not list and (
-        isinstance(rollouts, (str, bytes)) or not isinstance(rollouts, Sequence)
-    ):
+    if type(rollouts) is list:
+        if len(rollouts) < 2:
+            return  # one rollout has no other prompt to differ from
+    elif isinstance(rollouts, (str, bytes)) or not isinstance(rollouts, Sequence):
         return  # the shape is the adapter's to report
     prompt: Any = None
     for position, rollout in enumerate(rollouts):
@@ -393,24 +390,24 @@ class RewardWorker:
         """
         ids: list[str] = []
         columns: list[list[tuple[str, Any, str | None]]] = [[] for _ in self._components]
+        components = list(zip(self._components, columns))
         for _, rollouts, results in scored:
             first = True
-            for component, column in zip(self._components, columns):
+            for component, column in components:
                 result = results[component.provider_key]
                 if isinstance(result, ProviderError):  # the provider failed the whole group
                     column.extend([("error", None, str(result))] * len(rollouts))
                     continue
-                items = result.items
+                term = component.term
                 # check_result has held every item to the spec: declared terms, finite values, a
                 # known status, a string reason.
-                column.extend([
-                    (said.status, said.terms[component.term], said.reason) if said.status == "scored"
-                    else (said.status, None, said.reason)
-                    for said in [item.result for item in items]
-                ])  # fmt: skip
-                if first:
-                    ids.extend([item.trajectory_id for item in items])
-                    first = False
+                for item in result.items:
+                    said = item.result
+                    status = said.status
+                    column.append((status, said.terms[term] if status == "scored" else None, said.reason))
+                    if first:
+                        ids.append(item.trajectory_id)
+                first = False
             if first:  # every provider failed this group
                 ids.extend([str(rollout.get("trajectory_id")) for rollout in rollouts])
         try:
@@ -426,13 +423,8 @@ class RewardWorker:
                 component=error.component,
                 breakdown=error.breakdown,
             ) from error
-        out = []
-        start = 0
-        for _, rollouts, _ in scored:
-            end = start + len(rollouts)
-            out.append(list(zip(ids[start:end], compositions[start:end])))
-            start = end
-        return out
+        pairs = zip(ids, compositions)
+        return [[next(pairs) for _ in range(len(rollouts))] for _, rollouts, _ in scored]
 
     def _stage_chunk(
         self, chunk: list[tuple[str, Sequence[Mapping[str, Any]]]], weight: int, admit: Admission
@@ -584,10 +576,7 @@ class RewardWorker:
                         (trajectory_id, c.total, c.gated, c.breakdown, advantage, diagnostics),
                     )
                 )
-            group = _new(ScoredGroup)
-            _set_group_id(group, group_id)
-            _set_group_candidates(group, tuple(candidates))
-            groups.append(group)
+            groups.append(_new_tuple(ScoredGroup, (group_id, tuple(candidates))))
         return ScoredBatch(tuple(groups), report.as_dict(), self.records, report.weights())
 
     # -- entry points --------------------------------------------------------------------------
