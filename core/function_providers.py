@@ -147,13 +147,15 @@ def provider(
     description: str | None = None,
     params_schema: type[BaseModel] | None = None,
     scoring_packages: Sequence[str] = (),
+    cheap: bool = False,
 ) -> Callable[[Callable[..., Any]], RewardProviderSpec]:
     """Turn a scoring function into a ``RewardProviderSpec`` (see the module docstring).
 
     ``needs`` defaults to the inputs the function takes (``prompt``, ``reference``); ``terms`` to
     ``("score",)``; ``description`` to the first line of the function's docstring; the params
     schema to one derived from the annotations of the function's own params. The other arguments
-    are the spec's fields of the same names. Raises ``RegistrationError`` when the function and
+    are the spec's fields of the same names (``cheap=True`` for a function that only computes on
+    its text in microseconds: it is then scored in the calling thread). Raises ``RegistrationError`` when the function and
     the arguments disagree (an input taken but not needed, ``*args``, an invalid name).
     """
 
@@ -177,6 +179,7 @@ def provider(
             diagnostics=_names(diagnostics),
             semantic_identity=semantic_identity,
             description=description if description is not None else doc.partition("\n")[0],
+            cheap=cheap,
             params_schema=schema,
             scoring_packages=_names(scoring_packages),
         )

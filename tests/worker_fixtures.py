@@ -30,11 +30,29 @@ def score_keyed(candidate: RewardCandidate, context: RewardContext) -> RewardPro
     )
 
 
+# What the "where" providers saw, one entry per candidate: (thread name, collector enabled).
+SEEN: list[tuple[str, bool]] = []
+
+
+def score_where(candidate: RewardCandidate, context: RewardContext) -> RewardProviderResult:
+    """Records the thread it runs in and whether the cyclic collector was on; scores ``value=<x>``."""
+    import gc
+
+    with _lock:
+        SEEN.append((threading.current_thread().name, gc.isenabled()))
+    text = candidate.completion
+    return RewardProviderResult({"score": float(text.split("=", 1)[1]) if "=" in text else 0.0})
+
+
 def catalog() -> list[RewardProviderSpec]:
     revision = os.environ.get("WORKER_FIXTURE_REVISION", "1")
     return [
         RewardProviderSpec(
             "keyed", partial(map_candidates, score_keyed), (), revision, ("score", "bonus"), ("length",)
+        ),
+        RewardProviderSpec("where", partial(map_candidates, score_where), (), "1", ("score",)),
+        RewardProviderSpec(
+            "where-cheap", partial(map_candidates, score_where), (), "1", ("score",), cheap=True
         ),
         RewardProviderSpec(
             "keyed-ref",
