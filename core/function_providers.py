@@ -155,8 +155,9 @@ def provider(
     ``("score",)``; ``description`` to the first line of the function's docstring; the params
     schema to one derived from the annotations of the function's own params. The other arguments
     are the spec's fields of the same names (``cheap=True`` for a function that only computes on
-    its text in microseconds: it is then scored in the calling thread). Raises ``RegistrationError`` when the function and
-    the arguments disagree (an input taken but not needed, ``*args``, an invalid name).
+    its text in microseconds: it is then scored in the calling thread). Raises
+    ``RegistrationError`` when the function and the arguments disagree (an input taken but not
+    needed, ``*args``, an invalid name).
     """
 
     def decorate(function: Callable[..., Any]) -> RewardProviderSpec:
