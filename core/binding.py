@@ -13,6 +13,7 @@ from typing import Any
 
 from rewardkit.contracts import (
     KNOWN_NEEDS,
+    MetricContribution,
     RewardCandidate,
     RewardCandidateResult,
     RewardGroupRequest,
@@ -254,7 +255,7 @@ class BoundProvider:
                 group_id=group_id,
                 rule="result-cardinality",
             )
-        declared, isfinite = self._declared_terms, math.isfinite
+        declared, diagnostics, isfinite = self._declared_terms, self._declared_diagnostics, math.isfinite
         for position, (item, candidate) in enumerate(zip(items, candidates)):
             expected_id = candidate.trajectory_id
             if type(item) is RewardCandidateResult and item.trajectory_id == expected_id:
@@ -264,7 +265,6 @@ class BoundProvider:
                 if (
                     type(checked) is RewardProviderResult
                     and checked.status == "scored"
-                    and not checked.diagnostics
                     and (checked.reason is None or type(checked.reason) is str)
                     and checked.terms.keys() == declared
                 ):
@@ -272,7 +272,19 @@ class BoundProvider:
                         if type(value) is not float or not isfinite(value):
                             break
                     else:
-                        continue
+                        for contribution in checked.diagnostics:
+                            if (
+                                type(contribution) is not MetricContribution
+                                or contribution.name not in diagnostics
+                                or type(contribution.value) is not float
+                                or not isfinite(contribution.value)
+                                or type(contribution.weight) is not float
+                                or not isfinite(contribution.weight)
+                                or contribution.weight < 0
+                            ):
+                                break
+                        else:
+                            continue
             if getattr(item, "trajectory_id", None) != expected_id:
                 raise RewardContractError(
                     f"result at position {position} is for "

@@ -27,7 +27,7 @@ from rewardkit.contracts import KNOWN_NEEDS, RewardGroupResult
 from rewardkit.errors import PreflightError, ProviderError, RewardContractError, RewardkitError
 from rewardkit.frozen import strictly_equal
 from rewardkit.identity import canonical_json
-from rewardkit.metrics import Report, metric_name
+from rewardkit.metrics import Report, WeightedMean, metric_name
 from rewardkit.provenance import ProviderRecord, record_of
 
 REWARD_FIELDS = ("reward", "advantage")
@@ -499,16 +499,27 @@ class RewardWorker:
         }
         samples = dict.fromkeys(self.providers, 0)
         diagnosing = self._diagnosing
+        diagnostic_means: dict[tuple[str, str], WeightedMean] = {}
         total_sum, total_count, nulls, gated = 0.0, 0, 0, 0
         for _, rollouts, composed, results in staged:
             count = len(rollouts)
             for key, result in results.items():
                 samples[key] += count
                 if diagnosing and isinstance(result, RewardGroupResult):
-                    name = self.providers[key].name
                     for item in result.items:
-                        if item.result.diagnostics:
-                            report.provider_diagnostics(name, item.result.diagnostics)
+                        for contribution in item.result.diagnostics:
+                            # WeightedMean.add, inline: one name lookup per provider and diagnostic
+                            # per batch instead of building and validating it per candidate
+                            mean = diagnostic_means.get((key, contribution.name))
+                            if mean is None:
+                                name = metric_name(
+                                    ns, "reward_provider", self.providers[key].name, contribution.name
+                                )
+                                mean = diagnostic_means[key, contribution.name] = report.means.setdefault(
+                                    name, WeightedMean()
+                                )
+                            mean.total += contribution.value * contribution.weight
+                            mean.weight += contribution.weight
             for _, composition in composed:
                 total = composition.total
                 if total is None:
