@@ -4,7 +4,7 @@ The server here speaks vLLM's ``/classify`` and ``/pooling`` and OpenRLHF's ``/g
 scoring each sequence alone with ``transformers`` (the model the in-process backend loads), and
 can be told to fail: 503 with ``Retry-After``, a 400, answers of the wrong shape, latency, or
 no server at all. The real vLLM server is tested in test_reward_model_vllm.py (env vllm).
-Needs torch and transformers (env ``rm``); skipped without them unless REWARDKIT_REQUIRE_RM=1.
+Needs torch and transformers: runs in tox env ``rm`` (env ``rl`` leaves it out).
 """
 
 from __future__ import annotations
@@ -18,13 +18,10 @@ from typing import Any
 
 import pytest
 
-if os.environ.get("REWARDKIT_REQUIRE_RM") == "1":
-    import torch
-    import transformers
-else:
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-
+# Runs in tox env rm (CPU torch, transformers); env rl leaves this module out, so a missing torch
+# here is an import error, never a skip.
+import torch
+import transformers
 from aiohttp import web
 
 from rewardkit.catalog import resolve_catalog
