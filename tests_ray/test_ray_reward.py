@@ -285,3 +285,24 @@ def test_closed_reward_refuses_to_score_and_validation_is_in_process(ray_cluster
     remote.close()  # idempotent
     with pytest.raises(rewardkit.RewardkitError, match="closed"):
         remote.score(groups)
+
+
+def test_a_request_timeout_raises_without_waiting_for_the_actors(ray_cluster: dict) -> None:
+    from rewardkit.errors import RequestTimeout
+
+    spec = {"components": [{"provider": "scripted-a", "params": {"sleep_s": 1.0}}], "onError": "zero"}
+    groups = scripted_groups(8, seed=4)  # 8 groups x 4 candidates x 1 s on 2 actors: about 16 s
+    with RayReward(config({"spec": spec})) as remote:
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            remote.score(groups, timeout_s=0.5)
+        assert time.monotonic() - started < 2.0
+
+
+def test_progress_counts_every_rollout(ray_cluster: dict) -> None:
+    done: list[int] = []
+    spec = {"components": [{"provider": "scripted-a"}], "onError": "zero"}
+    groups = scripted_groups(8, seed=4)
+    with RayReward(config({"spec": spec})) as remote:
+        assert remote.score(groups, progress=done.append) == Reward(config({"spec": spec})).score(groups)
+    assert sum(done) == 32 and len(done) == 8

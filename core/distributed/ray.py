@@ -36,6 +36,7 @@ from typing import Any
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 
+from rewardkit.cancellation import CancelScope, current, run_bounded
 from rewardkit.catalog import Catalog
 from rewardkit.config import RewardkitConfig, RewardSelection
 from rewardkit.distributed.actor import RewardActor
@@ -266,12 +267,18 @@ class RayReward(Reward):
 
     # -- scoring ----------------------------------------------------------------------------------
 
-    def _stage_on_actors(self, groups: Sequence[GroupLike], deadline_s: float | None) -> list:
+    def _stage_on_actors(
+        self,
+        groups: Sequence[GroupLike],
+        deadline_s: float | None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list:
         pool = self._require_pool()
         parts = batch_parts(groups)
-        admit = self._admission(deadline_s)
+        admit = self._admission(deadline_s, progress)
+        scope = current()  # the dispatch threads check the caller's request scope
         futures: list[Future] = [
-            self._dispatch.submit(self._stage_one, pool, group_id, rollouts, admit)
+            self._dispatch.submit(self._stage_one, pool, group_id, rollouts, admit, scope)
             for group_id, rollouts in parts
         ]
         try:
@@ -286,14 +293,21 @@ class RayReward(Reward):
         ]
 
     def _stage_one(
-        self, pool: _ActorPool, group_id: str, rollouts: Sequence[Mapping[str, Any]], admit: Any
+        self,
+        pool: _ActorPool,
+        group_id: str,
+        rollouts: Sequence[Mapping[str, Any]],
+        admit: Any,
+        scope: CancelScope,
     ) -> tuple:
+        scope.raise_if_cancelled()  # a cancelled request's queued groups are dropped
         with admit(len(rollouts) if hasattr(rollouts, "__len__") else 1):
             while True:
+                scope.raise_if_cancelled()
                 slot = pool.take()
                 scored = False
                 try:
-                    wire = ray.get(slot.handle.stage.remote(group_id, _plain(rollouts)))
+                    wire = _get_unless_cancelled(slot.handle.stage.remote(group_id, _plain(rollouts)), scope)
                     scored = True
                 except (RayActorError, ActorUnavailableError) as error:
                     # The actor died with this group queued or running: rescore it elsewhere.
@@ -308,14 +322,36 @@ class RayReward(Reward):
                     pool.give_back(slot, scored)
                 return staged_from_wire(wire)
 
-    def score(self, groups: Iterable[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
-        """Score complete groups on the actors; equal to ``Reward.score`` on the same groups."""
-        return self.worker.finish(self._stage_on_actors(as_batch(groups), deadline_s))
+    def score(
+        self,
+        groups: Iterable[GroupLike],
+        *,
+        deadline_s: float | None = None,
+        timeout_s: float | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> ScoredBatch:
+        """Score complete groups on the actors; equal to ``Reward.score`` on the same groups.
 
-    def process(self, groups: Iterable[GroupLike], *, deadline_s: float | None = None) -> ScoredBatch:
+        ``timeout_s`` (default ``rewards.request_timeout_s``) bounds the call: past it, groups not
+        yet sent are dropped and the call raises ``RequestTimeout`` without waiting for the actors;
+        a group an actor is already scoring runs to its end there (Ray cannot interrupt a running
+        task of a threaded actor). ``progress(n)`` is called as groups come back.
+        """
+        batch = as_batch(groups)
+        return run_bounded(
+            self._timeout(timeout_s),
+            lambda: self.worker.finish(self._stage_on_actors(batch, deadline_s, progress)),
+        )
+
+    def process(
+        self, groups: Iterable[GroupLike], *, deadline_s: float | None = None, timeout_s: float | None = None
+    ) -> ScoredBatch:
         """Score on the actors and write ``reward``/``advantage`` into the trajectories, all or nothing."""
         batch = as_batch(groups)
-        return self.worker.process_with(batch, lambda: self._stage_on_actors(batch, deadline_s))
+        return run_bounded(
+            self._timeout(timeout_s),
+            lambda: self.worker.process_with(batch, lambda: self._stage_on_actors(batch, deadline_s)),
+        )
 
     def compose_on_actor(self, spec: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
         """Compose one candidate's outcomes on a live actor (how the shared vectors reach actor code)."""
@@ -354,3 +390,15 @@ class RayReward(Reward):
 def _plain(rollouts: Sequence[Mapping[str, Any]]) -> Any:
     """Rollouts as sent to an actor: mappings the trainer owns may be of any picklable type."""
     return rollouts if isinstance(rollouts, list) else list(rollouts)
+
+
+def _get_unless_cancelled(ref: Any, scope: CancelScope, poll_s: float = 0.05) -> Any:
+    """``ray.get(ref)``, given up (and the task cancelled where Ray can) once ``scope`` is cancelled."""
+    while True:
+        ready, _ = ray.wait([ref], timeout=poll_s)
+        if ready:
+            return ray.get(ready[0])
+        if scope.cancelled:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref)
+            scope.raise_if_cancelled()
