@@ -14,6 +14,7 @@ notices and cleans up (reaps processes, frees its slot) itself.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import threading
@@ -61,6 +62,8 @@ class CancelScope:
         self._error: RequestCancelled | None = None
         self._callbacks: dict[int, Callback] = {}
         self._next_key = 0
+        self._running: tuple[int, int] | None = None  # (callback key, thread id) being run by cancel
+        self._done = threading.Condition(self._lock)
 
     def __repr__(self) -> str:
         state = f"cancelled: {self._error}" if self._error is not None else "active"
@@ -84,10 +87,14 @@ class CancelScope:
         return max(0.0, self.deadline - time.monotonic())
 
     def raise_if_cancelled(self) -> None:
-        """Raise the cancellation error if the scope was cancelled; a cheap check between steps."""
+        """Raise the cancellation error if the scope was cancelled; a cheap check between steps.
+
+        Each call raises its own copy: many threads raise a cancelled request's error, and one
+        shared instance would collect every thread's traceback (and keep their frames alive).
+        """
         if self._event.is_set():
             assert self._error is not None
-            raise self._error
+            raise copy.copy(self._error).with_traceback(None)
 
     def wait(self, timeout_s: float | None) -> bool:
         """Block up to ``timeout_s`` for a cancellation; True when cancelled."""
@@ -105,11 +112,21 @@ class CancelScope:
             if self._error is not None:
                 return False
             self._error = error
-            callbacks = list(self._callbacks.values())
-            self._callbacks.clear()
+            keys = list(self._callbacks)
             self._event.set()
-        for callback in callbacks:
-            _run(callback)
+        for key in keys:
+            # Taken one at a time, so a remover called meanwhile still keeps its callback from running.
+            with self._lock:
+                callback = self._callbacks.pop(key, None)
+                if callback is None:
+                    continue
+                self._running = (key, threading.get_ident())
+            try:
+                _run(callback)
+            finally:
+                with self._lock:
+                    self._running = None
+                    self._done.notify_all()
         return True
 
     def time_out(self) -> bool:
@@ -126,7 +143,9 @@ class CancelScope:
         """Run ``callback`` on cancellation (at once if already cancelled); returns its remover.
 
         Call the remover when the work it would stop has ended, so a late cancel does not kill
-        what the same process, sandbox slot or connection is doing for someone else by then.
+        what the same process, sandbox slot or connection is doing for someone else by then: once
+        the remover returns, the callback has either run to its end or will never run (a remover
+        waits for its callback when another thread is running it right then).
         """
         with self._lock:
             if self._error is None:
@@ -137,6 +156,10 @@ class CancelScope:
                 def remove() -> None:
                     with self._lock:
                         self._callbacks.pop(key, None)
+                        while self._running is not None and self._running[0] == key:
+                            if self._running[1] == threading.get_ident():
+                                return  # the callback removing itself
+                            self._done.wait()
 
                 return remove
         _run(callback)

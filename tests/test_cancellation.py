@@ -14,6 +14,7 @@ import json
 import socket
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -56,6 +57,39 @@ def test_a_scope_runs_its_callbacks_once_and_late_ones_at_once():
         scope.raise_if_cancelled()
     scope.add_callback(lambda: ran.append("late"))
     assert ran == ["a", "b", "late"]
+
+
+def test_a_remover_returns_only_when_its_callback_can_no_longer_run():
+    scope = CancelScope()
+    started, ran = threading.Event(), []
+
+    def slow_kill() -> None:
+        started.set()
+        time.sleep(0.3)
+        ran.append(time.monotonic())
+
+    remove = scope.add_callback(slow_kill)
+    removed_early = scope.add_callback(lambda: ran.append("never"))
+    removed_early()
+    canceller = threading.Thread(target=scope.cancel)
+    canceller.start()
+    assert started.wait(5)
+    remove()  # the callback is running in the other thread: wait for it to end
+    returned = time.monotonic()
+    canceller.join()
+    assert len(ran) == 1 and ran[0] <= returned  # it ended before remove returned; the other never ran
+
+
+def test_every_raise_is_a_fresh_copy_of_the_cancellation_error():
+    scope = CancelScope()
+    scope.cancel("client went away")
+    raised = []
+    for _ in range(3):
+        with pytest.raises(RequestCancelled, match="client went away") as info:
+            scope.raise_if_cancelled()
+        raised.append(info.value)
+    assert len({id(error) for error in raised}) == 3
+    assert all(len(traceback.extract_tb(error.__traceback__)) <= 2 for error in raised)
 
 
 def test_current_is_never_cancelled_outside_a_request_and_follows_the_context_into_threads():
