@@ -11,10 +11,9 @@ if any stage fails, so a batch is either fully scored or exactly as it was.
 from __future__ import annotations
 
 import contextvars
-import gc
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
-from concurrent.futures import Executor
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from concurrent.futures import Executor, Future, wait
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -22,9 +21,16 @@ from rewardkit import cancellation
 from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind, group_advantages
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog
+from rewardkit.collector import collector_paused
 from rewardkit.composition import Composition, CompositionError, CompositionRowError, RewardSpec, compose_rows
 from rewardkit.contracts import KNOWN_NEEDS, RewardGroupResult
-from rewardkit.errors import PreflightError, ProviderError, RewardContractError, RewardkitError
+from rewardkit.errors import (
+    PreflightError,
+    ProviderError,
+    RequestCancelled,
+    RewardContractError,
+    RewardkitError,
+)
 from rewardkit.frozen import strictly_equal
 from rewardkit.identity import canonical_json
 from rewardkit.metrics import Report, WeightedMean, metric_name
@@ -199,25 +205,8 @@ def check_one_prompt(group_id: str, rollouts: Sequence[Mapping[str, Any]]) -> No
         )
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Hold off CPython's cyclic garbage collector while a cheap batch is scored in this thread.
-
-    Scoring allocates a few objects per rollout that live until the batch is reported; they push
-    the collector into full passes over the whole heap (in a trainer, every tensor and module):
-    measured at 4 to 11 us per rollout in benchmarks/overhead.py, more than the scoring itself.
-    Only cheap batches pause it, so the pause lasts milliseconds; nothing is leaked, since
-    reference counting frees the batch's garbage and the collector resumes afterwards. When the
-    collector is already off (disabled by the application or by another batch), nothing changes.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+class _BatchFailed(RequestCancelled):
+    """A chunk stopped because another chunk of its batch failed (never what the caller sees)."""
 
 
 # Chunks a batch is cut into for worker threads: enough to keep every thread busy when groups take
@@ -432,14 +421,16 @@ class RewardWorker:
         scope = cancellation.current()
         scope.raise_if_cancelled()
         scored = []
-        with admit(weight):
+        # The collector is paused (cheap rewards) while scoring, never while waiting for capacity.
+        with admit(weight), self._collector_paused():
             for group_id, rollouts in chunk:
                 scope.raise_if_cancelled()  # a cancelled request's queued groups are dropped
                 scored.append((group_id, rollouts, self._score_admitted(group_id, rollouts)))
-        return [
-            (group_id, rollouts, composed, results)
-            for (group_id, rollouts, results), composed in zip(scored, self._compose_chunk(scored))
-        ]
+        with self._collector_paused():
+            return [
+                (group_id, rollouts, composed, results)
+                for (group_id, rollouts, results), composed in zip(scored, self._compose_chunk(scored))
+            ]
 
     def _stage(
         self,
@@ -461,16 +452,41 @@ class RewardWorker:
             for chunk, weight in _chunks(parts, 1, max_chunk_weight):
                 staged.extend(self._stage_chunk(chunk, weight, admit))
             return staged
-        futures = [
-            executor.submit(contextvars.copy_context().run, self._stage_chunk, chunk, weight, admit)
-            for chunk, weight in _chunks(parts, CHUNKS_PER_BATCH, max_chunk_weight)
-        ]
+        # The chunks run in a scope of this batch: cancelled with the request's, and by the first
+        # chunk that fails, so the others stop (their sandboxes and judge calls too) instead of
+        # scoring the rest of a batch that has already failed.
+        outer = cancellation.current()
+        batch_scope = cancellation.CancelScope()
+        unlink = outer.add_callback(
+            lambda: batch_scope.cancel(outer.error or RequestCancelled("the request was cancelled"))
+        )
+
+        def stop_the_others(future: Future[list]) -> None:
+            if not future.cancelled() and future.exception() is not None:
+                batch_scope.cancel(_BatchFailed("another chunk of the batch failed"))
+
         try:
-            return [group for future in futures for group in future.result()]
-        except BaseException:
+            with cancellation.entered(batch_scope):
+                futures = [
+                    executor.submit(contextvars.copy_context().run, self._stage_chunk, chunk, weight, admit)
+                    for chunk, weight in _chunks(parts, CHUNKS_PER_BATCH, max_chunk_weight)
+                ]
             for future in futures:
-                future.cancel()
-            raise
+                future.add_done_callback(stop_the_others)
+            try:
+                return [group for future in futures for group in future.result()]
+            except BaseException:
+                batch_scope.cancel(_BatchFailed("the batch failed"))
+                for future in futures:
+                    future.cancel()
+                wait(futures)  # nothing of this batch runs on once it has failed
+                for future in futures:  # the failure itself, not a chunk it stopped
+                    error = None if future.cancelled() else future.exception()
+                    if error is not None and not isinstance(error, _BatchFailed):
+                        raise error from None
+                raise
+        finally:
+            unlink()
 
     # -- stages 2-4: annotate, report ------------------------------------------------------------
 
@@ -607,8 +623,9 @@ class RewardWorker:
         ``admit(weight)`` is entered around each chunk of groups (waiting for in-flight capacity);
         ``max_chunk_weight`` keeps a chunk within that capacity.
         """
+        staged = self._stage(as_batch(groups), executor, admit, max_chunk_weight)
         with self._collector_paused():
-            return self.finish(self._stage(as_batch(groups), executor, admit, max_chunk_weight))
+            return self.finish(staged)
 
     # Distributed execution (reward actors) splits the batch: each group is staged where the
     # providers run (``stage_group``), and the driver that holds the whole batch calls ``finish``.
@@ -638,8 +655,7 @@ class RewardWorker:
         trajectory gets back exactly the reward-stage fields it had before, and the error propagates.
         """
         batch = as_batch(groups)
-        with self._collector_paused():
-            return self.process_with(batch, lambda: self._stage(batch, executor, admit, max_chunk_weight))
+        return self.process_with(batch, lambda: self._stage(batch, executor, admit, max_chunk_weight))
 
     def process_with(self, groups: Sequence[GroupLike], stage: Callable[[], list]) -> ScoredBatch:
         """``process`` with the scoring stage supplied by the caller (e.g. reward actors).
@@ -661,19 +677,8 @@ class RewardWorker:
         ]
         try:
             staged = stage()
-            position = 0
-            for _, _, composed, _ in staged:
-                for _, composition in composed:
-                    self._write_reward(trajectories[position], composition)
-                    position += 1
-            advantages = self._annotate(staged)
-            position = 0
-            for group_advantages_ in advantages:
-                for advantage in group_advantages_:
-                    self._write_advantage(trajectories[position], advantage)
-                    position += 1
-            report = self._report(staged, advantages)
-            return self._result(staged, advantages, report)
+            with self._collector_paused():
+                return self._publish(staged, trajectories)
         except BaseException:
             for trajectory, fields in zip(trajectories, before):
                 for field, value in fields.items():
@@ -682,6 +687,23 @@ class RewardWorker:
                     else:
                         trajectory[field] = value
             raise
+
+    def _publish(self, staged: list, trajectories: list[MutableMapping[str, Any]]) -> ScoredBatch:
+        """Write every reward and advantage into its trajectory, then report (``process_with``'s
+        second half; its caller restores the trajectories if this fails)."""
+        position = 0
+        for _, _, composed, _ in staged:
+            for _, composition in composed:
+                self._write_reward(trajectories[position], composition)
+                position += 1
+        advantages = self._annotate(staged)
+        position = 0
+        for group_advantages_ in advantages:
+            for advantage in group_advantages_:
+                self._write_advantage(trajectories[position], advantage)
+                position += 1
+        report = self._report(staged, advantages)
+        return self._result(staged, advantages, report)
 
     @staticmethod
     def _write_reward(trajectory: MutableMapping[str, Any], composition: Composition) -> None:

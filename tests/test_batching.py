@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import rewardkit
-from rewardkit import CompositionError, RewardProviderSpec
+from rewardkit import CompositionError, RewardContractError, RewardProviderSpec
 from rewardkit.errors import RegistrationError
 from rewardkit.worker import CHUNKS_PER_BATCH
 
@@ -119,3 +120,16 @@ def test_a_composition_error_names_the_group_and_candidate_inside_a_chunk():
         reward.score(groups)
     assert "[group 'g7', candidate 'g7/1']" in str(raised.value)
     assert "timeout" in str(raised.value)
+
+
+def test_once_a_chunk_fails_the_other_chunks_stop_and_nothing_runs_on(fixtures: Any):
+    groups = batch(400)
+    groups[100] = ("g100", [{"trajectory_id": "g100/0", "completion": "broken"},
+                            {"trajectory_id": "g100/1", "completion": "value=1"}])  # fmt: skip
+    fixtures.SLOW_SCORED["count"] = 0
+    with load("slow-or-broken") as reward, pytest.raises(RewardContractError, match="scripted contract"):
+        reward.score(groups)  # 800 candidates x 20 ms on 4 threads would take 4 s
+    at_raise = fixtures.SLOW_SCORED["count"]
+    time.sleep(0.5)
+    assert fixtures.SLOW_SCORED["count"] == at_raise  # nothing of the batch ran on after it failed
+    assert at_raise < 400

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from functools import partial
 
 from rewardkit import MetricContribution, RewardProviderResult, RewardProviderSpec, map_candidates
@@ -44,6 +45,21 @@ def score_where(candidate: RewardCandidate, context: RewardContext) -> RewardPro
     return RewardProviderResult({"score": float(text.split("=", 1)[1]) if "=" in text else 0.0})
 
 
+SLOW_SCORED = {"count": 0}
+
+
+def score_slow_or_broken(candidate: RewardCandidate, context: RewardContext) -> RewardProviderResult:
+    """``broken`` breaks the contract (the batch fails); anything else takes 20 ms and scores 1."""
+    if candidate.completion == "broken":
+        from rewardkit.errors import RewardContractError
+
+        raise RewardContractError("scripted contract violation", rule="scripted")
+    time.sleep(0.02)
+    with _lock:
+        SLOW_SCORED["count"] += 1
+    return RewardProviderResult({"score": 1.0})
+
+
 def catalog() -> list[RewardProviderSpec]:
     revision = os.environ.get("WORKER_FIXTURE_REVISION", "1")
     return [
@@ -51,6 +67,9 @@ def catalog() -> list[RewardProviderSpec]:
             "keyed", partial(map_candidates, score_keyed), (), revision, ("score", "bonus"), ("length",)
         ),
         RewardProviderSpec("where", partial(map_candidates, score_where), (), "1", ("score",)),
+        RewardProviderSpec(
+            "slow-or-broken", partial(map_candidates, score_slow_or_broken), (), "1", ("score",)
+        ),
         RewardProviderSpec(
             "where-cheap", partial(map_candidates, score_where), (), "1", ("score",), cheap=True
         ),
