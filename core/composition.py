@@ -498,7 +498,7 @@ def compose_rows(
         total = 0.0
         gated = False
         errored: list[str] | None = None
-        for (status, value, reason), (name, weight, gate, threshold) in zip(outcomes, columns):
+        for (status, value, reason), (name, weight, gate, threshold) in zip(outcomes, columns, strict=True):
             if status == "scored":
                 value = float(value)
                 contribution = weight * value
@@ -524,6 +524,10 @@ def compose_rows(
                     "reason": reason,
                     "gate": gate,
                 }
+                if status != "skipped" and status != "error":
+                    raise CompositionRowError(
+                        position, f"component {name!r}: status {status!r} is not one of {', '.join(STATUSES)}"
+                    )
                 if gate:
                     entry["passed"] = False
                     gated = True

@@ -62,19 +62,37 @@ class FunctionScorer:
             return value
         if value is None:
             return RewardProviderResult.skip(f"{self.__qualname__} returned None (does not apply)")
-        # bool is a number to Python but almost always a forgotten float(...) in a reward
-        if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if _is_number(value):
             if len(self.terms) != 1:
                 raise TypeError(
                     f"{self.__qualname__} returned one number but declares terms {list(self.terms)}; "
                     "return a mapping of term values or a RewardProviderResult"
                 )
-            number = float(value)
+            number = float(value)  # type: ignore[arg-type]
             if not math.isfinite(number):
                 return RewardProviderResult.fail(f"{self.__qualname__} returned {number}")
             return RewardProviderResult({self.terms[0]: number})
         if isinstance(value, Mapping):
-            return RewardProviderResult({str(key): float(item) for key, item in value.items()})
+            # Each term is held to the rules of a single number: a real number, not a bool or a
+            # string, and finite (else this candidate's error, never the whole batch's).
+            terms: dict[str, float] = {}
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise TypeError(
+                        f"{self.__qualname__} returned a term named {key!r}; term names are strings"
+                    )
+                if not _is_number(item):
+                    raise TypeError(
+                        f"{self.__qualname__} returned {type(item).__name__} {item!r} for term {key!r}; "
+                        "a term is a real number (not a bool or a string)"
+                    )
+                number = float(item)  # type: ignore[arg-type]
+                if not math.isfinite(number):
+                    return RewardProviderResult.fail(
+                        f"{self.__qualname__} returned {number} for term {key!r}"
+                    )
+                terms[key] = number
+            return RewardProviderResult(terms)
         raise TypeError(
             f"{self.__qualname__} returned {type(value).__name__}; return a float, None (skipped), "
             "a mapping of term values or a RewardProviderResult"
@@ -82,6 +100,11 @@ class FunctionScorer:
 
     def __repr__(self) -> str:
         return f"FunctionScorer({self.__qualname__})"
+
+
+def _is_number(value: object) -> bool:
+    # bool is a number to Python but almost always a forgotten float(...) in a reward
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _scorer_signature(function: Callable[..., Any], inputs: tuple[str, ...]) -> inspect.Signature:

@@ -426,7 +426,8 @@ def error_lines(chunks: Sequence[dict[str, Any]]) -> list[str]:
         diagnostics = ", ".join(f"{name}={value:g}" for name, value in example["diagnostics"].items())
         lines.append(
             f"  group {example['group_id']!r}, candidate {example['trajectory_id']!r}, "
-            f"component {example['component']!r}: {example['reason']}"
+            # repr: a reason may quote the completion, and a completion may hold terminal escapes
+            f"component {example['component']!r}: {example['reason']!r}"
             + (f" [{diagnostics}]" if diagnostics else "")
         )
     return lines

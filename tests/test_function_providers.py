@@ -64,16 +64,27 @@ def test_return_values_map_to_statuses():
             "result": RewardProviderResult.skip("mine"),
             "mapping": {"a": 0.5},
             "int": 2,
+            "mapping-bool": {"a": True},
+            "mapping-str": {"a": "0.5"},
+            "mapping-nan": {"a": math.nan},
+            "mapping-key": {1: 0.5},
         }[completion]
 
-    results = {
-        text: score(returns, [text])[0] for text in ("none", "nan", "bool", "result", "mapping", "int")
-    }
+    texts = ("none", "nan", "bool", "result", "mapping", "int", "mapping-bool", "mapping-str", "mapping-nan")
+    results = {text: score(returns, [text])[0] for text in (*texts, "mapping-key")}
     assert results["none"].status == "skipped" and "returned None" in results["none"].reason
     assert results["nan"].status == "error" and "returned nan" in results["nan"].reason
     assert results["bool"].status == "error" and "returned bool" in results["bool"].reason
     assert results["result"].reason == "mine"
     assert results["mapping"].terms["a"] == 0.5 and results["int"].terms["a"] == 2.0
+    # a mapping's values are held to the rules of one number: that candidate's error, never a score
+    assert (
+        results["mapping-bool"].status == "error"
+        and "bool True for term 'a'" in results["mapping-bool"].reason
+    )
+    assert results["mapping-str"].status == "error" and "str '0.5'" in results["mapping-str"].reason
+    assert results["mapping-nan"].status == "error" and "nan for term 'a'" in results["mapping-nan"].reason
+    assert results["mapping-key"].status == "error" and "term named 1" in results["mapping-key"].reason
 
 
 def test_an_exception_is_that_candidates_error():

@@ -226,7 +226,7 @@ def test_the_summary_shows_the_first_errors_with_reasons_and_names_the_manifest(
     listed = [line for line in summary.splitlines() if "the checker raised ZeroDivisionError" in line]
     assert "errors: 8 (the first 5):" in summary and len(listed) == 5
     assert listed[0] == (
-        "  group 'g1', candidate 'g1/0', component 'flaky': the checker raised ZeroDivisionError "
+        "  group 'g1', candidate 'g1/0', component 'flaky': 'the checker raised ZeroDivisionError' "
         "[runtime_error=1]"
     )
     assert f"run manifest {manifest_path(out)}" in summary
@@ -300,3 +300,15 @@ def test_a_reference_missing_for_a_provider_that_needs_it_names_the_column(
     err = capsys.readouterr().err
     assert "line 1, column 'reference'" in err and "rl.data.reference_column is not set" in err
     assert "answer, completion, group_id" in err
+
+
+def test_a_reason_is_printed_escaped_so_a_completion_cannot_drive_the_terminal():
+    from rewardkit.score_job import error_lines
+
+    chunk = {
+        "components": {"flaky": {"error": 1}},
+        "errors": [{"group_id": "g", "trajectory_id": "t", "component": "flaky",
+                    "reason": "bad \x1b[2J\x1b]0;owned\x07", "diagnostics": {}}],
+    }  # fmt: skip
+    line = error_lines([chunk])[1]
+    assert "\x1b" not in line and "\\x1b[2J" in line
