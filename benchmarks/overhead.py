@@ -12,7 +12,9 @@ For each group size (1, 4, 16, 64) the same 10,000 exact-match rollouts are scor
   its result cache off, in its own virtual environment, driven over a pipe so that its rounds
   interleave with rewardkit's.
 
-Rounds interleave every path; each path's best round counts. ``framework_us`` is the time per
+Rounds interleave every path; each path's best round counts. A round times three consecutive
+calls with no collection forced in between, so the garbage collector's work (also what one call
+leaves for the next) is part of every path's time. ``framework_us`` is the time per
 rollout over the bare loop; ``per_group_us`` the same per group.
 
     python -m venv /tmp/evalsi && /tmp/evalsi/bin/pip install evalsi==0.3.1
@@ -22,7 +24,6 @@ rollout over the bare loop; ``per_group_us`` the same per group.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import re
 import subprocess
@@ -40,7 +41,7 @@ GROUP_SIZES = (1, 4, 16, 64)
 
 # Runs under evalsi's interpreter: reads {"rows": [...]} once, then times one score per "run" line.
 EVALSI_DRIVER = r"""
-import json, sys, time, gc
+import json, sys, time
 from evalsi.rewards import LocalReward
 from evalsi.rewards.spec import RewardSpec
 spec = RewardSpec.from_dict({"spec": {"components": [{"ref": "exact-match"}], "cache": {"enabled": False}}})
@@ -53,10 +54,10 @@ for line in sys.stdin:
         results = reward.score(rows)
         print(json.dumps({"values": [r.total for r in results]}), flush=True)
         continue
-    gc.collect()
     start = time.perf_counter()
-    reward.score(rows)
-    print(json.dumps({"seconds": time.perf_counter() - start}), flush=True)
+    for _ in range(message["calls"]):
+        reward.score(rows)
+    print(json.dumps({"seconds": (time.perf_counter() - start) / message["calls"]}), flush=True)
 """
 
 
@@ -114,7 +115,7 @@ class Evalsi:
         return self._ask({"rows": rows})["values"]
 
     def run(self) -> float:
-        return self._ask({"run": True})["seconds"]
+        return self._ask({"calls": CALLS})["seconds"]
 
     def close(self) -> None:
         if self.process.stdin is not None:
@@ -122,11 +123,16 @@ class Evalsi:
         self.process.wait(timeout=30)
 
 
+# Consecutive calls per timing, with no collection forced in between: the garbage collector's
+# work, including what a call leaves for the next one, is part of what every path costs.
+CALLS = 3
+
+
 def timed(run: Callable[[], object]) -> float:
-    gc.collect()
     start = time.perf_counter()
-    run()
-    return time.perf_counter() - start
+    for _ in range(CALLS):
+        run()
+    return (time.perf_counter() - start) / CALLS
 
 
 def measure(group_size: int, candidates: int, rounds: int, evalsi: Evalsi | None) -> list[dict[str, Any]]:

@@ -48,6 +48,7 @@ DOC_ENVS: dict[str, str] = {
     "docs/configuration.md": "core",
     "docs/dancegrpo.md": "dancegrpo",
     "docs/nih_judge.md": "nih_judge",
+    "docs/performance.md": "core",
     "docs/plugins.md": "core",
     "docs/ray.md": "ray",
     "docs/reward_models.md": "rm",
