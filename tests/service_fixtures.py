@@ -60,11 +60,23 @@ def _slow_exact(
     return RewardProviderResult({"match": float(candidate.completion.strip() == str(context.reference))})
 
 
+def _busy_exact(candidate: RewardCandidate, context: RewardContext) -> RewardProviderResult:
+    deadline = time.perf_counter() + 0.0005  # half a millisecond of pure CPU per candidate
+    while time.perf_counter() < deadline:
+        pass
+    return RewardProviderResult({"match": float(candidate.completion.strip() == str(context.reference))})
+
+
 def slow_catalog() -> list[RewardProviderSpec]:
     return [
         RewardProviderSpec(
             "slow-exact", partial(map_candidates, _slow_exact), ("reference",), "1", ("match",)
-        )
+        ),
+        # declared cheap although it is not: it holds the scoring thread, which must never be the
+        # event loop's
+        RewardProviderSpec(
+            "busy-exact", partial(map_candidates, _busy_exact), ("reference",), "1", ("match",), cheap=True
+        ),
     ]
 
 

@@ -133,3 +133,42 @@ def test_once_a_chunk_fails_the_other_chunks_stop_and_nothing_runs_on(fixtures: 
     time.sleep(0.5)
     assert fixtures.SLOW_SCORED["count"] == at_raise  # nothing of the batch ran on after it failed
     assert at_raise < 400
+
+
+def test_a_cheap_batch_in_the_service_never_holds_the_event_loop(tmp_path: Path):
+    import json
+    import urllib.request
+
+    from service_fixtures import slow_groups, start_server
+
+    config = (
+        "rl.reward.provider: busy-exact\nrl.reward.catalog: service_fixtures:slow_catalog\n"
+        "rewards.max_inflight: 8192\n"
+    )
+    server = start_server(tmp_path, config)
+    try:
+        body = json.dumps({"groups": slow_groups(600, size=4)}).encode()  # 2,400 x 0.5 ms of CPU
+        answer: list[int] = []
+
+        def score() -> None:
+            request = urllib.request.Request(
+                server.url + "/v1/score", body, {"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=60) as reply:
+                answer.append(reply.status)
+
+        scoring = threading.Thread(target=score)
+        scoring.start()
+        time.sleep(0.3)  # the batch is being scored now
+        slowest = 0.0
+        while scoring.is_alive():
+            started = time.monotonic()
+            with urllib.request.urlopen(server.url + "/healthz", timeout=10) as reply:
+                assert reply.status == 200
+            slowest = max(slowest, time.monotonic() - started)
+            time.sleep(0.05)
+        scoring.join()
+        assert answer == [200]
+        assert slowest < 0.25, f"/healthz took {slowest:.3f} s while a cheap batch was scored"
+    finally:
+        server.stop()
