@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_table import live_processes_of
 
 from rewardkit.catalog import resolve_catalog
 
@@ -33,21 +34,9 @@ def bound():
     pool = provider.provider._pool
     provider.provider.close()
     if pool is not None:
-        assert not _processes_of(set(pool.uids)), "sandbox processes survived close()"
+        assert not live_processes_of(set(pool.uids)), "sandbox processes survived close()"
         for slot in pool._slots:
             assert slot.cgroup is None
-
-
-def _processes_of(uids: set[int]) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid in uids:
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
 
 
 def _score(bound, attack: str, reference=REFERENCE):
@@ -61,7 +50,7 @@ def _score(bound, attack: str, reference=REFERENCE):
     assert good.status == "scored" and good.terms["all_passed"] == 1.0, good
     assert wrong.status == "scored" and wrong.terms["all_passed"] == 0.0, wrong
     assert hostile.status == "scored", hostile.reason
-    assert not _processes_of(set(bound.provider._pool.uids)), "processes left running after the run"
+    assert not live_processes_of(set(bound.provider._pool.uids)), "processes left running after the run"
     return hostile, {d.name: d.value for d in hostile.diagnostics}
 
 

@@ -12,9 +12,8 @@ Needs root, bubblewrap and a writable pids cgroup (CI has all three).
 
 from __future__ import annotations
 
-import os
-
 import pytest
+from process_table import live_processes_of
 
 from rewardkit.catalog import resolve_catalog
 
@@ -160,25 +159,13 @@ def bound():
     provider.provider.close()
 
 
-def _processes_of(uids: set[int]) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if os.stat(f"/proc/{entry}").st_uid in uids:
-                    found.append(int(entry))
-            except OSError:
-                pass
-    return found
-
-
 def _score(bound, program: str, reference: dict):
     rollouts = [
         {"trajectory_id": "honest", "completion": f"```python\n{HONEST}```", "reference": reference},
         {"trajectory_id": "hack", "completion": f"```python\n{program}```", "reference": reference},
     ]
     honest, hack = (item.result for item in bound.score_group("g", rollouts).items)
-    assert not _processes_of(set(bound.provider._pool.uids)), "processes left running after the run"
+    assert not live_processes_of(set(bound.provider._pool.uids)), "processes left running after the run"
     return honest, hack
 
 
