@@ -470,13 +470,7 @@ def compose(
                 f"got {type(outcome).__name__}",
                 component=name,
             )
-    return compose_checked(parsed, checked)
-
-
-def compose_checked(spec: RewardSpec, outcomes: Sequence[tuple[str, Any, str | None]]) -> Composition:
-    """``compose`` for one candidate's outcomes already checked: ``(status, value, reason)`` per
-    component, in the spec's order, every scored value a finite number."""
-    return compose_rows(spec, (outcomes,))[0]
+    return compose_rows(parsed, (checked,))[0]
 
 
 def compose_rows(
@@ -587,6 +581,5 @@ __all__ = [
     "RewardSpec",
     "RewardSpecError",
     "compose",
-    "compose_checked",
     "compose_rows",
 ]
