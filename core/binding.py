@@ -28,6 +28,7 @@ from rewardkit.errors import ProviderError, RewardContractError
 from rewardkit.frozen import NotJSONError, freeze, strictly_equal
 
 _STATUSES = ("scored", "skipped", "error")
+isfinite = math.isfinite  # a module global: the per-result check calls it for every term
 
 
 def _group_label(group_id: object) -> str:
@@ -84,6 +85,17 @@ class BoundProvider:
         ``prompt``, ``reference``, ``completion_token_count``, ``finish_reason`` and ``media``
         (an in-process object handed to providers that need it, as it is).
         """
+        candidates = self.candidates(group_id, rollouts, expected_size)
+        prompt, reference = self.common_inputs(group_id, rollouts, candidates)
+        return build_request(group_id, tuple(candidates), prompt, reference)
+
+    def candidates(
+        self,
+        group_id: str,
+        rollouts: Sequence[Mapping[str, Any]],
+        expected_size: int | None = None,
+    ) -> list[RewardCandidate]:
+        """The checked candidates of one complete group (``prepare``'s first half)."""
         if not isinstance(group_id, str) or not group_id:
             raise RewardContractError(
                 f"group_id must be a non-empty string, got {group_id!r}",
@@ -122,12 +134,18 @@ class BoundProvider:
                         trajectory_id=candidate.trajectory_id,
                         rule="missing-media",
                     )
+        return candidates
+
+    def common_inputs(
+        self, group_id: str, rollouts: Sequence[Mapping[str, Any]], candidates: list[RewardCandidate]
+    ) -> tuple[Any, Any]:
+        """The group's frozen prompt and reference, each only if this provider needs it, else ``None``."""
         prompt = reference = None
         if self._needs_prompt:
             prompt = self._common_input(group_id, "prompt", rollouts, candidates)
         if self._needs_reference:
             reference = self._common_input(group_id, "reference", rollouts, candidates)
-        return build_request(group_id, tuple(candidates), prompt, reference)
+        return prompt, reference
 
     def _common_input(
         self,
@@ -255,36 +273,15 @@ class BoundProvider:
                 group_id=group_id,
                 rule="result-cardinality",
             )
-        declared, diagnostics, isfinite = self._declared_terms, self._declared_diagnostics, math.isfinite
+        declared, diagnostics = self._declared_terms, self._declared_diagnostics
         for position, (item, candidate) in enumerate(zip(items, candidates)):
             expected_id = candidate.trajectory_id
-            if type(item) is RewardCandidateResult and item.trajectory_id == expected_id:
-                # The usual result (scored, float terms, no diagnostics) is checked inline; anything
-                # else takes the full check below, which names the rule it breaks.
-                checked = item.result
-                if (
-                    type(checked) is RewardProviderResult
-                    and checked.status == "scored"
-                    and (checked.reason is None or type(checked.reason) is str)
-                    and checked.terms.keys() == declared
-                ):
-                    for value in checked.terms.values():
-                        if type(value) is not float or not isfinite(value):
-                            break
-                    else:
-                        for contribution in checked.diagnostics:
-                            if (
-                                type(contribution) is not MetricContribution
-                                or contribution.name not in diagnostics
-                                or type(contribution.value) is not float
-                                or not isfinite(contribution.value)
-                                or type(contribution.weight) is not float
-                                or not isfinite(contribution.weight)
-                                or contribution.weight < 0
-                            ):
-                                break
-                        else:
-                            continue
+            if (
+                type(item) is RewardCandidateResult
+                and item.trajectory_id == expected_id
+                and plainly_valid(item.result, declared, diagnostics)
+            ):
+                continue
             if getattr(item, "trajectory_id", None) != expected_id:
                 raise RewardContractError(
                     f"result at position {position} is for "
@@ -298,6 +295,16 @@ class BoundProvider:
         if not isinstance(items, tuple):
             result = RewardGroupResult(group_id=group_id, items=tuple(items))
         return result
+
+    def check_provider_results(
+        self, group_id: str, candidates: Sequence[RewardCandidate], results: Sequence[object]
+    ) -> None:
+        """Check a pointwise scorer's results, one per candidate in order, as ``check_result``
+        checks each item (raising the same error for the first that breaks the contract)."""
+        declared, diagnostics = self._declared_terms, self._declared_diagnostics
+        for candidate, result in zip(candidates, results):
+            if not plainly_valid(result, declared, diagnostics):
+                self._check_provider_result(group_id, candidate.trajectory_id, result)
 
     def _check_provider_result(self, group_id: str, trajectory_id: str, result: object) -> None:
         def fail(message: str, rule: str) -> RewardContractError:
@@ -348,6 +355,39 @@ class BoundProvider:
                     f"{contribution.weight!r}; both must be finite numbers and the weight non-negative",
                     "finite-diagnostics",
                 )
+
+
+def plainly_valid(result: object, declared: frozenset[str], diagnostics: frozenset[str]) -> bool:
+    """Whether a result is the usual valid one (scored with finite float terms, or skipped or failed
+    without terms; a string reason; declared finite float diagnostics), checked in a few operations.
+    ``False`` says only "not plainly": the full check decides, and names the rule broken."""
+    if type(result) is not RewardProviderResult:
+        return False
+    reason = result.reason
+    if reason is not None and type(reason) is not str:
+        return False
+    status = result.status
+    if status == "scored":
+        terms = result.terms
+        if terms.keys() != declared:
+            return False
+        for value in terms.values():
+            if type(value) is not float or not isfinite(value):
+                return False
+    elif (status != "skipped" and status != "error") or result.terms:
+        return False
+    for contribution in result.diagnostics:
+        if (
+            type(contribution) is not MetricContribution
+            or contribution.name not in diagnostics
+            or type(contribution.value) is not float
+            or not isfinite(contribution.value)
+            or type(contribution.weight) is not float
+            or not isfinite(contribution.weight)
+            or contribution.weight < 0
+        ):
+            return False
+    return True
 
 
 def _finite(value: object) -> bool:

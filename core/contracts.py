@@ -309,14 +309,20 @@ _set_result_group = RewardGroupResult.group_id.__set__  # type: ignore[attr-defi
 _set_result_items = RewardGroupResult.items.__set__  # type: ignore[attr-defined]
 
 
+def build_context(prompt: Any, reference: Any) -> RewardContext:
+    """``RewardContext(prompt, reference)`` for checked, frozen values."""
+    context = _new(RewardContext)
+    _set_prompt(context, prompt)
+    _set_reference(context, reference)
+    return context
+
+
 def build_request(
     group_id: str, candidates: tuple[RewardCandidate, ...], prompt: Any, reference: Any
 ) -> RewardGroupRequest:
     """``RewardGroupRequest(group_id, candidates, RewardContext(prompt, reference))`` for checked,
     frozen values, without the two generated ``__init__`` calls (once per group)."""
-    context = _new(RewardContext)
-    _set_prompt(context, prompt)
-    _set_reference(context, reference)
+    context = build_context(prompt, reference)
     request = _new(RewardGroupRequest)
     _set_request_group(request, group_id)
     _set_request_candidates(request, candidates)

@@ -41,18 +41,22 @@ class MappedProvider:
             try:
                 result = scorer(candidate, context, **params)
             except RewardContractError as error:
-                if error.group_id is not None:
-                    raise
-                raise RewardContractError(
-                    error.message,
-                    group_id=request.group_id,
-                    trajectory_id=candidate.trajectory_id,
-                    rule=error.rule,
-                ) from error
+                raise self.located(error, request.group_id, candidate)  # noqa: B904 - located chains it
             except Exception as error:  # one candidate's crash is that candidate's error
                 result = RewardProviderResult.fail(f"{type(error).__name__}: {error}")
             items.append(build_candidate_result(candidate.trajectory_id, result))
         return build_group_result(request.group_id, tuple(items))
+
+    @staticmethod
+    def located(error: RewardContractError, group_id: str, candidate: RewardCandidate) -> RewardContractError:
+        """A scorer's contract error, naming the group and candidate unless it already names a group."""
+        if error.group_id is not None:
+            return error
+        wrapped = RewardContractError(
+            error.message, group_id=group_id, trajectory_id=candidate.trajectory_id, rule=error.rule
+        )
+        wrapped.__cause__ = error
+        return wrapped
 
     def __repr__(self) -> str:
         return f"MappedProvider({getattr(self.scorer, '__qualname__', self.scorer)!r}, {self.params!r})"

@@ -11,87 +11,44 @@ if any stage fails, so a batch is either fully scored or exactly as it was.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from concurrent.futures import Executor, Future, wait
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import Any
 
 from rewardkit import cancellation
 from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind, group_advantages
+from rewardkit.batch_report import ComponentColumn, batch_report
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog
 from rewardkit.collector import collector_paused
-from rewardkit.composition import Composition, CompositionError, CompositionRowError, RewardSpec, compose_rows
-from rewardkit.contracts import KNOWN_NEEDS, RewardGroupResult
+from rewardkit.composition import Composition, CompositionRowError, RewardSpec, compose_rows
+from rewardkit.contracts import KNOWN_NEEDS, MetricContribution, RewardGroupResult
 from rewardkit.errors import (
     PreflightError,
     ProviderError,
     RequestCancelled,
-    RewardContractError,
     RewardkitError,
 )
-from rewardkit.frozen import strictly_equal
+from rewardkit.groups import (
+    GroupLike,
+    as_batch,
+    batch_parts,
+    check_one_prompt,
+    chunks,
+    group_parts,
+    located,
+)
 from rewardkit.identity import canonical_json
-from rewardkit.metrics import Report, WeightedMean, metric_name
-from rewardkit.provenance import ProviderRecord, record_of
+from rewardkit.metrics import Report, metric_name
+from rewardkit.pointwise_batch import PointwiseBatch, is_pointwise
+from rewardkit.provenance import record_of
+from rewardkit.scored import ScoredBatch, ScoredCandidate, ScoredGroup
 
 REWARD_FIELDS = ("reward", "advantage")
 _ABSENT = object()
-
-
-class ScoredCandidate(NamedTuple):
-    """One candidate's reward: ``final``, whether a gate floored it, the per-component breakdown,
-    its advantage, and each provider's diagnostics. A named tuple: one is built per rollout."""
-
-    trajectory_id: str
-    final: float | None
-    gated: bool
-    breakdown: dict[str, dict[str, Any]]
-    advantage: float
-    # provider name -> {diagnostic: value}: why a candidate scored what it did (timeout, extracted, ...).
-    # Reporting only, like the batch means in the metrics; never part of final or the advantage.
-    diagnostics: dict[str, dict[str, float]]
-
-    def to_json(self, group_id: str) -> dict[str, Any]:
-        return {
-            "group_id": group_id,
-            "trajectory_id": self.trajectory_id,
-            "final": self.final,
-            "gated": self.gated,
-            "advantage": self.advantage,
-            "breakdown": self.breakdown,
-            "diagnostics": self.diagnostics,
-        }
-
-
 _new_tuple = tuple.__new__
-
-
-class ScoredGroup(NamedTuple):
-    """A scored group: its id and its candidates in order."""
-
-    group_id: str
-    candidates: tuple[ScoredCandidate, ...]
-
-
-@dataclass(frozen=True)
-class ScoredBatch:
-    """A scored batch: per-candidate results, the batch report and the providers' provenance."""
-
-    groups: tuple[ScoredGroup, ...]
-    metrics: dict[str, float]
-    providers: tuple[ProviderRecord, ...]
-    # The weight of each mean in ``metrics`` (scored values, summed diagnostic weights).
-    metric_weights: dict[str, float] = field(default_factory=dict, compare=False)
-
-    def candidates(self) -> Iterable[tuple[str, ScoredCandidate]]:
-        for group in self.groups:
-            for candidate in group.candidates:
-                yield group.group_id, candidate
-
-    def to_jsonl_rows(self) -> list[dict[str, Any]]:
-        return [candidate.to_json(group_id) for group_id, candidate in self.candidates()]
 
 
 @dataclass(frozen=True)
@@ -101,108 +58,12 @@ class _Component:
     term: str
 
 
-GroupLike = Any  # RolloutGroup, (group_id, rollouts) or {"group_id": ..., "rollouts": [...]}
 # Called with a group's rollout count before it is scored; waits for capacity (back-pressure).
 Admission = Callable[[int], AbstractContextManager[Any]]
 
 
 def _no_admission(weight: int) -> AbstractContextManager[Any]:
     return nullcontext()
-
-
-def group_parts(group: GroupLike) -> tuple[str, Sequence[Mapping[str, Any]]]:
-    """The group id and rollouts of any accepted group shape."""
-    if type(group) is tuple and len(group) == 2:  # the usual shape, before the slower checks
-        return group[0], group[1]
-    if isinstance(group, Mapping):
-        try:
-            return group["group_id"], group["rollouts"]
-        except KeyError as error:
-            raise RewardkitError(
-                f"a group mapping needs 'group_id' and 'rollouts'; missing {error}"
-            ) from None
-    if isinstance(group, tuple) and len(group) == 2:
-        return group[0], group[1]
-    if hasattr(group, "group_id") and hasattr(group, "rollouts"):
-        return group.group_id, group.rollouts
-    raise RewardkitError(
-        f"cannot read a group from {type(group).__name__}; pass RolloutGroup, (group_id, rollouts) "
-        "or {'group_id': ..., 'rollouts': [...]}"
-    )
-
-
-def as_batch(groups: Iterable[GroupLike]) -> Sequence[GroupLike]:
-    """A batch read once into a list: any iterable of groups (a list, a generator, an iterator).
-
-    A group whose rollouts are a one-shot iterable becomes ``(group_id, [rollouts...])`` holding
-    the same rollout objects, so every later pass over the batch sees them all.
-    """
-    if isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Iterable):
-        raise RewardkitError(
-            f"a batch is an iterable of groups (RolloutGroup, (group_id, rollouts) or "
-            f"{{'group_id': ..., 'rollouts': [...]}}), not {type(groups).__name__}"
-        )
-    batch = groups if isinstance(groups, (list, tuple)) else list(groups)
-    fixed: list[GroupLike] | None = None
-    for index, group in enumerate(batch):
-        group_id, rollouts = group_parts(group)
-        if (
-            type(rollouts) is list
-            or isinstance(rollouts, (list, tuple, str, bytes, Mapping, Sequence))
-            or not isinstance(rollouts, Iterable)
-        ):
-            continue  # a sequence is read as it is; a bad shape is reported by the adapter
-        if fixed is None:
-            fixed = list(batch)
-        fixed[index] = (group_id, list(rollouts))
-    return batch if fixed is None else fixed
-
-
-def batch_parts(groups: Sequence[GroupLike]) -> list[tuple[str, Sequence[Mapping[str, Any]]]]:
-    """Every group's id and rollouts; a group id may appear once per batch."""
-    parts = [group_parts(group) for group in groups]
-    seen: set[str] = set()
-    for group_id, _ in parts:
-        if group_id in seen:
-            raise RewardkitError(
-                f"group {group_id!r} appears twice in the batch; a group must be complete in one place"
-            )
-        seen.add(group_id)
-    return parts
-
-
-def check_one_prompt(group_id: str, rollouts: Sequence[Mapping[str, Any]]) -> None:
-    """A group is one prompt: a rollout may carry no ``prompt``, but two that carry one must carry
-    the same (type-strictly), whatever the providers need; mixed prompts corrupt the advantages."""
-    if type(rollouts) is list:
-        if len(rollouts) < 2:
-            return  # one rollout has no other prompt to differ from
-    elif isinstance(rollouts, (str, bytes)) or not isinstance(rollouts, Sequence):
-        return  # the shape is the adapter's to report
-    prompt: Any = None
-    for position, rollout in enumerate(rollouts):
-        if type(rollout) is not dict and not isinstance(rollout, Mapping):
-            return
-        other = rollout.get("prompt")
-        if other is None or other is prompt:
-            continue
-        if prompt is None:
-            prompt, first = other, position
-            continue
-        if type(other) is str and type(prompt) is str:  # the usual case, without a call
-            if other == prompt:
-                continue
-        elif strictly_equal(other, prompt):
-            continue
-        where = f" (line {rollout['row']})" if isinstance(rollout.get("row"), int) else ""
-        raise RewardContractError(
-            f"the rollout at position {position}{where} has a prompt different from the one at "
-            f"position {first}; a group is the completions of one prompt (types count: 1, 1.0 and "
-            "true differ)",
-            group_id=str(group_id),
-            trajectory_id=str(rollout.get("trajectory_id")),
-            rule="mixed-prompts",
-        )
 
 
 class _BatchFailed(RequestCancelled):
@@ -212,29 +73,6 @@ class _BatchFailed(RequestCancelled):
 # Chunks a batch is cut into for worker threads: enough to keep every thread busy when groups take
 # uneven time (a sandbox that runs to its timeout), few enough that hand-offs cost nothing.
 CHUNKS_PER_BATCH = 64
-
-
-def _weight(rollouts: object) -> int:
-    return len(rollouts) if hasattr(rollouts, "__len__") else 1  # type: ignore[arg-type]
-
-
-def _chunks(
-    parts: list[tuple[str, Sequence[Mapping[str, Any]]]], count: int, max_weight: int | None
-) -> Iterator[tuple[list[tuple[str, Sequence[Mapping[str, Any]]]], int]]:
-    """Consecutive runs of about ``len(parts) / count`` groups, each with its rollout count, cut
-    earlier where the next group would take a run past ``max_weight`` rollouts."""
-    size = max(1, -(-len(parts) // count))
-    chunk: list[tuple[str, Sequence[Mapping[str, Any]]]] = []
-    weight = 0
-    for part in parts:
-        part_weight = _weight(part[1])
-        if chunk and (len(chunk) >= size or (max_weight is not None and weight + part_weight > max_weight)):
-            yield chunk, weight
-            chunk, weight = [], 0
-        chunk.append(part)
-        weight += part_weight
-    if chunk:
-        yield chunk, weight
 
 
 class RewardWorker:
@@ -310,6 +148,20 @@ class RewardWorker:
         # Every provider cheap: the whole batch is scored in the calling thread.
         self.cheap = all(bound.spec.cheap for bound in self.providers.values())
         self._diagnosing = any(bound.spec.diagnostics for bound in self.providers.values())
+        # Every provider a cheap pointwise scorer: batches are scored in one pass over columns.
+        self._pointwise: PointwiseBatch | None = None
+        if all(is_pointwise(bound) for bound in self.providers.values()):
+            self._pointwise = PointwiseBatch(
+                resolved,
+                self.providers,
+                [(component.name, component.provider_key, component.term) for component in self._components],
+                group_size=group_size,
+                namespace=namespace,
+                scaling=scaling,
+                advantage_std=advantage_std,
+                advantage_eps=advantage_eps,
+                records=self.records,
+            )
         normal = resolved.to_json()
         for component in normal["components"]:
             component["params"] = catalog.normalise(component["provider"], component["params"])
@@ -402,16 +254,8 @@ class RewardWorker:
         try:
             compositions = compose_rows(self.spec, zip(*columns))
         except CompositionRowError as error:
-            group_id, passed = scored[0][0], 0
-            for group_id, rollouts, _ in scored:  # noqa: B007 - the group the failing row is in
-                if error.position < passed + len(rollouts):
-                    break
-                passed += len(rollouts)
-            raise CompositionError(
-                f"[group {group_id!r}, candidate {ids[error.position]!r}] {error}",
-                component=error.component,
-                breakdown=error.breakdown,
-            ) from error
+            sizes = [(group_id, len(rollouts)) for group_id, rollouts, _ in scored]
+            raise located(error, sizes, ids) from error
         pairs = zip(ids, compositions)
         return [[next(pairs) for _ in range(len(rollouts))] for _, rollouts, _ in scored]
 
@@ -449,7 +293,7 @@ class RewardWorker:
         parts = batch_parts(groups)
         if executor is None or self.cheap or len(parts) < 2:
             staged: list = []
-            for chunk, weight in _chunks(parts, 1, max_chunk_weight):
+            for chunk, weight in chunks(parts, 1, max_chunk_weight):
                 staged.extend(self._stage_chunk(chunk, weight, admit))
             return staged
         # The chunks run in a scope of this batch: cancelled with the request's, and by the first
@@ -469,7 +313,7 @@ class RewardWorker:
             with cancellation.entered(batch_scope):
                 futures = [
                     executor.submit(contextvars.copy_context().run, self._stage_chunk, chunk, weight, admit)
-                    for chunk, weight in _chunks(parts, CHUNKS_PER_BATCH, max_chunk_weight)
+                    for chunk, weight in chunks(parts, CHUNKS_PER_BATCH, max_chunk_weight)
                 ]
             for future in futures:
                 future.add_done_callback(stop_the_others)
@@ -495,88 +339,34 @@ class RewardWorker:
         return group_advantages(totals, self.scaling, std=self.advantage_std, eps=self.advantage_eps)
 
     def _report(self, staged: list, advantages: list[list[float]]) -> Report:
-        # Names are built (and validated) once per batch, not per candidate: this runs in the hot path.
-        ns = self.namespace
-        report = Report(ns)
-        sample_names = {
-            key: metric_name(ns, "reward_provider", bound.name, "sample_count")
-            for key, bound in self.providers.items()
-        }
-        status_names = {
-            component.name: {
-                status: metric_name(ns, "reward_component", component.name, f"{status}_count")
-                for status in ("scored", "skipped", "error")
-            }
-            for component in self._components
-        }
-        sums = {component.name: [0.0, 0] for component in self._components}
-        statuses = {
-            component.name: dict.fromkeys(("scored", "skipped", "error"), 0) for component in self._components
-        }
-        samples = dict.fromkeys(self.providers, 0)
-        diagnosing = self._diagnosing
-        diagnostic_means: dict[tuple[str, str], WeightedMean] = {}
-        total_sum, total_count, nulls, gated = 0.0, 0, 0, 0
-        for _, rollouts, composed, results in staged:
-            count = len(rollouts)
-            for key, result in results.items():
-                samples[key] += count
-                if diagnosing and isinstance(result, RewardGroupResult):
-                    for item in result.items:
-                        for contribution in item.result.diagnostics:
-                            # WeightedMean.add, inline: one name lookup per provider and diagnostic
-                            # per batch instead of building and validating it per candidate
-                            mean = diagnostic_means.get((key, contribution.name))
-                            if mean is None:
-                                name = metric_name(
-                                    ns, "reward_provider", self.providers[key].name, contribution.name
-                                )
-                                mean = diagnostic_means[key, contribution.name] = report.means.setdefault(
-                                    name, WeightedMean()
-                                )
-                            mean.total += contribution.value * contribution.weight
-                            mean.weight += contribution.weight
+        columns = [ComponentColumn(component.name, [], []) for component in self._components]
+        compositions: list[Composition] = []
+        for _, _, composed, _ in staged:
             for _, composition in composed:
-                total = composition.total
-                if total is None:
-                    nulls += 1
-                else:
-                    total_sum += total
-                    total_count += 1
-                if composition.gated:
-                    gated += 1
-                for component, entry in composition.breakdown.items():
-                    status = entry["status"]
-                    statuses[component][status] += 1
-                    if status == "scored":
-                        accumulator = sums[component]
-                        accumulator[0] += entry["value"]
-                        accumulator[1] += 1
-        for key, count in samples.items():
-            if count:
-                report.count(sample_names[key], count)
-        for component, counts in statuses.items():
-            for status, count in counts.items():
-                if count:
-                    report.count(status_names[component][status], count)
-            value_sum, value_count = sums[component]
-            if value_count:
-                report.mean(
-                    metric_name(ns, "reward_component", component, "mean"),
-                    value_sum / value_count,
-                    value_count,
-                )
-        if total_count:
-            report.mean(metric_name(ns, "reward", "mean"), total_sum / total_count, total_count)
-        if nulls:
-            report.count(metric_name(ns, "reward", "null_count"), nulls)
-        report.count(metric_name(ns, "reward", "gated_count"), gated)
-        flat = [a for group in advantages for a in group]
-        if flat:
-            report.mean(
-                metric_name(ns, "advantage", "abs_mean"), sum(abs(a) for a in flat) / len(flat), len(flat)
-            )
-        return report
+                compositions.append(composition)
+                breakdown = composition.breakdown
+                for column in columns:
+                    entry = breakdown[column.name]
+                    column.statuses.append(entry["status"])  # type: ignore[attr-defined]
+                    if entry["status"] == "scored":
+                        column.values.append(entry["value"])  # type: ignore[attr-defined]
+        return batch_report(
+            self.namespace,
+            {key: bound.name for key, bound in self.providers.items()},
+            len(compositions),
+            self._staged_diagnostics(staged) if self._diagnosing else (),
+            columns,
+            compositions,
+            [advantage for group in advantages for advantage in group],
+        )
+
+    @staticmethod
+    def _staged_diagnostics(staged: list) -> Iterator[tuple[str, Sequence[MetricContribution]]]:
+        for _, _, _, results in staged:
+            for key, result in results.items():
+                if isinstance(result, RewardGroupResult):
+                    for item in result.items:
+                        yield key, item.result.diagnostics
 
     def _diagnostics(
         self, results: Mapping[str, RewardGroupResult | ProviderError], position: int
@@ -623,6 +413,8 @@ class RewardWorker:
         ``admit(weight)`` is entered around each chunk of groups (waiting for in-flight capacity);
         ``max_chunk_weight`` keeps a chunk within that capacity.
         """
+        if self._pointwise is not None:
+            return self._pointwise.score(as_batch(groups), admit, max_chunk_weight, self._collector_paused)
         staged = self._stage(as_batch(groups), executor, admit, max_chunk_weight)
         with self._collector_paused():
             return self.finish(staged)
@@ -716,3 +508,19 @@ class RewardWorker:
     @staticmethod
     def _write_advantage(trajectory: MutableMapping[str, Any], advantage: float) -> None:
         trajectory["advantage"] = advantage
+
+
+# Scored results and group reading live in their own modules; they stay importable from here.
+__all__ = [
+    "CHUNKS_PER_BATCH",
+    "REWARD_FIELDS",
+    "GroupLike",
+    "RewardWorker",
+    "ScoredBatch",
+    "ScoredCandidate",
+    "ScoredGroup",
+    "as_batch",
+    "batch_parts",
+    "check_one_prompt",
+    "group_parts",
+]

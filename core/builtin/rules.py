@@ -12,6 +12,10 @@ from rewardkit.hookspecs import hookimpl
 from rewardkit.pointwise import map_candidates
 
 _WHITESPACE = re.compile(r"\s+")
+# A result is immutable (read-only terms, frozen fields), so the two verdicts of a yes/no rule are
+# built once and shared by every candidate instead of allocated per rollout.
+_YES = RewardProviderResult(terms={"task": 1.0})
+_NO = RewardProviderResult(terms={"task": 0.0})
 
 
 def score_constant(
@@ -23,7 +27,7 @@ def score_constant(
 
 def score_nonempty(candidate: RewardCandidate, context: RewardContext) -> RewardProviderResult:
     """1 when the completion has any non-whitespace character, else 0."""
-    return RewardProviderResult(terms={"task": float(bool(candidate.completion.strip()))})
+    return _YES if candidate.completion.strip() else _NO
 
 
 def score_exact_match(
@@ -42,7 +46,7 @@ def score_exact_match(
         )
     answer = _normalise(candidate.completion, case_sensitive, collapse_whitespace)
     gold = _normalise(reference, case_sensitive, collapse_whitespace)
-    return RewardProviderResult(terms={"task": float(answer == gold)})
+    return _YES if answer == gold else _NO
 
 
 def _normalise(text: str, case_sensitive: bool, collapse_whitespace: bool) -> str:

@@ -1,0 +1,89 @@
+"""The report of a scored batch, from its columns: what every path that scores a batch reports.
+
+The general path (any provider, threads, Ray actors) and the one-pass path for cheap pointwise
+providers hand over the same columns, so both report the same metrics for the same batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
+
+from rewardkit.composition import Composition
+from rewardkit.contracts import MetricContribution
+from rewardkit.metrics import Report, WeightedMean, metric_name
+
+STATUSES = ("scored", "skipped", "error")
+
+
+class ComponentColumn(NamedTuple):
+    """What one component said about every candidate of a batch, in batch order."""
+
+    name: str
+    statuses: Sequence[str]
+    values: Sequence[float]  # the scored values only, in order
+
+
+def batch_report(
+    namespace: str,
+    provider_names: Mapping[str, str],
+    rollouts: int,
+    diagnostics: Iterable[tuple[str, Iterable[MetricContribution]]],
+    components: Sequence[ComponentColumn],
+    compositions: Sequence[Composition],
+    advantages: Sequence[float],
+) -> Report:
+    """The batch report.
+
+    ``provider_names`` maps each provider key to its name; every provider was asked about all
+    ``rollouts``. ``diagnostics`` yields ``(provider key, contributions)`` per candidate, in batch
+    order. Names are built (and validated) once per batch, never per candidate.
+    """
+    ns = namespace
+    report = Report(ns)
+    if rollouts:
+        for name in provider_names.values():
+            report.count(metric_name(ns, "reward_provider", name, "sample_count"), rollouts)
+    means: dict[tuple[str, str], WeightedMean] = {}
+    for key, contributions in diagnostics:
+        for contribution in contributions:
+            mean = means.get((key, contribution.name))
+            if mean is None:
+                name = metric_name(ns, "reward_provider", provider_names[key], contribution.name)
+                mean = means[key, contribution.name] = report.means.setdefault(name, WeightedMean())
+            mean.total += contribution.value * contribution.weight
+            mean.weight += contribution.weight
+    for column in components:
+        for status in STATUSES:
+            count = column.statuses.count(status)
+            if count:
+                report.count(metric_name(ns, "reward_component", column.name, f"{status}_count"), count)
+        if column.values:
+            report.mean(
+                metric_name(ns, "reward_component", column.name, "mean"),
+                _sum(column.values) / len(column.values),
+                len(column.values),
+            )
+    totals = [composition.total for composition in compositions if composition.total is not None]
+    if totals:
+        report.mean(metric_name(ns, "reward", "mean"), _sum(totals) / len(totals), len(totals))
+    nulls = len(compositions) - len(totals)
+    if nulls:
+        report.count(metric_name(ns, "reward", "null_count"), nulls)
+    gated = sum(1 for composition in compositions if composition.gated)
+    report.count(metric_name(ns, "reward", "gated_count"), gated)
+    if advantages:
+        report.mean(
+            metric_name(ns, "advantage", "abs_mean"),
+            sum(abs(advantage) for advantage in advantages) / len(advantages),
+            len(advantages),
+        )
+    return report
+
+
+def _sum(values: Sequence[float]) -> float:
+    """Left to right, as every other path that reports a batch adds (``sum`` compensates from 3.12)."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total
