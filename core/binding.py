@@ -121,7 +121,29 @@ class BoundProvider:
                 group_id=group_id,
                 rule="incomplete-group",
             )
-        candidates = [_candidate(group_id, index, rollout) for index, rollout in enumerate(rollouts)]
+        candidates: list[RewardCandidate] = []
+        append = candidates.append
+        for index, rollout in enumerate(rollouts):
+            if type(rollout) is dict:
+                # The usual rollout, checked inline; any other goes to _candidate, which checks the
+                # same in order and names the first rule it breaks.
+                get = rollout.get
+                trajectory_id = get("trajectory_id")
+                completion = get("completion")
+                token_count = get("completion_token_count")
+                finish_reason = get("finish_reason")
+                if (
+                    type(trajectory_id) is str
+                    and trajectory_id
+                    and not (get("group_id", group_id) != group_id)  # noqa: SIM202 - _candidate's test
+                    and type(completion) is str
+                    and (token_count is None or (type(token_count) is int and token_count >= 0))
+                    and (finish_reason is None or type(finish_reason) is str)
+                ):
+                    media = get("media")
+                    append(build_candidate(trajectory_id, completion, token_count, finish_reason, media))
+                    continue
+            append(_candidate(group_id, index, rollout))
         if count > 1 and len({candidate.trajectory_id for candidate in candidates}) != count:
             _duplicate_id(group_id, candidates)
         if self._needs_media:
@@ -302,9 +324,13 @@ class BoundProvider:
         """Check a pointwise scorer's results, one per candidate in order, as ``check_result``
         checks each item (raising the same error for the first that breaks the contract)."""
         declared, diagnostics = self._declared_terms, self._declared_diagnostics
+        checked = None  # a scorer may return one immutable result for many candidates (a yes/no rule)
         for candidate, result in zip(candidates, results):
+            if result is checked:
+                continue
             if not plainly_valid(result, declared, diagnostics):
                 self._check_provider_result(group_id, candidate.trajectory_id, result)
+            checked = result
 
     def _check_provider_result(self, group_id: str, trajectory_id: str, result: object) -> None:
         def fail(message: str, rule: str) -> RewardContractError:

@@ -144,7 +144,8 @@ def chunks(
     chunk: list[tuple[str, Sequence[Mapping[str, Any]]]] = []
     weight = 0
     for part in parts:
-        part_weight = _weight(part[1])
+        rollouts = part[1]
+        part_weight = len(rollouts) if type(rollouts) is list else _weight(rollouts)
         if chunk and (len(chunk) >= size or (max_weight is not None and weight + part_weight > max_weight)):
             yield chunk, weight
             chunk, weight = [], 0

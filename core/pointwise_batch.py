@@ -106,21 +106,29 @@ class PointwiseBatch:
         compositions: list[Composition] = []
         statuses: list[list[str]] = [[] for _ in self.components]
         values: list[list[float]] = [[] for _ in self.components]
-        for chunk, weight in chunks(batch_parts(groups), 1, max_chunk_weight):
+        runs = list(chunks(batch_parts(groups), 1, max_chunk_weight))
+        for number, (chunk, weight) in enumerate(runs, 1):
             start, first_group = len(candidates), len(group_ids)
             cancellation.current().raise_if_cancelled()
+            # Cheap work: each chunk is scored and composed in one admission and one pause, and the
+            # last also finishes the batch there.
             with admit(weight), paused():
                 self._score_chunk(chunk, scorers, group_ids, sizes, candidates)
-            with paused():
                 try:
                     compositions.extend(self._compose(scorers, start, statuses, values))
                 except CompositionRowError as error:
                     chunk_groups = list(zip(group_ids[first_group:], sizes[first_group:]))
                     ids = [candidate.trajectory_id for candidate in candidates[start:]]
                     raise located(error, chunk_groups, ids) from error
-        with paused():
-            ids = [candidate.trajectory_id for candidate in candidates]
-            return self._finish(scorers, group_ids, sizes, ids, compositions, statuses, values)
+                if number == len(runs):
+                    ids = [candidate.trajectory_id for candidate in candidates]
+                    scored = self._finish(scorers, group_ids, sizes, ids, compositions, statuses, values)
+                    # Freed while the collector is still paused, the batch's intermediate objects
+                    # are never traversed by it: when it resumes it finds only the result.
+                    del scorers, candidates, compositions, statuses, values, ids, runs, chunk
+                    return scored
+        with paused():  # an empty batch
+            return self._finish(scorers, group_ids, sizes, [], compositions, statuses, values)
 
     def _score_chunk(
         self,
@@ -197,13 +205,18 @@ class PointwiseBatch:
         statuses: list[list[str]],
         values: list[list[float]],
     ) -> ScoredBatch:
-        totals: list[list[float | None]] = []
-        position = 0
-        for size in sizes:
-            totals.append([composition.total for composition in compositions[position : position + size]])
-            position += size
-        advantages = group_advantages(totals, self.scaling, std=self.advantage_std, eps=self.advantage_eps)
-        flat_advantages = [advantage for group in advantages for advantage in group]
+        if all(size == 1 for size in sizes):  # groups of one (OpenRLHF's shape): nothing to be relative to
+            flat_advantages = [0.0] * len(compositions)
+        else:
+            totals: list[list[float | None]] = []
+            position = 0
+            for size in sizes:
+                totals.append([composition.total for composition in compositions[position : position + size]])
+                position += size
+            advantages = group_advantages(
+                totals, self.scaling, std=self.advantage_std, eps=self.advantage_eps
+            )
+            flat_advantages = [advantage for group in advantages for advantage in group]
         report = batch_report(
             self.namespace,
             {scorer.key: scorer.bound.name for scorer in scorers},
@@ -217,19 +230,16 @@ class PointwiseBatch:
             flat_advantages,
         )
         per_candidate = self._candidate_diagnostics(scorers, len(ids))
+        scored = [
+            _new_tuple(ScoredCandidate, (trajectory_id, total, gated, breakdown, advantage, diagnostics))
+            for trajectory_id, (total, gated, breakdown), advantage, diagnostics in zip(
+                ids, compositions, flat_advantages, per_candidate
+            )
+        ]
         groups = []
         position = 0
         for group_id, size in zip(group_ids, sizes):
-            candidates = []
-            for index in range(position, position + size):
-                total, gated, breakdown = compositions[index]
-                candidates.append(
-                    _new_tuple(
-                        ScoredCandidate,
-                        (ids[index], total, gated, breakdown, flat_advantages[index], per_candidate[index]),
-                    )
-                )
-            groups.append(_new_tuple(ScoredGroup, (group_id, tuple(candidates))))
+            groups.append(_new_tuple(ScoredGroup, (group_id, tuple(scored[position : position + size]))))
             position += size
         return ScoredBatch(tuple(groups), report.as_dict(), self.records, report.weights())
 
