@@ -32,7 +32,7 @@ def mean_std(values: Sequence[float], kind: StdKind = "population") -> tuple[flo
     divisor = len(values) - 1 if kind == "sample" else len(values)
     if divisor < 1:
         return mean, 0.0
-    variance = math.fsum((value - mean) ** 2 for value in values) / divisor
+    variance = math.fsum([(value - mean) ** 2 for value in values]) / divisor
     return mean, math.sqrt(variance)
 
 

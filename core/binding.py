@@ -319,18 +319,29 @@ class BoundProvider:
         return result
 
     def check_provider_results(
-        self, group_id: str, candidates: Sequence[RewardCandidate], results: Sequence[object]
-    ) -> None:
+        self,
+        group_id: str,
+        candidates: Sequence[RewardCandidate],
+        results: Sequence[object],
+        recent: tuple[object, object] = (None, None),
+    ) -> tuple[object, object]:
         """Check a pointwise scorer's results, one per candidate in order, as ``check_result``
-        checks each item (raising the same error for the first that breaks the contract)."""
+        checks each item (raising the same error for the first that breaks the contract).
+
+        A result is immutable, and a yes/no rule returns one of two shared results for every
+        candidate: the last two distinct results found valid are returned, and a result that is one
+        of the ``recent`` passed in is not checked again. Pass what one call returns to the next
+        call for the same provider.
+        """
         declared, diagnostics = self._declared_terms, self._declared_diagnostics
-        checked = None  # a scorer may return one immutable result for many candidates (a yes/no rule)
+        last, before = recent
         for candidate, result in zip(candidates, results):
-            if result is checked:
+            if result is last or result is before:
                 continue
             if not plainly_valid(result, declared, diagnostics):
                 self._check_provider_result(group_id, candidate.trajectory_id, result)
-            checked = result
+            last, before = result, last
+        return last, before
 
     def _check_provider_result(self, group_id: str, trajectory_id: str, result: object) -> None:
         def fail(message: str, rule: str) -> RewardContractError:

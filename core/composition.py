@@ -557,6 +557,102 @@ def compose_rows(
     return out
 
 
+def compose_columns(
+    spec: RewardSpec, columns: Sequence[Sequence[tuple[str, Any, str | None]]]
+) -> list[Composition]:
+    """``compose_rows`` over the transposed rows, computed a component at a time: one column of
+    checked ``(status, value, reason)`` outcomes per component in the spec's order, each holding one
+    outcome per candidate. What batch paths call, since they collect what each provider said as a
+    column.
+
+    A candidate's total still adds its contributions left to right, so every total equals
+    ``compose_rows``'s. A batch that raises (an unknown status, an error under ``onError: raise``, a
+    total that overflows) is handed to ``compose_rows``, which names the first failing row.
+    """
+    plan: _Plan = spec.__pydantic_private__["_plan"]  # type: ignore[index]
+    if len(columns) != len(plan.columns):
+        raise CompositionError(f"expected {len(plan.columns)} component columns, got {len(columns)}")
+    count = len(columns[0]) if columns else 0
+    if any(len(column) != count for column in columns):
+        raise CompositionError(f"component columns differ in length: {[len(column) for column in columns]}")
+    totals = [0.0] * count
+    entry_columns: list[list[dict[str, Any]]] = []
+    gated_rows: set[int] = set()
+    errored_rows: set[int] = set()
+    for (_, weight, gate, threshold), column in zip(plan.columns, columns):
+        entries: list[dict[str, Any]] = []
+        contributions: list[float] = []
+        for status, value, reason in column:
+            if status == "scored":
+                value = float(value)
+                contribution = weight * value
+                entry: dict[str, Any] = {
+                    "status": status,
+                    "value": value,
+                    "weight": weight,
+                    "contribution": contribution,
+                    "reason": reason,
+                    "gate": gate,
+                }
+                if gate:
+                    passed = value >= threshold
+                    entry["passed"] = passed
+                    if not passed:
+                        gated_rows.add(len(entries))
+            elif status == "skipped" or status == "error":
+                contribution = 0.0
+                entry = {
+                    "status": status,
+                    "value": None,
+                    "weight": weight,
+                    "contribution": contribution,
+                    "reason": reason,
+                    "gate": gate,
+                }
+                if gate:
+                    entry["passed"] = False
+                    gated_rows.add(len(entries))
+                if status == "error":
+                    if plan.on_error == "raise":
+                        return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
+                    errored_rows.add(len(entries))
+            else:
+                return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
+            entries.append(entry)
+            contributions.append(contribution)
+        totals = [total + contribution for total, contribution in zip(totals, contributions)]
+        entry_columns.append(entries)
+    if len(entry_columns) == 1:
+        (name,), (entries,) = plan.names, entry_columns
+        breakdowns = [{name: entry} for entry in entries]
+    else:
+        names = plan.names
+        breakdowns = [dict(zip(names, row)) for row in zip(*entry_columns)]
+    if not gated_rows and not errored_rows and plan.clip is None:
+        if not all(map(math.isfinite, totals)):
+            return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
+        return [
+            _new_tuple(Composition, (total, False, breakdown)) for total, breakdown in zip(totals, breakdowns)
+        ]
+    out: list[Composition] = []
+    for position, (total, breakdown) in enumerate(zip(totals, breakdowns)):
+        gated = position in gated_rows
+        result: float | None
+        if gated:
+            result = plan.floor
+        elif position in errored_rows and plan.on_error == "none":
+            result = None
+        elif math.isfinite(total):
+            result = total
+        else:
+            return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
+        if result is not None and plan.clip is not None:
+            low, high = plan.clip
+            result = low if result < low else high if result > high else result
+        out.append(_new_tuple(Composition, (result, gated, breakdown)))
+    return out
+
+
 def _mismatched_names(plan: _Plan, components: Mapping[str, Any]) -> None:
     unknown = sorted(str(name) for name in components if name not in plan.name_set)
     missing = [name for name in plan.names if name not in components]
@@ -581,5 +677,6 @@ __all__ = [
     "RewardSpec",
     "RewardSpecError",
     "compose",
+    "compose_columns",
     "compose_rows",
 ]

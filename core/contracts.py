@@ -270,25 +270,35 @@ class RewardProviderSpec:
 # their descriptors builds the same object in about half the time, which matters at one candidate
 # per rollout. Never for values a provider hands in: those go through the classes themselves.
 _new = object.__new__
-_candidate_slots = tuple(
-    getattr(RewardCandidate, name).__set__
-    for name in ("trajectory_id", "completion", "completion_token_count", "finish_reason", "media")
-)
 _set_result_id = RewardCandidateResult.trajectory_id.__set__  # type: ignore[attr-defined]
 _set_result = RewardCandidateResult.result.__set__  # type: ignore[attr-defined]
+
+
+class _OpenCandidate(RewardCandidate):
+    """A ``RewardCandidate`` under construction: the same slots, written as plain attributes.
+
+    ``build_candidate`` fills one and then makes it a ``RewardCandidate`` (the layouts are the same,
+    so CPython allows the class change), frozen from then on: less than half the cost of writing
+    five slots through their descriptors. Both dunders must be the plain ones for CPython to give
+    the class its C-level attribute writes.
+    """
+
+    __slots__ = ()
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
 
 
 def build_candidate(
     trajectory_id: str, completion: str, token_count: int | None, finish_reason: str | None, media: Any
 ) -> RewardCandidate:
     """``RewardCandidate(...)`` for fields already validated (the bound adapter's hot loop)."""
-    candidate = _new(RewardCandidate)
-    set_id, set_completion, set_count, set_reason, set_media = _candidate_slots
-    set_id(candidate, trajectory_id)
-    set_completion(candidate, completion)
-    set_count(candidate, token_count)
-    set_reason(candidate, finish_reason)
-    set_media(candidate, media)
+    candidate = _new(_OpenCandidate)
+    candidate.trajectory_id = trajectory_id
+    candidate.completion = completion
+    candidate.completion_token_count = token_count
+    candidate.finish_reason = finish_reason
+    candidate.media = media
+    candidate.__class__ = RewardCandidate
     return candidate
 
 

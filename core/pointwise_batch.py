@@ -8,7 +8,7 @@ reported at once. What this leaves out is bookkeeping: the per-group request and
 the provider and adapter call layers, and a second walk over every result to report it.
 
 Nothing is checked less. The checks are the general path's own functions (``check_one_prompt``,
-the bound adapter's candidate, common-input and result checks, ``compose_rows``), called in the
+the bound adapter's candidate, common-input and result checks, ``compose_columns``), called in the
 same order on the same values, so a bad batch raises the same error on either path and a good one
 scores the same. ``tests/test_pointwise_batch.py`` holds the two paths to that on generated batches.
 """
@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from rewardkit import cancellation
 from rewardkit.advantages import Scaling, StdKind, group_advantages
 from rewardkit.batch_report import ComponentColumn, batch_report
 from rewardkit.binding import BoundProvider
-from rewardkit.composition import Composition, CompositionRowError, RewardSpec, compose_rows
+from rewardkit.composition import Composition, CompositionRowError, RewardSpec, compose_columns
 from rewardkit.contracts import (
     MetricContribution,
     RewardCandidate,
@@ -39,6 +40,8 @@ from rewardkit.scored import ScoredBatch, ScoredCandidate, ScoredGroup
 
 Admission = Callable[[int], AbstractContextManager[Any]]
 _new_tuple = tuple.__new__
+_first = itemgetter(0)
+_trajectory_id = attrgetter("trajectory_id")
 
 
 def is_pointwise(bound: BoundProvider) -> bool:
@@ -49,7 +52,7 @@ def is_pointwise(bound: BoundProvider) -> bool:
 class _Scorer:
     """One provider of the spec, as this pass calls it."""
 
-    __slots__ = ("bound", "key", "needs", "params", "results", "scorer")
+    __slots__ = ("bound", "checked", "key", "needs", "params", "results", "scorer")
 
     def __init__(self, key: str, bound: BoundProvider) -> None:
         provider = bound.provider
@@ -60,6 +63,7 @@ class _Scorer:
         self.params = provider.params
         self.needs = ("prompt" in bound.spec.needs, "reference" in bound.spec.needs)
         self.results: list[RewardProviderResult] = []  # one per candidate of the batch, in order
+        self.checked: tuple[object, object] = (None, None)  # see BoundProvider.check_provider_results
 
 
 class PointwiseBatch:
@@ -121,7 +125,7 @@ class PointwiseBatch:
                     ids = [candidate.trajectory_id for candidate in candidates[start:]]
                     raise located(error, chunk_groups, ids) from error
                 if number == len(runs):
-                    ids = [candidate.trajectory_id for candidate in candidates]
+                    ids = list(map(_trajectory_id, candidates))
                     scored = self._finish(scorers, group_ids, sizes, ids, compositions, statuses, values)
                     # Freed while the collector is still paused, the batch's intermediate objects
                     # are never traversed by it: when it resumes it finds only the result.
@@ -159,13 +163,17 @@ class PointwiseBatch:
                 function, params, results = scorer.scorer, scorer.params, []
                 for candidate in candidates:
                     try:
-                        result = function(candidate, context, **params)
+                        # Without params, a plain call: `**{}` still builds a keyword dict per call.
+                        if params:
+                            result = function(candidate, context, **params)
+                        else:
+                            result = function(candidate, context)
                     except RewardContractError as error:
                         raise MappedProvider.located(error, group_id, candidate)  # noqa: B904 - it chains
                     except Exception as error:  # one candidate's crash is that candidate's error
                         result = RewardProviderResult.fail(f"{type(error).__name__}: {error}")
                     results.append(result)
-                bound.check_provider_results(group_id, candidates, results)
+                scorer.checked = bound.check_provider_results(group_id, candidates, results, scorer.checked)
                 scorer.results.extend(results)
             group_ids.append(group_id)
             sizes.append(len(candidates))
@@ -182,18 +190,27 @@ class PointwiseBatch:
         columns = []
         for (_, key, term), column_statuses, column_values in zip(self.components, statuses, values):
             results = next(scorer.results for scorer in scorers if scorer.key == key)
-            column = []
+            column: list[tuple[str, Any, str | None]] = []
+            # A yes/no rule returns one of two shared (immutable) results: each is read once.
+            last = before = last_outcome = before_outcome = None
             for result in results[start:]:
-                status = result.status
-                column_statuses.append(status)
-                if status == "scored":
-                    value = result.terms[term]
-                    column_values.append(value if type(value) is float else float(value))
-                    column.append((status, value, result.reason))
+                if result is last:
+                    outcome = last_outcome
+                elif result is before:
+                    outcome = before_outcome
                 else:
-                    column.append((status, None, result.reason))
+                    status = result.status
+                    if status == "scored":
+                        value = result.terms[term]
+                        outcome = (status, value if type(value) is float else float(value), result.reason)
+                    else:
+                        outcome = (status, None, result.reason)
+                    before, before_outcome, last, last_outcome = last, last_outcome, result, outcome
+                column.append(outcome)
+            column_statuses.extend(map(_first, column))
+            column_values.extend([value for status, value, _ in column if status == "scored"])
             columns.append(column)
-        return compose_rows(self.spec, zip(*columns))
+        return compose_columns(self.spec, columns)
 
     def _finish(
         self,
@@ -208,10 +225,11 @@ class PointwiseBatch:
         if all(size == 1 for size in sizes):  # groups of one (OpenRLHF's shape): nothing to be relative to
             flat_advantages = [0.0] * len(compositions)
         else:
+            every_total = list(map(_first, compositions))
             totals: list[list[float | None]] = []
             position = 0
             for size in sizes:
-                totals.append([composition.total for composition in compositions[position : position + size]])
+                totals.append(every_total[position : position + size])
                 position += size
             advantages = group_advantages(
                 totals, self.scaling, std=self.advantage_std, eps=self.advantage_eps

@@ -23,7 +23,7 @@ from rewardkit.batch_report import ComponentColumn, batch_report
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog
 from rewardkit.collector import collector_paused
-from rewardkit.composition import Composition, CompositionRowError, RewardSpec, compose_rows
+from rewardkit.composition import Composition, CompositionRowError, RewardSpec, compose_columns
 from rewardkit.contracts import KNOWN_NEEDS, MetricContribution, RewardGroupResult
 from rewardkit.errors import (
     PreflightError,
@@ -226,7 +226,7 @@ class RewardWorker:
     ) -> list[list[tuple[str, Composition]]]:
         """Compose every candidate of several scored groups in one pass; one list per group.
 
-        One ``compose_rows`` call for the whole chunk: per-group setup would cost more than the
+        One ``compose_columns`` call for the whole chunk: per-group setup would cost more than the
         composing itself for small groups.
         """
         ids: list[str] = []
@@ -252,7 +252,7 @@ class RewardWorker:
             if first:  # every provider failed this group
                 ids.extend([str(rollout.get("trajectory_id")) for rollout in rollouts])
         try:
-            compositions = compose_rows(self.spec, zip(*columns))
+            compositions = compose_columns(self.spec, columns)
         except CompositionRowError as error:
             sizes = [(group_id, len(rollouts)) for group_id, rollouts, _ in scored]
             raise located(error, sizes, ids) from error
