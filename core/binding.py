@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from rewardkit.contracts import (
@@ -26,6 +27,8 @@ from rewardkit.contracts import (
 )
 from rewardkit.errors import ProviderError, RewardContractError
 from rewardkit.frozen import NotJSONError, freeze, strictly_equal
+
+_trajectory_id = attrgetter("trajectory_id")
 
 _STATUSES = ("scored", "skipped", "error")
 isfinite = math.isfinite  # a module global: the per-result check calls it for every term
@@ -144,7 +147,7 @@ class BoundProvider:
                     append(build_candidate(trajectory_id, completion, token_count, finish_reason, media))
                     continue
             append(_candidate(group_id, index, rollout))
-        if count > 1 and len({candidate.trajectory_id for candidate in candidates}) != count:
+        if count > 1 and len(set(map(_trajectory_id, candidates))) != count:
             _duplicate_id(group_id, candidates)
         if self._needs_media:
             for candidate in candidates:
