@@ -29,6 +29,9 @@ from rewardkit.errors import ProviderError, RewardContractError
 from rewardkit.frozen import NotJSONError, freeze, strictly_equal
 
 _trajectory_id = attrgetter("trajectory_id")
+# The memo of check_provider_results before any result is checked: an object no scorer returns
+# (None would let a scorer's missing `return` pass unchecked).
+NOTHING_CHECKED = object()
 
 _STATUSES = ("scored", "skipped", "error")
 isfinite = math.isfinite  # a module global: the per-result check calls it for every term
@@ -326,7 +329,7 @@ class BoundProvider:
         group_id: str,
         candidates: Sequence[RewardCandidate],
         results: Sequence[object],
-        recent: tuple[object, object] = (None, None),
+        recent: tuple[object, object] = (NOTHING_CHECKED, NOTHING_CHECKED),
     ) -> tuple[object, object]:
         """Check a pointwise scorer's results, one per candidate in order, as ``check_result``
         checks each item (raising the same error for the first that breaks the contract).

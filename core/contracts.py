@@ -121,9 +121,10 @@ class RewardProviderResult:
         reason: str | None = None,
     ) -> None:
         # Written by hand: providers build one per candidate, and the generated __init__ with its
-        # object.__setattr__ per field costs about twice as much. The terms are copied into a
-        # read-only mapping, so the caller's dict can change afterwards without changing this result.
-        _set_terms(self, terms if type(terms) is MappingProxyType else MappingProxyType(dict(terms or {})))
+        # object.__setattr__ per field costs about twice as much. The terms are always copied into a
+        # read-only mapping (a read-only view of the caller's dict too: the dict could still change),
+        # so a result never changes after it is built, and a result checked once stays valid.
+        _set_terms(self, MappingProxyType(dict(terms or {})))
         _set_diagnostics(self, diagnostics if type(diagnostics) is tuple else tuple(diagnostics))
         _set_status(self, status)
         _set_reason(self, reason)

@@ -4,14 +4,14 @@ before any provider runs, and cutting a batch into chunks."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from operator import itemgetter
+from operator import methodcaller
 from typing import Any
 
 from rewardkit.composition import CompositionError, CompositionRowError
 from rewardkit.errors import RewardContractError, RewardkitError
 from rewardkit.frozen import strictly_equal
 
-_prompt = itemgetter("prompt")
+_get_prompt = methodcaller("get", "prompt")
 
 GroupLike = Any  # RolloutGroup, (group_id, rollouts) or {"group_id": ..., "rollouts": [...]}
 
@@ -87,16 +87,18 @@ def check_one_prompt(group_id: str, rollouts: Sequence[Mapping[str, Any]]) -> No
     if type(rollouts) is list:
         if len(rollouts) < 2:
             return  # one rollout has no other prompt to differ from
-        # The usual group, checked at C speed: every rollout has a str prompt, all equal.
+        # The usual group, checked at C speed: every rollout has a str prompt, all equal. Any other
+        # (a missing prompt, another type, a rollout that is not a dict) is the loop's below. `get`,
+        # not `[]`: a defaultdict must not grow a prompt by being looked at.
         try:
-            prompts = list(map(_prompt, rollouts))
-        except Exception:  # a rollout without a prompt, or not a dict: the loop below looks at it
+            prompts = list(map(_get_prompt, rollouts))
+        except Exception:
             prompts = None
         if (
             prompts is not None
             and type(prompts[0]) is str
-            and prompts.count(prompts[0]) == len(prompts)
             and len(set(map(type, prompts))) == 1
+            and prompts.count(prompts[0]) == len(prompts)  # only exact strs compared: cannot raise
         ):
             return
     elif isinstance(rollouts, (str, bytes)) or not isinstance(rollouts, Sequence):

@@ -23,7 +23,7 @@ from typing import Any
 from rewardkit import cancellation
 from rewardkit.advantages import Scaling, StdKind, group_advantages
 from rewardkit.batch_report import ComponentColumn, batch_report
-from rewardkit.binding import BoundProvider
+from rewardkit.binding import NOTHING_CHECKED, BoundProvider
 from rewardkit.composition import Composition, CompositionRowError, RewardSpec, compose_columns
 from rewardkit.contracts import (
     MetricContribution,
@@ -63,7 +63,8 @@ class _Scorer:
         self.params = provider.params
         self.needs = ("prompt" in bound.spec.needs, "reference" in bound.spec.needs)
         self.results: list[RewardProviderResult] = []  # one per candidate of the batch, in order
-        self.checked: tuple[object, object] = (None, None)  # see BoundProvider.check_provider_results
+        # check_provider_results's memo of results already found valid
+        self.checked: tuple[object, object] = (NOTHING_CHECKED, NOTHING_CHECKED)
 
 
 class PointwiseBatch:
@@ -192,7 +193,9 @@ class PointwiseBatch:
             results = next(scorer.results for scorer in scorers if scorer.key == key)
             column: list[tuple[str, Any, str | None]] = []
             # A yes/no rule returns one of two shared (immutable) results: each is read once.
-            last = before = last_outcome = before_outcome = None
+            last: object = NOTHING_CHECKED
+            before: object = NOTHING_CHECKED
+            last_outcome = before_outcome = None
             for result in results[start:]:
                 if result is last:
                     outcome = last_outcome

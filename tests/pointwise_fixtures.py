@@ -35,8 +35,13 @@ WORDS = (
     "negweight",
     "badreason",
     "notresult",
+    "none",
+    "yes",
     "ref",
 )
+
+# One result shared by every candidate that says "yes", as a yes/no rule shares its two verdicts.
+YES = RewardProviderResult({"task": 1.0})
 
 
 CALLS = {"count": 0}
@@ -77,6 +82,10 @@ def scripted(candidate: RewardCandidate, context: RewardContext) -> Any:
         return RewardProviderResult.skip(7)  # type: ignore[arg-type]
     if text == "notresult":
         return 1.5
+    if text == "none":  # a scorer that forgot its return
+        return None
+    if text == "yes":
+        return YES
     if text == "ref":
         return RewardProviderResult({"task": float(len(str(context.reference)))})
     return RewardProviderResult({"task": 0.0})

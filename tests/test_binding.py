@@ -466,3 +466,14 @@ def test_scorer_contract_errors_keep_their_rule():
         bound("exact-match").score_group("g", rollouts(1, reference=[1]))
     assert caught.value.rule == "reference-type"
     assert str(caught.value).count("[group") == 1
+
+
+def test_a_result_never_changes_after_it_is_built():
+    # A read-only view of a dict the provider keeps is still the provider's to change: the result
+    # takes a copy, so a result checked once stays what was checked.
+    terms = {"task": 1.0}
+    result = RewardProviderResult(MappingProxyType(terms))
+    terms["task"] = "1.5"
+    assert dict(result.terms) == {"task": 1.0}
+    with pytest.raises(TypeError):
+        result.terms["task"] = 2.0  # type: ignore[index]

@@ -93,7 +93,7 @@ def group() -> st.SearchStrategy[Any]:
     )
 
 
-VALID = ["v=0.5", "v=-2.25", "i=3", "skip", "fail", "crash", "diag=2.5", "idiag=4", "ref", "a"]
+VALID = ["v=0.5", "v=-2.25", "i=3", "skip", "fail", "crash", "diag=2.5", "idiag=4", "ref", "yes", "a"]
 
 
 def clean_group(completions: list[str] = VALID) -> st.SearchStrategy[Any]:
@@ -223,3 +223,16 @@ def test_a_cancelled_request_scores_no_further_group(workers):
     ):
         worker.evaluate(batch)
     assert pointwise_fixtures.CALLS["count"] == 2  # the first group only
+
+
+@pytest.mark.parametrize("spec", sorted(SPECS))
+def test_a_scorer_that_returns_nothing_breaks_the_contract_on_both_paths(workers, spec):
+    # Also after a shared result was checked in an earlier group: the memo of checked results
+    # must never take None for one of them.
+    def rows(*pairs: tuple[str, str]) -> list[dict[str, Any]]:
+        return [{"trajectory_id": t, "completion": c, "prompt": "p", "reference": "r"} for t, c in pairs]
+
+    batch = [("g0", rows(("a", "yes"), ("b", "yes"))), ("g1", rows(("c", "yes"), ("d", "none")))]
+    general, one_pass = both(workers[spec, 2], batch, None)
+    assert one_pass == general
+    assert general[0] == "raised" and general[3] == "result-type", general
