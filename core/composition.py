@@ -557,6 +557,10 @@ def compose_rows(
     return out
 
 
+_NO_OUTCOME = object()  # compose_columns's memo before its first outcome
+_NOTHING_SAID: tuple[dict[str, Any], float, int] = ({}, 0.0, 0)
+
+
 def compose_columns(
     spec: RewardSpec, columns: Sequence[Sequence[tuple[str, Any, str | None]]]
 ) -> list[Composition]:
@@ -582,42 +586,65 @@ def compose_columns(
     for (_, weight, gate, threshold), column in zip(plan.columns, columns):
         entries: list[dict[str, Any]] = []
         contributions: list[float] = []
-        for status, value, reason in column:
-            if status == "scored":
-                value = float(value)
-                contribution = weight * value
-                entry: dict[str, Any] = {
-                    "status": status,
-                    "value": value,
-                    "weight": weight,
-                    "contribution": contribution,
-                    "reason": reason,
-                    "gate": gate,
-                }
-                if gate:
-                    passed = value >= threshold
-                    entry["passed"] = passed
-                    if not passed:
-                        gated_rows.add(len(entries))
-            elif status == "skipped" or status == "error":
-                contribution = 0.0
-                entry = {
-                    "status": status,
-                    "value": None,
-                    "weight": weight,
-                    "contribution": contribution,
-                    "reason": reason,
-                    "gate": gate,
-                }
-                if gate:
-                    entry["passed"] = False
-                    gated_rows.add(len(entries))
-                if status == "error":
-                    if plan.on_error == "raise":
-                        return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
-                    errored_rows.add(len(entries))
+        # Outcomes are immutable tuples, and a yes/no rule's column holds two of them many times:
+        # the last two distinct ones are worked out once, and each repeat copies its entry.
+        # `marks`: 1 the row is gated, 2 it has an error (under onError zero or none).
+        last: object = _NO_OUTCOME
+        before: object = _NO_OUTCOME
+        last_said = before_said = _NOTHING_SAID
+        for outcome in column:
+            if outcome is last:
+                entry, contribution, marks = last_said
+                entry = entry.copy()
+            elif outcome is before:
+                entry, contribution, marks = before_said
+                entry = entry.copy()
             else:
-                return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
+                status, value, reason = outcome
+                marks = 0
+                if status == "scored":
+                    value = float(value)
+                    contribution = weight * value
+                    entry = {
+                        "status": status,
+                        "value": value,
+                        "weight": weight,
+                        "contribution": contribution,
+                        "reason": reason,
+                        "gate": gate,
+                    }
+                    if gate:
+                        passed = value >= threshold
+                        entry["passed"] = passed
+                        if not passed:
+                            marks = 1
+                elif status == "skipped" or status == "error":
+                    contribution = 0.0
+                    entry = {
+                        "status": status,
+                        "value": None,
+                        "weight": weight,
+                        "contribution": contribution,
+                        "reason": reason,
+                        "gate": gate,
+                    }
+                    if gate:
+                        entry["passed"] = False
+                        marks = 1
+                    if status == "error":
+                        if plan.on_error == "raise":
+                            return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
+                        marks |= 2
+                else:
+                    return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
+                # The first row keeps this entry; repeats copy it before anyone can see it.
+                before, before_said = last, last_said
+                last, last_said = outcome, (entry, contribution, marks)
+            if marks:
+                if marks & 1:
+                    gated_rows.add(len(entries))
+                if marks & 2:
+                    errored_rows.add(len(entries))
             entries.append(entry)
             contributions.append(contribution)
         totals = [total + contribution for total, contribution in zip(totals, contributions)]

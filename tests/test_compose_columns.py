@@ -67,15 +67,26 @@ def run(function: Any, spec: RewardSpec, argument: Any) -> list[Composition] | C
         return error
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(data=st.data(), spec=specs())
 def test_columns_compose_as_rows_do(data: st.DataObject, spec: RewardSpec) -> None:
     count = data.draw(st.integers(0, 6))
     width = len(spec.components)
-    columns = [data.draw(st.lists(OUTCOMES, min_size=count, max_size=count)) for _ in range(width)]
+    columns = []
+    for _ in range(width):
+        # Some columns repeat a few outcome objects (as a yes/no rule's column does), others are
+        # all fresh: compose_columns works a repeated outcome out once.
+        pool = data.draw(st.lists(OUTCOMES, min_size=1, max_size=3))
+        repeated = st.lists(st.sampled_from(pool), min_size=count, max_size=count)
+        fresh = st.lists(OUTCOMES, min_size=count, max_size=count)
+        columns.append(data.draw(st.one_of(repeated, fresh)))
     by_rows = run(compose_rows, spec, list(zip(*columns)))
     by_columns = run(compose_columns, spec, columns)
     assert outcome(by_columns) == outcome(by_rows)
+    if not isinstance(by_columns, CompositionError):
+        # Every candidate owns its breakdown: no entry is shared between two of them.
+        entries = [entry for composition in by_columns for entry in composition.breakdown.values()]
+        assert len({id(entry) for entry in entries}) == len(entries)
 
 
 def test_a_failing_row_is_the_first_in_row_order() -> None:
