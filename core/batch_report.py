@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from functools import reduce
-from operator import add, itemgetter
+from operator import add
 from typing import NamedTuple
 
-from rewardkit.composition import Composition
 from rewardkit.contracts import MetricContribution
 from rewardkit.metrics import Report, WeightedMean, metric_name
 
 STATUSES = ("scored", "skipped", "error")
-_total, _gated = itemgetter(0), itemgetter(1)  # of a Composition
 
 
 class ComponentColumn(NamedTuple):
@@ -33,13 +31,15 @@ def batch_report(
     rollouts: int,
     diagnostics: Iterable[tuple[str, Iterable[MetricContribution]]],
     components: Sequence[ComponentColumn],
-    compositions: Sequence[Composition],
+    totals: Sequence[float | None],
+    gated: Sequence[bool],
     advantages: Sequence[float],
 ) -> Report:
     """The batch report.
 
     ``provider_names`` maps each provider key to its name; every provider was asked about all
     ``rollouts``. ``diagnostics`` yields ``(provider key, contributions)`` per candidate, in batch
+    order. ``totals`` and ``gated`` give each candidate's composed total and gate flag, in batch
     order. Names are built (and validated) once per batch, never per candidate.
     """
     ns = namespace
@@ -67,14 +67,13 @@ def batch_report(
                 _sum(column.values) / len(column.values),
                 len(column.values),
             )
-    totals = [total for total in map(_total, compositions) if total is not None]
-    if totals:
-        report.mean(metric_name(ns, "reward", "mean"), _sum(totals) / len(totals), len(totals))
-    nulls = len(compositions) - len(totals)
+    present = [total for total in totals if total is not None]
+    if present:
+        report.mean(metric_name(ns, "reward", "mean"), _sum(present) / len(present), len(present))
+    nulls = len(totals) - len(present)
     if nulls:
         report.count(metric_name(ns, "reward", "null_count"), nulls)
-    gated = sum(map(_gated, compositions))  # bools: True counts 1
-    report.count(metric_name(ns, "reward", "gated_count"), gated)
+    report.count(metric_name(ns, "reward", "gated_count"), sum(gated))  # bools: True counts 1
     if advantages:
         report.mean(
             metric_name(ns, "advantage", "abs_mean"),

@@ -573,6 +573,23 @@ def compose_columns(
     ``compose_rows``'s. A batch that raises (an unknown status, an error under ``onError: raise``, a
     total that overflows) is handed to ``compose_rows``, which names the first failing row.
     """
+    totals, gated, breakdowns = compose_parts(spec, columns)
+    return [_new_tuple(Composition, row) for row in zip(totals, gated, breakdowns)]
+
+
+class ComposedParts(NamedTuple):
+    """A batch's compositions as three columns (what ``compose_parts`` returns), in batch order."""
+
+    totals: list[float | None]
+    gated: list[bool]
+    breakdowns: list[dict[str, dict[str, Any]]]
+
+
+def compose_parts(
+    spec: RewardSpec, columns: Sequence[Sequence[tuple[str, Any, str | None]]]
+) -> ComposedParts:
+    """``compose_columns`` without a ``Composition`` per candidate: the totals, gated flags and
+    breakdowns as columns, for a caller that builds its own per-candidate records from them."""
     plan: _Plan = spec.__pydantic_private__["_plan"]  # type: ignore[index]
     if len(columns) != len(plan.columns):
         raise CompositionError(f"expected {len(plan.columns)} component columns, got {len(columns)}")
@@ -632,11 +649,11 @@ def compose_columns(
                         entry["passed"] = False
                         marks = 1
                     if status == "error":
-                        if plan.on_error == "raise":
-                            return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
+                        if plan.on_error == "raise":  # compose_rows raises, naming the first failing row
+                            return _parts(compose_rows(spec, zip(*columns)))
                         marks |= 2
                 else:
-                    return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
+                    return _parts(compose_rows(spec, zip(*columns)))  # raises, naming the first failing row
                 # The first row keeps this entry; repeats copy it before anyone can see it.
                 before, before_said = last, last_said
                 last, last_said = outcome, (entry, contribution, marks)
@@ -657,12 +674,11 @@ def compose_columns(
         breakdowns = [dict(zip(names, row)) for row in zip(*entry_columns)]
     if not gated_rows and not errored_rows and plan.clip is None:
         if not all(map(math.isfinite, totals)):
-            return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
-        return [
-            _new_tuple(Composition, (total, False, breakdown)) for total, breakdown in zip(totals, breakdowns)
-        ]
-    out: list[Composition] = []
-    for position, (total, breakdown) in enumerate(zip(totals, breakdowns)):
+            return _parts(compose_rows(spec, zip(*columns)))  # raises, naming the first failing row
+        return ComposedParts(totals, [False] * count, breakdowns)
+    results: list[float | None] = []
+    gated_flags: list[bool] = []
+    for position, total in enumerate(totals):
         gated = position in gated_rows
         result: float | None
         if gated:
@@ -672,12 +688,19 @@ def compose_columns(
         elif math.isfinite(total):
             result = total
         else:
-            return compose_rows(spec, zip(*columns))  # raises, naming the first failing row
+            return _parts(compose_rows(spec, zip(*columns)))  # raises, naming the first failing row
         if result is not None and plan.clip is not None:
             low, high = plan.clip
             result = low if result < low else high if result > high else result
-        out.append(_new_tuple(Composition, (result, gated, breakdown)))
-    return out
+        results.append(result)
+        gated_flags.append(gated)
+    return ComposedParts(results, gated_flags, breakdowns)
+
+
+def _parts(compositions: list[Composition]) -> ComposedParts:
+    return ComposedParts(
+        [c.total for c in compositions], [c.gated for c in compositions], [c.breakdown for c in compositions]
+    )
 
 
 def _mismatched_names(plan: _Plan, components: Mapping[str, Any]) -> None:
@@ -699,11 +722,13 @@ def _mismatched_names(plan: _Plan, components: Mapping[str, Any]) -> None:
 __all__ = [
     "ComponentOutcome",
     "ComponentSpec",
+    "ComposedParts",
     "Composition",
     "CompositionError",
     "RewardSpec",
     "RewardSpecError",
     "compose",
     "compose_columns",
+    "compose_parts",
     "compose_rows",
 ]

@@ -8,7 +8,7 @@ reported at once. What this leaves out is bookkeeping: the per-group request and
 the provider and adapter call layers, and a second walk over every result to report it.
 
 Nothing is checked less. The checks are the general path's own functions (``check_one_prompt``,
-the bound adapter's candidate, common-input and result checks, ``compose_columns``), called in the
+the bound adapter's candidate, common-input and result checks, ``compose_parts``), called in the
 same order on the same values, so a bad batch raises the same error on either path and a good one
 scores the same. ``tests/test_pointwise_batch.py`` holds the two paths to that on generated batches.
 """
@@ -24,7 +24,7 @@ from rewardkit import cancellation
 from rewardkit.advantages import Scaling, StdKind, group_advantages
 from rewardkit.batch_report import ComponentColumn, batch_report
 from rewardkit.binding import NOTHING_CHECKED, BoundProvider
-from rewardkit.composition import Composition, CompositionRowError, RewardSpec, compose_columns
+from rewardkit.composition import ComposedParts, CompositionRowError, RewardSpec, compose_parts
 from rewardkit.contracts import (
     MetricContribution,
     RewardCandidate,
@@ -108,7 +108,7 @@ class PointwiseBatch:
         group_ids: list[str] = []
         sizes: list[int] = []
         candidates: list[RewardCandidate] = []
-        compositions: list[Composition] = []
+        composed = ComposedParts([], [], [])  # every candidate's total, gate flag and breakdown
         statuses: list[list[str]] = [[] for _ in self.components]
         values: list[list[float]] = [[] for _ in self.components]
         runs = list(chunks(batch_parts(groups), 1, max_chunk_weight))
@@ -120,20 +120,21 @@ class PointwiseBatch:
             with admit(weight), paused():
                 self._score_chunk(chunk, scorers, group_ids, sizes, candidates)
                 try:
-                    compositions.extend(self._compose(scorers, start, statuses, values))
+                    for column, part in zip(composed, self._compose(scorers, start, statuses, values)):
+                        column.extend(part)
                 except CompositionRowError as error:
                     chunk_groups = list(zip(group_ids[first_group:], sizes[first_group:]))
                     ids = [candidate.trajectory_id for candidate in candidates[start:]]
                     raise located(error, chunk_groups, ids) from error
                 if number == len(runs):
                     ids = list(map(_trajectory_id, candidates))
-                    scored = self._finish(scorers, group_ids, sizes, ids, compositions, statuses, values)
+                    scored = self._finish(scorers, group_ids, sizes, ids, composed, statuses, values)
                     # Freed while the collector is still paused, the batch's intermediate objects
                     # are never traversed by it: when it resumes it finds only the result.
-                    del scorers, candidates, compositions, statuses, values, ids, runs, chunk
+                    del scorers, candidates, composed, statuses, values, ids, runs, chunk
                     return scored
         with paused():  # an empty batch
-            return self._finish(scorers, group_ids, sizes, [], compositions, statuses, values)
+            return self._finish(scorers, group_ids, sizes, [], composed, statuses, values)
 
     def _score_chunk(
         self,
@@ -186,7 +187,7 @@ class PointwiseBatch:
         start: int,
         statuses: list[list[str]],
         values: list[list[float]],
-    ) -> list[Composition]:
+    ) -> ComposedParts:
         """Compose the candidates from ``start`` on, and add what each component said to its columns."""
         columns = []
         for (_, key, term), column_statuses, column_values in zip(self.components, statuses, values):
@@ -213,7 +214,7 @@ class PointwiseBatch:
             column_statuses.extend(map(_first, column))
             column_values.extend([value for status, value, _ in column if status == "scored"])
             columns.append(column)
-        return compose_columns(self.spec, columns)
+        return compose_parts(self.spec, columns)
 
     def _finish(
         self,
@@ -221,18 +222,17 @@ class PointwiseBatch:
         group_ids: list[str],
         sizes: list[int],
         ids: list[str],
-        compositions: list[Composition],
+        composed: ComposedParts,
         statuses: list[list[str]],
         values: list[list[float]],
     ) -> ScoredBatch:
         if all(size == 1 for size in sizes):  # groups of one (OpenRLHF's shape): nothing to be relative to
-            flat_advantages = [0.0] * len(compositions)
+            flat_advantages = [0.0] * len(ids)
         else:
-            every_total = list(map(_first, compositions))
             totals: list[list[float | None]] = []
             position = 0
             for size in sizes:
-                totals.append(every_total[position : position + size])
+                totals.append(composed.totals[position : position + size])
                 position += size
             advantages = group_advantages(
                 totals, self.scaling, std=self.advantage_std, eps=self.advantage_eps
@@ -247,14 +247,15 @@ class PointwiseBatch:
                 ComponentColumn(name, column_statuses, column_values)
                 for (name, _, _), column_statuses, column_values in zip(self.components, statuses, values)
             ],
-            compositions,
+            composed.totals,
+            composed.gated,
             flat_advantages,
         )
         per_candidate = self._candidate_diagnostics(scorers, len(ids))
         scored = [
             _new_tuple(ScoredCandidate, (trajectory_id, total, gated, breakdown, advantage, diagnostics))
-            for trajectory_id, (total, gated, breakdown), advantage, diagnostics in zip(
-                ids, compositions, flat_advantages, per_candidate
+            for trajectory_id, total, gated, breakdown, advantage, diagnostics in zip(
+                ids, *composed, flat_advantages, per_candidate
             )
         ]
         groups = []

@@ -356,7 +356,8 @@ class RewardWorker:
             len(compositions),
             self._staged_diagnostics(staged) if self._diagnosing else (),
             columns,
-            compositions,
+            [composition.total for composition in compositions],
+            [composition.gated for composition in compositions],
             [advantage for group in advantages for advantage in group],
         )
 
