@@ -473,6 +473,47 @@ def compose(
     return compose_rows(parsed, (checked,))[0]
 
 
+_GATED, _ERRORED = 1, 2  # the marks an outcome may put on its candidate
+
+
+def _said(
+    status: str, value: Any, reason: str | None, weight: float, gate: bool, threshold: float
+) -> tuple[dict[str, Any], float, int] | None:
+    """What one checked outcome says under its component: the breakdown entry, the contribution to
+    the total, and its marks (``_GATED``, ``_ERRORED``); ``None`` for an unknown status."""
+    if status == "scored":
+        value = float(value)
+        contribution = weight * value
+        entry: dict[str, Any] = {
+            "status": status,
+            "value": value,
+            "weight": weight,
+            "contribution": contribution,
+            "reason": reason,
+            "gate": gate,
+        }
+        if not gate:
+            return entry, contribution, 0
+        passed = value >= threshold
+        entry["passed"] = passed
+        return entry, contribution, 0 if passed else _GATED
+    if status != "skipped" and status != "error":
+        return None
+    entry = {
+        "status": status,
+        "value": None,
+        "weight": weight,
+        "contribution": 0.0,
+        "reason": reason,
+        "gate": gate,
+    }
+    marks = _ERRORED if status == "error" else 0
+    if gate:
+        entry["passed"] = False
+        marks |= _GATED
+    return entry, 0.0, marks
+
+
 def compose_rows(
     spec: RewardSpec, rows: Iterable[Sequence[tuple[str, Any, str | None]]]
 ) -> list[Composition]:
@@ -493,40 +534,17 @@ def compose_rows(
         gated = False
         errored: list[str] | None = None
         for (status, value, reason), (name, weight, gate, threshold) in zip(outcomes, columns, strict=True):
-            if status == "scored":
-                value = float(value)
-                contribution = weight * value
-                total += contribution
-                entry: dict[str, Any] = {
-                    "status": status,
-                    "value": value,
-                    "weight": weight,
-                    "contribution": contribution,
-                    "reason": reason,
-                    "gate": gate,
-                }
-                if gate:
-                    passed = value >= threshold
-                    entry["passed"] = passed
-                    gated = gated or not passed
-            else:
-                entry = {
-                    "status": status,
-                    "value": None,
-                    "weight": weight,
-                    "contribution": 0.0,
-                    "reason": reason,
-                    "gate": gate,
-                }
-                if status != "skipped" and status != "error":
-                    raise CompositionRowError(
-                        position, f"component {name!r}: status {status!r} is not one of {', '.join(STATUSES)}"
-                    )
-                if gate:
-                    entry["passed"] = False
-                    gated = True
-                if status == "error":
-                    errored = [*errored, name] if errored else [name]
+            said = _said(status, value, reason, weight, gate, threshold)
+            if said is None:
+                raise CompositionRowError(
+                    position, f"component {name!r}: status {status!r} is not one of {', '.join(STATUSES)}"
+                )
+            entry, contribution, marks = said
+            total += contribution  # 0.0 unless scored: a total that starts at 0.0 never changes by it
+            if marks & _GATED:
+                gated = True
+            if marks & _ERRORED:
+                errored = [*errored, name] if errored else [name]
             breakdown[name] = entry
         if errored and on_error == "raise":
             details = ", ".join(f"{n!r} ({breakdown[n]['reason'] or 'no reason given'})" for n in errored)
@@ -605,7 +623,6 @@ def compose_parts(
         contributions: list[float] = []
         # Outcomes are immutable tuples, and a yes/no rule's column holds two of them many times:
         # the last two distinct ones are worked out once, and each repeat copies its entry.
-        # `marks`: 1 the row is gated, 2 it has an error (under onError zero or none).
         last: object = _NO_OUTCOME
         before: object = _NO_OUTCOME
         last_said = before_said = _NOTHING_SAID
@@ -617,50 +634,17 @@ def compose_parts(
                 entry, contribution, marks = before_said
                 entry = entry.copy()
             else:
-                status, value, reason = outcome
-                marks = 0
-                if status == "scored":
-                    value = float(value)
-                    contribution = weight * value
-                    entry = {
-                        "status": status,
-                        "value": value,
-                        "weight": weight,
-                        "contribution": contribution,
-                        "reason": reason,
-                        "gate": gate,
-                    }
-                    if gate:
-                        passed = value >= threshold
-                        entry["passed"] = passed
-                        if not passed:
-                            marks = 1
-                elif status == "skipped" or status == "error":
-                    contribution = 0.0
-                    entry = {
-                        "status": status,
-                        "value": None,
-                        "weight": weight,
-                        "contribution": contribution,
-                        "reason": reason,
-                        "gate": gate,
-                    }
-                    if gate:
-                        entry["passed"] = False
-                        marks = 1
-                    if status == "error":
-                        if plan.on_error == "raise":  # compose_rows raises, naming the first failing row
-                            return _parts(compose_rows(spec, zip(*columns)))
-                        marks |= 2
-                else:
+                said = _said(*outcome, weight, gate, threshold)
+                if said is None or (said[2] & _ERRORED and plan.on_error == "raise"):
                     return _parts(compose_rows(spec, zip(*columns)))  # raises, naming the first failing row
+                entry, contribution, marks = said
                 # The first row keeps this entry; repeats copy it before anyone can see it.
                 before, before_said = last, last_said
-                last, last_said = outcome, (entry, contribution, marks)
+                last, last_said = outcome, said
             if marks:
-                if marks & 1:
+                if marks & _GATED:
                     gated_rows.add(len(entries))
-                if marks & 2:
+                if marks & _ERRORED:
                     errored_rows.add(len(entries))
             entries.append(entry)
             contributions.append(contribution)
