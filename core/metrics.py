@@ -105,3 +105,25 @@ def merge_metrics(
             weights[name] = weights.get(name, 0.0) + float(weight)
     merged = {**counts, **{name: sums[name] / weights[name] for name in sums if weights[name]}}
     return dict(sorted(merged.items())), dict(sorted((name, w) for name, w in weights.items() if w))
+
+
+ADVANTAGE_MEAN_SUFFIX = "/advantage/abs_mean"
+
+
+def with_advantage_mean(metrics: Mapping[str, float], advantages: Iterable[float]) -> dict[str, float]:
+    """``metrics`` with each ``*/advantage/abs_mean`` recomputed over the whole batch's advantages.
+
+    An advantage is relative to its group (and, under ``batch`` scaling, to the whole batch), so a
+    part's mean of them cannot be merged: the finisher of a split batch recomputes it from the
+    advantages of the whole batch. Without advantages the metrics are returned as they are.
+    """
+    total, count = 0.0, 0
+    for advantage in advantages:
+        total += abs(advantage)
+        count += 1
+    merged = dict(metrics)
+    if count:
+        for name in merged:
+            if name.endswith(ADVANTAGE_MEAN_SUFFIX):
+                merged[name] = total / count
+    return dict(sorted(merged.items()))

@@ -61,7 +61,7 @@ from rewardkit.errors import (
     RewardkitError,
     SelectionRefused,
 )
-from rewardkit.metrics import merge_metrics
+from rewardkit.metrics import merge_metrics, with_advantage_mean
 from rewardkit.provenance import ProviderRecord
 from rewardkit.worker import (
     REWARD_FIELDS,
@@ -385,15 +385,9 @@ class RemoteReward:
             )
             for group, group_advantages_ in zip(groups, advantages)
         )
-        if len(answers) == 1:
-            metrics = _with_advantages(dict(answers[0]["metrics"]), advantages)
-        else:
-            metrics = _merge_metrics(answers, advantages)
-        weights: dict[str, float] = {}
-        for answer in answers:
-            for name, weight in (answer.get("metric_weights") or {}).items():
-                weights[name] = weights.get(name, 0.0) + weight
-        return ScoredBatch(groups, metrics, providers, dict(sorted(weights.items())))
+        metrics, weights = _merged_report(answers)
+        metrics = with_advantage_mean(metrics, (a for group in advantages for a in group))
+        return ScoredBatch(groups, metrics, providers, weights)
 
     async def _ensure_session(self) -> Any:
         if self._session is None:
@@ -549,23 +543,18 @@ def _deadline_error(data: bytes, url: str) -> BackpressureTimeout:
     )
 
 
-def _merge_metrics(answers: Sequence[dict[str, Any]], advantages: list[list[float]]) -> dict[str, float]:
-    """One report from the reports of a call split across requests, equal to the whole call's.
+def _merged_report(answers: Sequence[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
+    """The report of a call split across requests, equal to the whole call's, and its weights.
 
     ``rewardkit.metrics.merge_metrics``: counts add up; a mean is weighted by what it averaged in
     each request (``metric_weights``), not by the request's rollouts, so a component with skipped
     candidates averages the same as in process. A server without ``metric_weights`` (older) leaves
-    the rollouts as the best weight known. The advantage mean is recomputed.
+    the rollouts as the best weight known. One answer is its own report, unchanged.
     """
-    parts = [(answer["metrics"], answer.get("metric_weights") or {}) for answer in answers]
     rollouts = [float(sum(len(group["candidates"]) for group in answer["groups"])) for answer in answers]
-    merged, _ = merge_metrics(parts, rollouts)
-    return _with_advantages(merged, advantages)
-
-
-def _with_advantages(metrics: dict[str, float], advantages: list[list[float]]) -> dict[str, float]:
-    flat = [abs(a) for group in advantages for a in group]
-    for name in metrics:
-        if name.endswith("/advantage/abs_mean") and flat:
-            metrics[name] = sum(flat) / len(flat)
-    return dict(sorted(metrics.items()))
+    parts = [(answer["metrics"], answer.get("metric_weights") or {}) for answer in answers]
+    if len(answers) != 1:
+        return merge_metrics(parts, rollouts)
+    metrics, weights = parts[0]
+    means = (name for name in metrics if not name.endswith("_count"))
+    return dict(metrics), dict(sorted((name, float(weights.get(name, rollouts[0]))) for name in means))

@@ -46,6 +46,8 @@ from rewardkit.config import RewardkitConfig, load_config
 from rewardkit.data import RESTART, RolloutGroup, iter_rollout_groups
 from rewardkit.errors import ConfigError, DataError, IdentityMismatchError, PreflightError, RewardkitError
 from rewardkit.identity import canonical_json, sha256_hex
+from rewardkit.metrics import merge_metrics as merge_core_metrics
+from rewardkit.metrics import with_advantage_mean
 from rewardkit.provenance import ProviderRecord, check_resume_all
 from rewardkit.reward import load, optimised_term_note
 from rewardkit.tables import format_table
@@ -434,21 +436,11 @@ def error_lines(chunks: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def merge_metrics(records: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """The run's metrics from its chunks': counts add up, each mean weighted by what it averaged."""
-    counts: dict[str, float] = {}
-    sums: dict[str, float] = {}
-    weights: dict[str, float] = {}
-    for record in records:
-        chunk_weights = record.get("weights") or {}
-        for name, value in record["metrics"].items():
-            if name.endswith("_count"):
-                counts[name] = counts.get(name, 0.0) + value
-                continue
-            weight = float(chunk_weights.get(name, record["rollouts"]))
-            sums[name] = sums.get(name, 0.0) + value * weight
-            weights[name] = weights.get(name, 0.0) + weight
-    merged = {**counts, **{name: sums[name] / weights[name] for name in sums if weights[name]}}
-    return dict(sorted(merged.items()))
+    """The run's metrics from its chunks' (``rewardkit.metrics.merge_metrics``); a chunk journaled
+    without weights weighs each of its means by its rollouts."""
+    parts = [(record["metrics"], record.get("weights") or {}) for record in records]
+    merged, _ = merge_core_metrics(parts, [float(record["rollouts"]) for record in records])
+    return merged
 
 
 # -- the output ------------------------------------------------------------------------------------
@@ -489,7 +481,7 @@ def _output_pieces(
         _, batch_std = mean_std(totals, rl.advantage_std)
         eps = rl.advantage_eps if rl.advantage_eps is not None else EPSILON
         del totals
-        absolute, candidates = 0.0, 0
+        every_advantage = array("d")
         for number in range(count):
             group: list[dict[str, Any]] = []
             lines: list[bytes] = []
@@ -501,16 +493,13 @@ def _output_pieces(
                     )
                     for candidate, advantage in zip(group, advantages):
                         candidate["advantage"] = advantage
-                        absolute += abs(advantage)
-                        candidates += 1
+                        every_advantage.append(advantage)
                         lines.append(json.dumps(candidate, separators=(",", ":")).encode() + b"\n")
                     group = []
                 if row is not None:
                     group.append(row)
             yield b"".join(lines)
-        for name in metrics:
-            if name.endswith("/advantage/abs_mean") and candidates:
-                metrics[name] = absolute / candidates
+        metrics.update(with_advantage_mean(metrics, every_advantage))
 
 
 # -- progress ------------------------------------------------------------------------------------

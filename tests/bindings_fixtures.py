@@ -4,7 +4,9 @@
 skipped, otherwise the number of words (and a ``chars`` diagnostic). ``echo-ref`` needs the
 reference and scores 1 when the completion equals it. ``position`` is group-native: it scores each
 candidate by its place in the whole group (``position + 10 * group size``), so scoring a piece of a
-group gives different numbers.
+group gives different numbers. ``sparse`` skips a completion that starts with ``-`` and reports a
+``length`` diagnostic weighted by the completion's words, so a batch whose skips and diagnostic
+weights are spread unevenly over its parts checks that merged means are weighted by what they averaged.
 """
 
 from __future__ import annotations
@@ -40,6 +42,15 @@ def echo_prompt(candidate: RewardCandidate, context: RewardContext) -> RewardPro
     return RewardProviderResult({"seen": float(str(context.prompt) in candidate.completion)})
 
 
+def sparse(candidate: RewardCandidate, context: RewardContext) -> RewardProviderResult:
+    text = candidate.completion
+    if text.startswith("-"):
+        return RewardProviderResult.skip("starts with a dash")
+    words = len(text.split())
+    diagnostic = MetricContribution("length", float(len(text)), weight=float(1 + words))
+    return RewardProviderResult({"size": float(words)}, (diagnostic,))
+
+
 class Position:
     """Group-native: candidate ``i`` of a group of ``n`` scores ``i + 10 * n``; ``ERR`` fails the group."""
 
@@ -62,4 +73,5 @@ def catalog() -> list[RewardProviderSpec]:
         RewardProviderSpec("echo-ref", partial(map_candidates, echo_ref), ("reference",), "1", ("match",)),
         RewardProviderSpec("echo-prompt", partial(map_candidates, echo_prompt), ("prompt",), "1", ("seen",)),
         RewardProviderSpec("position", Position, (), "1", ("place",)),
+        RewardProviderSpec("sparse", partial(map_candidates, sparse), (), "1", ("size",), ("length",)),
     ]

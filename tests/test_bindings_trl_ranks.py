@@ -78,6 +78,8 @@ def config(components: list[dict], group_size: int = 4, on_error: str = "raise")
 
 POINTWISE = [{"provider": "verdict", "weight": 0.5}, {"provider": "echo-ref", "weight": 2.0}]
 GROUP_NATIVE = [{"provider": "position", "weight": 1.0}, {"provider": "verdict", "weight": 0.5}]
+UNEVEN = [{"provider": "sparse", "weight": 1.0}, {"provider": "verdict", "weight": 0.5}]
+UNEVEN_GROUP_NATIVE = [{"provider": "sparse", "weight": 1.0}, {"provider": "position", "weight": 0.5}]
 # Two prompts of 4 generations over 2 ranks x 4 samples: [p1 p1 p1 p1 | p2 p2 p2 p2] would be whole
 # groups, so use 4 ranks x 2 samples: every group spans two ranks.
 PROMPTS = ["p1"] * 4 + ["p2"] * 4
@@ -142,6 +144,35 @@ def test_each_rank_gets_the_whole_group_scores_of_its_own_slice(components):
     report = dict(logged[0])
     assert report["rewardkit/reward/gated_count"] == 0
     assert report["rewardkit/reward/mean"] == pytest.approx(sum(c.final for c in want) / len(want))
+
+
+@pytest.mark.parametrize("components", [UNEVEN, UNEVEN_GROUP_NATIVE], ids=["pointwise", "group-native"])
+def test_uneven_skips_and_diagnostic_weights_log_the_one_process_report(components):
+    # Rank 0 scores `sparse` on 1 of its 2 samples, the others on 2 of 2 (or 0 of 2); the diagnostic's
+    # weights differ by sample. A merge that weighted each rank's means by its rollouts logs other means.
+    completions = ["-", "a b c d e f", "-x", "-y", "a", "b c", "c d e f g", "h i"]
+    spec = config(components)
+    bounds = [binding(spec) for _ in range(4)]
+    logged: list[list] = [[] for _ in range(4)]
+    results, _ = on_ranks(
+        4, lambda r: call_on(bounds[r.rank], r, PROMPTS, completions, ANSWERS, logged[r.rank])
+    )
+    assert not [result for result in results if isinstance(result, BaseException)], results
+    groups = [
+        (f"g{start}", [{"trajectory_id": str(i), "completion": completions[i], "reference": ANSWERS[i]}
+                       for i in range(start, start + 4)])
+        for start in (0, 4)
+    ]  # fmt: skip
+    want = binding(spec).reward.score(groups).metrics  # the binding's reward: TRL's advantage eps
+    assert want["train/reward_component/sparse/skipped_count"] == 3
+    prefix = "train/"
+    for entries in logged:
+        got = dict(entries)
+        assert got.keys() == {f"rewardkit/{name.removeprefix(prefix)}" for name in want}
+        for name, value in want.items():
+            assert got[f"rewardkit/{name.removeprefix(prefix)}"] == pytest.approx(
+                value, rel=1e-12, abs=1e-12
+            ), name
 
 
 def test_group_native_scores_differ_from_scoring_each_slice_alone():

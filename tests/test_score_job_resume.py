@@ -225,3 +225,31 @@ def test_interleaved_groups_without_a_group_size_are_read_again_by_index(tmp_pat
     # read as contiguous, a first chunk of eight one-row groups was scored before g00 came back;
     # that chunk is void: every group was then scored once, whole, and only those results count
     assert sorted(made) == sorted([f"g{g:02d}" for g in range(8)] + [f"g{g:02d}" for g in range(12)])
+
+
+def test_chunks_with_uneven_skips_and_diagnostic_weights_merge_to_the_one_process_report(tmp_path: Path):
+    # remote_fixtures' `mixed` skips and fails in the first groups only and weights its diagnostic
+    # by the completion, so the chunks of 8 rollouts average unequal shares of each mean.
+    from remote_fixtures import mixed_groups
+
+    groups = mixed_groups(10)
+    data = [{"group_id": g["group_id"], **rollout} for g in groups for rollout in g["rollouts"]]
+    (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(row) + "\n" for row in data))
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "rl:\n"
+        f"  group_size: {GROUP_SIZE}\n"
+        "  data: {rollouts_path: rollouts.jsonl}\n"
+        "  reward:\n"
+        "    catalog: 'remote_fixtures:catalog'\n"
+        "    spec: {onError: zero, components: [{provider: mixed}]}\n"
+    )
+    out = tmp_path / "out.jsonl"
+    assert run_score(str(config), [], str(out), stdout=io.StringIO()) == 0
+    with rewardkit.load(str(config)) as reward:
+        want = reward.score(groups).metrics
+    assert want["train/reward_component/mixed/skipped_count"] > 0
+    got = json.loads(manifest_path(out).read_text())["metrics"]
+    assert got.keys() == want.keys()
+    for name, value in want.items():
+        assert got[name] == pytest.approx(value, rel=1e-12), name

@@ -43,6 +43,7 @@ from rewardkit.advantages import EPSILON, group_advantages
 from rewardkit.bindings.groups import BindingError, FlatBatch, rebuild_groups
 from rewardkit.bindings.loading import ConfigSource, build_reward, config_source, resolve_config, reward_for
 from rewardkit.bindings.ranks import Ranks, current_ranks
+from rewardkit.metrics import merge_metrics, with_advantage_mean
 from rewardkit.pointwise import MappedProvider
 from rewardkit.reward import Reward
 from rewardkit.worker import ScoredBatch, ScoredCandidate
@@ -106,33 +107,6 @@ def _raise_failures(gathered: Sequence[tuple[str, Any]], world: int, local: Base
         rank=rank,
     )
     raise error from local
-
-
-def merge_metrics(
-    parts: Sequence[tuple[Mapping[str, float], int]], advantages: list[list[float]]
-) -> dict[str, float]:
-    """One report from the reports of a batch's parts: counts add up, other values are weighted by rollouts.
-
-    Exact for per-rollout means; ``*/advantage/abs_mean`` is recomputed from the whole batch's advantages.
-    """
-    counts: dict[str, float] = {}
-    sums: dict[str, float] = {}
-    weights: dict[str, float] = {}
-    for metrics, weight in parts:
-        if not weight:
-            continue
-        for name, value in metrics.items():
-            if name.endswith("_count"):
-                counts[name] = counts.get(name, 0.0) + value
-            else:
-                sums[name] = sums.get(name, 0.0) + value * weight
-                weights[name] = weights.get(name, 0.0) + weight
-    merged = {**counts, **{name: sums[name] / weights[name] for name in sums}}
-    flat = [abs(advantage) for group in advantages for advantage in group]
-    for name in merged:
-        if name.endswith("/advantage/abs_mean") and flat:
-            merged[name] = sum(flat) / len(flat)
-    return dict(sorted(merged.items()))
 
 
 def is_pointwise(reward: Any) -> bool:
@@ -279,7 +253,8 @@ class TRLRewardBinding:
         rows = (
             [_row(candidate, self.component_names) for _, candidate in scored.candidates()] if scored else []
         )
-        return ("ok", {"indices": indices, "rows": rows, "metrics": dict(scored.metrics) if scored else {}})
+        metrics, weights = (dict(scored.metrics), dict(scored.metric_weights)) if scored else ({}, {})
+        return ("ok", {"indices": indices, "rows": rows, "metrics": metrics, "weights": weights})
 
     def _score_across(
         self, ranks: Ranks, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
@@ -308,7 +283,10 @@ class TRLRewardBinding:
             for start in range(0, total, self.num_generations)
         ]
         advantages = group_advantages(totals, rl.advantage_scaling, std=rl.advantage_std, eps=eps)
-        metrics = merge_metrics([(part["metrics"], len(part["indices"])) for _, part in gathered], advantages)
+        # Each mean is weighted by what it averaged on its rank (a component's scored rollouts, a
+        # diagnostic's summed weights), so uneven skips merge to the one-process report.
+        merged, _ = merge_metrics((part["metrics"], part["weights"]) for _, part in gathered)
+        metrics = with_advantage_mean(merged, (a for group in advantages for a in group))
         return _BatchScores(
             complete[ranks.rank * size : (ranks.rank + 1) * size], self.component_names, metrics
         )

@@ -1,11 +1,12 @@
 """One rank of a 2-process GRPOTrainer run; started by ``test_grpo_two_ranks.py`` through torchrun.
 
 ``python grpo_ranks.py OUT_DIR RUN...`` trains one tiny model per RUN (``pointwise``,
-``group-native``, ``fails-on-rank-1``) for 2 steps with ``per_device_train_batch_size=2`` and
+``group-native``, ``uneven``, ``fails-on-rank-1``) for 2 steps with ``per_device_train_batch_size=2`` and
 ``num_generations=4``, so each rank holds half of every group. Each rank writes
 ``OUT_DIR/<run>-rank<r>.json``: what its reward functions were called with and returned, and on
 rank 0 what TRL logged for the whole batch (prompts, completions and rewards, gathered by TRL) and
-its metrics; a run that raises records the error instead.
+its metrics; every rank also records what the binding passed to TRL's ``log_metric`` on each call.
+A run that raises records the error instead.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ RUNS = {
         {"provider": "position", "weight": 1.0},
         {"provider": "word-overlap", "weight": 2.0},
     ],
+    "uneven": [
+        {"provider": "uneven", "weight": 1.0},
+        {"provider": "word-overlap", "weight": 2.0},
+    ],
     "fails-on-rank-1": [{"provider": "fails-on-rank-1", "weight": 1.0}],
 }
 
@@ -82,8 +87,19 @@ class Snapshot(TrainerCallback):
 
 def recorded(function, calls: list[dict]):
     def wrapper(prompts, completions, **kwargs):
+        metrics: list = []
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric):
+
+            def logging(name, value):
+                metrics.append((name, value))
+                log_metric(name, value)
+
+            kwargs["log_metric"] = logging
         out = function(prompts=prompts, completions=completions, **kwargs)
-        calls.append({"name": function.__name__, "prompts": list(prompts), "rewards": list(out)})
+        calls.append(
+            {"name": function.__name__, "prompts": list(prompts), "rewards": list(out), "metrics": metrics}
+        )
         return out
 
     wrapper.__name__ = function.__name__

@@ -29,7 +29,7 @@ from rewardkit.bindings.trl import binding
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-RUNS = ("pointwise", "group-native", "fails-on-rank-1")
+RUNS = ("pointwise", "group-native", "uneven", "fails-on-rank-1")
 GROUP = 4
 # Only bounds a broken launch (a deadlock would otherwise hang the suite); nothing asserts on time.
 LAUNCH_LIMIT_S = 900
@@ -80,7 +80,23 @@ def config(run: str) -> dict:
     return run_config(run)
 
 
-@pytest.mark.parametrize("run", ["pointwise", "group-native"])
+def one_group(number: int, step: dict) -> dict:
+    """A logged step's completions as the one group rewardkit scores in one process."""
+    answer_of = {"what is two plus three": "five", "what is four minus one": "three",
+                 "what is two times three": "six", "what is one plus one": "two"}  # fmt: skip
+    prompts, completions = step["prompts"], step["completions"]
+    assert len(completions) == GROUP and len(set(prompts)) == 1  # one whole group per step
+    return {
+        "group_id": f"step{number}",
+        "rollouts": [
+            {"trajectory_id": f"step{number}/{i}", "completion": text, "prompt": prompts[0],
+             "reference": answer_of[prompts[0]]}
+            for i, text in enumerate(completions)
+        ],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("run", ["pointwise", "group-native", "uneven"])
 def test_logged_rewards_are_rewardkit_scores_of_whole_groups(launched, run):
     ranks = records(launched, run)
     for record in ranks:
@@ -97,25 +113,10 @@ def test_logged_rewards_are_rewardkit_scores_of_whole_groups(launched, run):
     reward = rewardkit.load(config(run))
     trainer_reward = binding(config(run)).reward  # TRL's advantage eps (1e-4) filled in
     assert trainer_reward.config.rl.advantage_eps == 1e-4
-    answer_of = {"what is two plus three": "five", "what is four minus one": "three",
-                 "what is two times three": "six", "what is one plus one": "two"}  # fmt: skip
     steps = ranks[0]["steps"]
     assert len(steps) == 2
     for number, step in enumerate(steps):
-        prompts, completions = step["prompts"], step["completions"]
-        assert len(completions) == GROUP and len(set(prompts)) == 1  # one whole group per step
-        group = {
-            "group_id": f"step{number}",
-            "rollouts": [
-                {
-                    "trajectory_id": f"t{i}",
-                    "completion": text,
-                    "prompt": prompts[0],
-                    "reference": answer_of[prompts[0]],
-                }
-                for i, text in enumerate(completions)
-            ],
-        }
+        group = one_group(number, step)
         ours = [candidate for _, candidate in reward.score([group]).candidates()]
         logged = step["rewards"]["rewardkit"]
         assert all(same(got, c.final) for got, c in zip(logged, ours, strict=True)), (logged, ours)
@@ -132,6 +133,38 @@ def test_logged_rewards_are_rewardkit_scores_of_whole_groups(launched, run):
         # Advantages as TRL computed them over the gathered group: the binding's reward gives the same.
         advantages = [c.advantage for _, c in trainer_reward.score([group]).candidates()]
         assert step["advantages"] == pytest.approx(advantages, rel=1e-4, abs=1e-5), (step, advantages)
+
+
+def test_uneven_skips_and_diagnostic_weights_log_the_one_process_metrics(launched):
+    # `uneven` skips place 1 of each group: rank 0 (places 0, 1) scores it once, rank 1 (2, 3) twice,
+    # and its diagnostic is weighted by place. The report every rank hands TRL's log_metric must be
+    # the report of the same completions scored in one process.
+    ranks = records(launched, "uneven")
+    for record in ranks:
+        assert "error" not in record, record.get("error")
+    forget_rewards()
+    sys.path.insert(0, str(HERE))
+    reward = binding(config("uneven")).reward  # TRL's advantage eps, as the binding scores
+    steps = ranks[0]["steps"]
+    assert len(steps) == 2
+    per_call = 1 + len(config("uneven")["rl.reward.spec"]["components"])
+    for number, step in enumerate(steps):
+        want = reward.score([one_group(number, step)]).metrics
+        assert want["train/reward_component/uneven/skipped_count"] == 1
+        expected = {f"rewardkit/{name.removeprefix('train/')}": value for name, value in want.items()}
+        for rank in (0, 1):
+            logged = [
+                call["metrics"] for call in ranks[rank]["calls"][number * per_call : (number + 1) * per_call]
+            ]
+            published = [entries for entries in logged if entries]
+            assert len(published) == 1, logged  # one report per batch, from the scoring pass
+            got = dict(published[0])
+            assert got.keys() == expected.keys()
+            for name, value in expected.items():
+                assert got[name] == pytest.approx(value, rel=1e-9, abs=1e-12), (rank, name)
+        # TRL averages the ranks' (equal) values through a float32 tensor: equal to float32 precision.
+        for name, value in expected.items():
+            assert step["logs"][name] == pytest.approx(value, rel=1e-6, abs=1e-6), name
 
 
 def test_a_failure_on_one_rank_fails_both_ranks_the_same_way(launched):
