@@ -1,7 +1,7 @@
 """Throughput of code-tests on the reflexion GPT-4 MBPP solutions (rollouts per second).
 
-Candidate: the provider as shipped (warm bubblewrap slots; per run one fork for the candidate's
-process and one for the test process; CPU-count slots).
+Candidate: the provider as shipped (warm bubblewrap slots; per run the slot's zygote forks a blank
+candidate process and a test process under fresh uids; CPU-count slots).
 Baseline, measured in the same run at equal isolation: a fresh sandbox (new bwrap, cgroup and
 interpreter) for every test case, with the same number of concurrent workers.
 
@@ -77,7 +77,7 @@ def run_baseline(rollouts: list[dict], workers: int) -> tuple[float, list[bool]]
         statuses = []
         for case in range(plan.case_count):
             uid = 1_900_000 + ((index % 64) * 16 + case) * 2
-            slot = Slot(config, 10_000 + index * 16 + case, (uid, uid + 1))
+            slot = Slot(config, 10_000 + index * 16 + case, range(uid, uid + 2))
             try:
                 single = dataclasses.replace(plan, tests=(plan.tests[case],))
                 response = slot.run(provider._request(single, program))
@@ -121,7 +121,7 @@ def main() -> None:
     }
     print(f"{'variant':<44}{'rollouts/s':>12}")
     print(f"{'baseline: fresh sandbox per test case':<44}{result['baseline_rollouts_per_s']:>12.1f}")
-    print(f"{'code-tests: warm slots, fork per run':<44}{result['provider_rollouts_per_s']:>12.1f}")
+    print(f"{'code-tests: warm slots, zygote fork per run':<44}{result['provider_rollouts_per_s']:>12.1f}")
     print(f"{'speedup (x baseline)':<44}{result['speedup']:>12.2f}")
     print(f"rollouts={n} workers={workers} repeat={args.repeat} (best of each)")
     out = ROOT / "benchmarks" / "results" / "code_throughput.json"

@@ -11,7 +11,7 @@ from rewardkit import RewardProviderSpec, hookimpl
 from rewardkit_rl.code.params import CodeTestsParams
 from rewardkit_rl.code.provider import DIAGNOSTICS, TERMS, CodeTestsProvider
 
-REVISION = "2"
+REVISION = "3"
 
 
 @hookimpl
@@ -27,7 +27,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             terms=TERMS,
             diagnostics=DIAGNOSTICS,
             semantic_identity={
-                "runner": "bwrap-warm-fork-two-process",
+                "runner": "bwrap-zygote-two-process-fresh-uids-seccomp",
                 "defaults": {
                     "timeout_s": 6.0,
                     "memory_mb": 1024,
@@ -35,6 +35,8 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
                     "output_limit_bytes": 1 << 20,
                     "isolation": "bwrap",
                     "compare": "token",
+                    "starved_cpu_share": 0.5,
+                    "starved_wait_share": 0.25,
                 },
             },
             description="Runs the completion's program against the reference's tests in a bubblewrap "

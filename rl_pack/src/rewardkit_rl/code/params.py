@@ -71,3 +71,18 @@ class CodeTestsParams(ParamsModel):
     compare: Literal["exact", "token", "float"] = Field("token", description="how stdout is compared")
     float_rel_tol: float = Field(1e-6, ge=0, le=1, description="relative tolerance of compare: float")
     float_abs_tol: float = Field(1e-6, ge=0, le=1, description="absolute tolerance of compare: float")
+    starved_cpu_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="a timed-out run that used at least this share of its timeout in CPU is the program's",
+        json_schema_extra=operator_only("resource"),
+    )
+    starved_wait_share: float = Field(
+        0.25,
+        ge=0,
+        le=1,
+        description="a timed-out run that waited longer than this share of its timeout for a CPU (and used "
+        "less CPU than starved_cpu_share) was starved by the machine: run again once, then an error",
+        json_schema_extra=operator_only("resource"),
+    )

@@ -10,13 +10,16 @@ Isolation of one slot (``isolation="bwrap"``):
   system directories and of the Python installation only (no home, no project, no host ``/tmp``);
 - a private, size-capped tmpfs ``/tmp`` and a private ``/dev``;
 - the runner keeps only CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN, CAP_FOWNER and
-  CAP_DAC_OVERRIDE; each candidate runs in a forked child that drops to the slot's candidate
-  uid, and the tests in another forked child under the slot's test uid (so RLIMIT_NPROC binds,
-  and the candidate can signal neither the runner nor the tests) with rlimits on address space,
-  CPU, processes, file size and open files;
+  CAP_DAC_OVERRIDE; each candidate runs in a child of the slot's zygote that drops to a fresh
+  candidate uid, and the tests in another child under a fresh test uid (so RLIMIT_NPROC binds,
+  the candidate can signal neither the runner nor the tests, and nothing of one run can signal a
+  later run's processes), with rlimits on address space, CPU, processes, file size and open
+  files, and a seccomp filter that refuses user namespaces and scheduling changes;
 - when a pids cgroup is available, the whole slot lives in one with ``pids.max`` set;
-- a wall-clock deadline per run, after which every process of the slot's uid is killed;
-  the host adds its own deadline on the runner and kills the slot's cgroup and process group.
+- a wall-clock deadline per run, after which every process of the run is killed; the host adds
+  its own deadline on the runner and kills the slot's cgroup and process group, and after every
+  answer checks that the slot holds no process beyond its own (else it restarts the slot and the
+  answer says ``left_running``).
 - a lease belongs to one request's ``CancelScope``: cancelling the request kills the leased slot
   at once (``Slot.abort``), and a lease not yet granted is never granted.
 
@@ -49,13 +52,14 @@ from typing import Any, Literal
 
 from rewardkit.cancellation import NEVER, CancelScope
 from rewardkit_rl.code.cgroups import CgroupUnavailable, PidsCgroup, find_pids_parent
+from rewardkit_rl.code.inside import rk_procs
 
 Isolation = Literal["bwrap", "none"]
 CgroupPolicy = Literal["required", "auto", "off"]
 
 _INSIDE = Path(__file__).with_name("inside")
 # load order: each module imports only the ones before it
-INSIDE_MODULES = ("rk_wire", "rk_serve", "rk_judge", "rk_runner")
+INSIDE_MODULES = ("rk_wire", "rk_procs", "rk_seccomp", "rk_serve", "rk_judge", "rk_runner")
 _INSIDE_SOURCES = [[name, (_INSIDE / f"{name}.py").read_text(encoding="utf-8")] for name in INSIDE_MODULES]
 # Reads the modules from stdin (one length-prefixed JSON frame), then runs the runner.
 BOOTSTRAP = """
@@ -79,9 +83,13 @@ _SYSTEM_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/et
 _CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
 _START_TIMEOUT_S = 20.0
 _HOST_GRACE_S = 5.0
-# uids handed to candidates: a block per process, a uid per slot, far above real accounts.
+# uids handed to candidates, far above real accounts: a block per pool, a block per slot in it, a
+# fresh uid (two for an assert-style run) per run; a slot whose block is spent restarts.
 _UID_BASE = 1_000_000
-_UIDS_PER_POOL = 512
+UIDS_PER_SLOT = 256
+MAX_POOL_SLOTS = 128
+_UIDS_PER_POOL = UIDS_PER_SLOT * MAX_POOL_SLOTS
+_POOL_BLOCKS = 16
 # Timeouts are wall-clock: more programs at once than CPUs would fail correct ones (seed 000).
 CPU_COUNT = os.cpu_count() or 1
 _RUNNING = threading.BoundedSemaphore(CPU_COUNT)
@@ -274,12 +282,14 @@ def _read_frame(fd: int, deadline: float) -> dict[str, Any] | None:
 
 
 class Slot:
-    """One warm sandbox: a bwrap process running the runner, with its two uids and cgroup.
+    """One warm sandbox: a bwrap process running the runner, with its block of uids and its cgroup.
 
-    ``uids`` is (candidate uid, test uid), or None for ``isolation="none"``.
+    ``uids`` is the slot's block of uids, or None for ``isolation="none"``. Every run takes fresh
+    ones from it that no later run of the slot's life gets; when the block is spent the slot
+    restarts, which ends every process of its earlier runs (a new pid namespace).
     """
 
-    def __init__(self, config: SandboxConfig, index: int, uids: tuple[int, int] | None) -> None:
+    def __init__(self, config: SandboxConfig, index: int, uids: range | None) -> None:
         self.config = config
         self.index = index
         self.uids = uids
@@ -287,6 +297,8 @@ class Slot:
         self.cgroup: PidsCgroup | None = None
         self.starts = 0
         self.scope: CancelScope = NEVER  # the request holding the lease
+        self._used_uids = 0
+        self._own_pids: set[int] = set()  # the slot's own processes (bwrap, runner, zygote)
 
     def abort(self) -> None:
         """Kill whatever the slot runs, from any thread, without waiting (a cancellation callback).
@@ -307,7 +319,7 @@ class Slot:
     def start(self) -> None:
         config = self.config
         python, _ = _python()
-        runner = [python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(self.uids)]
+        runner = [python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(self.uids is not None)]
         if config.isolation == "none":
             argv = runner
         else:
@@ -345,6 +357,8 @@ class Slot:
         if not hello or not hello.get("ready"):
             stderr = self._stop_and_stderr()
             raise SandboxError(f"the sandbox did not start: {stderr or 'no message'}")
+        self._used_uids = 0
+        self._own_pids = set(self.cgroup.pids()) if self.cgroup is not None else set()
 
     def _make_cgroup(self) -> PidsCgroup | None:
         policy = self.config.cgroup
@@ -362,16 +376,37 @@ class Slot:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Send one run to the runner and wait for its answer (host deadline = run deadline + grace)."""
-        self.scope.raise_if_cancelled()
+    def _fresh_uids(self, count: int) -> list[int] | None:
+        if self.uids is None:
+            return None
+        if self._used_uids + count > len(self.uids) and self.alive:
+            self._stop_and_stderr()  # spent: a restart ends every process the old uids could own
         if not self.alive:
             self.start()
             self.scope.raise_if_cancelled()  # cancelled while starting: the abort may have missed it
+        first = self._used_uids
+        self._used_uids += count
+        return list(self.uids[first : first + count])
+
+    def _left_running(self, uids: list[int] | None) -> list[int]:
+        """Live processes beyond the slot's own once the runner has answered (it kills all of a run's)."""
+        if self.cgroup is not None:
+            return [pid for pid in self.cgroup.pids() if pid not in self._own_pids and rk_procs.alive(pid)]
+        if uids is None:
+            return []
+        return rk_procs.live_processes_of(uids)
+
+    def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Send one run to the runner and wait for its answer (host deadline = run deadline + grace)."""
+        self.scope.raise_if_cancelled()
+        uids = self._fresh_uids(2 if request["mode"] == "asserts" else 1)
+        if not self.alive:
+            self.start()
+            self.scope.raise_if_cancelled()
         process = self.process
         assert process is not None and process.stdin is not None and process.stdout is not None
         try:
-            _write_frame(process.stdin.fileno(), request)
+            _write_frame(process.stdin.fileno(), {**request, "uids": uids})
         except OSError as error:
             stderr = self._stop_and_stderr()
             raise SandboxError(f"the sandbox runner is gone ({error}): {stderr}") from error
@@ -384,6 +419,11 @@ class Slot:
             # the runner could not run this program (e.g. fork refused); start afresh next time
             self._stop_and_stderr()
             raise SandboxError(str(response["error"]))
+        left = self._left_running(uids)
+        if left:
+            # The runner kills every process of a run; one it could not is the run's doing.
+            self._stop_and_stderr()
+            response["left_running"] = len(left)
         return response
 
     def _stop_and_stderr(self) -> str:
@@ -425,15 +465,17 @@ class SandboxPool:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not _positive_int(self.size) or 2 * self.size > _UIDS_PER_POOL:
+        if not _positive_int(self.size) or self.size > MAX_POOL_SLOTS:
             raise ValueError(
-                f"the sandbox pool size must be an integer from 1 to {_UIDS_PER_POOL // 2}, got {self.size!r}"
+                f"the sandbox pool size must be an integer from 1 to {MAX_POOL_SLOTS}, got {self.size!r}"
             )
         block = next(_uid_blocks)
-        base = _UID_BASE + ((os.getpid() % 4096) * 256 + block % 256) * _UIDS_PER_POOL
+        base = _UID_BASE + ((os.getpid() % 2048) * _POOL_BLOCKS + block % _POOL_BLOCKS) * _UIDS_PER_POOL
 
-        def uids_of(i: int) -> tuple[int, int] | None:
-            return None if self.config.isolation == "none" else (base + 2 * i, base + 2 * i + 1)
+        def uids_of(i: int) -> range | None:
+            if self.config.isolation == "none":
+                return None
+            return range(base + i * UIDS_PER_SLOT, base + (i + 1) * UIDS_PER_SLOT)
 
         self._slots = [Slot(self.config, i + _UIDS_PER_POOL * block, uids_of(i)) for i in range(self.size)]
         self._free = queue.Queue()
@@ -477,6 +519,7 @@ class SandboxPool:
 
     @property
     def uids(self) -> list[int]:
+        """Every uid any run of this pool's slots may get."""
         return [uid for slot in self._slots for uid in (slot.uids or ())]
 
     def close(self) -> None:

@@ -91,13 +91,22 @@ def _exception_from(described: Any) -> BaseException:
     return CandidateError(f"{name}: {message}")
 
 
+def _plain_only(_: object) -> Any:
+    raise rk_wire.WireError("a mutated argument came back holding a module or an object of the candidate's")
+
+
 def _write_back(args: dict[int, Any], mutated: Any, link: Link) -> None:
+    """Put the candidate's in-place changes into the test's own arguments: plain data only.
+
+    A module or a handle written into a test's list would make the test's next call skip
+    instead of fail (it cannot be sent back), so such a reply fails the call that sent it.
+    """
     if type(mutated) is not dict:
         raise rk_wire.WireError("malformed mutation record")
     for position, arg in args.items():
         if str(position) not in mutated:
             continue
-        after = decode(mutated[str(position)], link)
+        after = rk_wire.decode(mutated[str(position)], _plain_only, _plain_only)
         if type(after) is not type(arg):
             raise rk_wire.WireError("a mutated argument changed type")
         if after != arg:

@@ -1,17 +1,32 @@
-"""The in-sandbox runner: a warm interpreter that forks the processes of each run.
+"""The in-sandbox runner: a warm interpreter, and the zygote that forks every process of a run.
 
 Loaded by the slot's bootstrap (``python -I -S``, standard library only) together with
-``rk_wire``, ``rk_serve`` and ``rk_judge``. It starts once per sandbox slot and stays root inside
-the sandbox's namespaces, with only the capabilities it needs to set uids and kill, so nothing it
-forks can signal it or read its memory.
+``rk_wire``, ``rk_procs``, ``rk_seccomp``, ``rk_serve`` and ``rk_judge``. It starts once per sandbox
+slot and stays root inside the sandbox's namespaces, with only the capabilities it needs to set
+uids and kill, so nothing it forks can signal it or read its memory.
 
-An assert-style run forks two processes under two different unprivileged uids:
+Before it reads any request it forks the **zygote**, and every process of every run is a child of
+the zygote, never of the runner. The zygote never reads request data: it gets a spawn order (a
+role, a uid, a work dir) and the descriptors of the child's pipes, forks a blank child, and answers
+with its pid. Only that child reads its own job (its program, or its tests) from its own pipe. So
+no process of a run holds another process's data, an earlier request's, or a sibling candidate's:
+the candidate's memory holds its own program and nothing else, and the tests travel to the test
+process only, after the candidate's process exists.
+
+An assert-style run has two processes under two fresh unprivileged uids (the host hands out new
+ones for every run and never reuses them while the slot lives):
 
 - the candidate's process (``rk_serve``) runs the program and then only answers calls;
 - the test process (``rk_judge``) runs the task's tests, calling into the candidate's process
   over a pipe pair, and writes the verdicts on a descriptor only it and the runner hold.
 
 A stdin/stdout run forks the candidate's process alone; its stdout is compared on the host.
+
+A run ends for certain: at its end (or deadline) every live non-root process of the sandbox is
+SIGKILLed until none is left (``rk_procs``: a zombie leader with live threads is alive), and the
+pipes are drained for at most ``DRAIN_S`` and ``output_cap`` bytes, so no leftover can keep the
+runner from answering. A run that hit its deadline reports its processes' CPU time and run-queue
+wait (read before the kill), so the host can tell a program that used its time from a starved one.
 
 Protocol with the host on fds 0 and 1: ``rk_wire`` frames both ways. The first frame the runner
 writes is ``{"ready": true}``.
@@ -27,13 +42,15 @@ import resource
 import select
 import shutil
 import signal
+import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from typing import Any
 
 import rk_judge
+import rk_procs
+import rk_seccomp
 import rk_serve
 import rk_wire
 
@@ -44,50 +61,24 @@ WORK_ROOT = "/tmp"
 EXIT_COMPILE_ERROR = 65
 EXIT_RUNTIME_ERROR = 66
 EXIT_HARNESS_ERROR = 71
+# After the kill, draining a run's pipes never takes longer than this, whatever is left writing.
+DRAIN_S = 0.5
+_ORDER_BYTES = 1 << 16
 
 
 # -- killing everything a run left behind -----------------------------------------------------------
 
 
-def _processes_of(uids: set[int]) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        pid = int(entry)
-        try:
-            if os.stat(f"/proc/{pid}").st_uid not in uids:
-                continue
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                state = handle.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in (b"Z", b"X"):
-            found.append(pid)
-    return found
-
-
-def _kill_all(uids: list[int] | None, sessions: list[int]) -> None:
-    """SIGKILL every live process of ``uids`` until none is left (a fork bomb re-forks meanwhile)."""
-    if not uids:
+def _kill_all(isolated: bool, pids: list[int]) -> None:
+    """SIGKILL what the run left (background processes, daemons, a fork bomb, a zombie leader's
+    threads): every live non-root process of the sandbox, whatever uid of whichever run it has."""
+    if not isolated:
         # isolation "none": the runs' sessions are all we can find
-        for session in sessions:
+        for session in pids:
             with contextlib.suppress(OSError):
                 os.killpg(session, signal.SIGKILL)
         return
-    wanted = set(uids)
-    rounds = 0
-    while True:
-        pids = _processes_of(wanted)
-        if not pids:
-            return
-        rounds += 1
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        if rounds > 2000:
-            raise RuntimeError(f"processes of uids {sorted(wanted)} survive SIGKILL: {pids[:10]}")
-        time.sleep(0.001 if rounds < 50 else 0.01)
+    rk_procs.kill_all(lambda uid: uid != 0)
 
 
 def _reap() -> None:
@@ -117,8 +108,8 @@ def _apply_limits(limits: dict[str, int], timeout: float) -> None:
         resource.setrlimit(which, value)
 
 
-def _enter(request: dict[str, Any], fds: dict[int, int], workdir: str, uid: int | None) -> None:
-    """In a fresh child: only ``fds`` (target -> source) stay open, then drop to ``uid`` and limits."""
+def _enter(fds: dict[int, int], workdir: str, uid: int | None) -> None:
+    """In a fresh child: only ``fds`` (target -> source) stay open, then drop to ``uid``."""
     os.setsid()
     # via high numbers first, so that no target overwrites a source still to be moved
     high = {target: fcntl.fcntl(source, fcntl.F_DUPFD, 512) for target, source in fds.items()}
@@ -136,7 +127,6 @@ def _enter(request: dict[str, Any], fds: dict[int, int], workdir: str, uid: int 
         os.setgid(uid)
         os.setuid(uid)
     os.umask(0o077)
-    _apply_limits(request["limits"], request["timeout"])
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     os.environ.clear()
     os.environ.update(
@@ -149,18 +139,111 @@ def _enter(request: dict[str, Any], fds: dict[int, int], workdir: str, uid: int 
     sys.path[:0] = [workdir]
 
 
-def _fork(body: Callable[[], int]) -> int:
-    """Fork a child that runs ``body()`` and exits with its code; the parent gets the pid."""
-    pid = os.fork()
-    if pid:
-        return pid
+# -- the zygote ------------------------------------------------------------------------------------
+
+# The descriptor a child reads its job from, per role; the others are its pipes (see the runs below).
+_JOB_FD = {"io": 3, "candidate": 5, "tests": 6}
+
+
+def _child(order: dict[str, Any], fds: list[int]) -> None:
+    """A blank child of the zygote: take its descriptors, drop to its uid, read its own job, run it."""
     code = EXIT_HARNESS_ERROR
     try:
-        code = body()
+        role = order["role"]
+        _enter(dict(zip(order["targets"], fds, strict=True)), order["workdir"], order["uid"])
+        job = rk_wire.read_frame(_JOB_FD[role])
+        os.close(_JOB_FD[role])
+        _apply_limits(job["limits"], job["timeout"])
+        if order["seccomp"]:
+            rk_seccomp.install()
+        if role == "io":
+            code = _io_program(job)
+        elif role == "candidate":
+            rk_serve.serve(job["program"], job["module_name"], job["expose"], 3, 4)
+            code = 0
+        else:
+            rk_judge.judge(job, 5, 4, 3)
+            code = 0
     except BaseException:
         code = EXIT_HARNESS_ERROR
     finally:
         os._exit(code)
+
+
+def _zygote(channel: socket.socket) -> None:
+    """The zygote's loop: spawn orders and waits from the runner, until the runner goes."""
+    devnull = os.open("/dev/null", os.O_RDWR)
+    for fd in (PROTO_IN, PROTO_OUT):  # the host's protocol is the runner's alone
+        os.dup2(devnull, fd)
+    os.close(devnull)
+    while True:
+        message, fds, _, _ = socket.recv_fds(channel, _ORDER_BYTES, 16)
+        if not message:
+            return
+        order = json.loads(message)
+        if order["op"] == "spawn":
+            pid = os.fork()
+            if pid == 0:
+                channel.close()
+                _child(order, fds)
+            for fd in fds:
+                os.close(fd)
+            channel.send(json.dumps({"pid": pid}).encode())
+        else:
+            _, status = os.waitpid(order["pid"], 0)
+            channel.send(json.dumps({"status": status}).encode())
+
+
+class Zygote:
+    """The runner's handle on its zygote (forked at once, before any request is read)."""
+
+    def __init__(self) -> None:
+        self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 0
+            try:
+                self.channel.close()
+                _zygote(theirs)
+            except BaseException:
+                code = EXIT_HARNESS_ERROR
+            finally:
+                os._exit(code)
+        theirs.close()
+
+    def _ask(self, order: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
+        socket.send_fds(self.channel, [json.dumps(order).encode()], fds or [])
+        answer = self.channel.recv(_ORDER_BYTES)
+        if not answer:
+            raise RuntimeError("the zygote is gone")
+        return json.loads(answer)
+
+    def spawn(self, role: str, uid: int | None, workdir: str, fds: dict[int, int]) -> int:
+        """Fork a child for ``role`` holding ``fds`` (its descriptor -> ours, which are then closed)."""
+        order = {
+            "op": "spawn",
+            "role": role,
+            "uid": uid,
+            "workdir": workdir,
+            "targets": list(fds),
+            "seccomp": uid is not None,
+        }
+        pid = self._ask(order, list(fds.values()))["pid"]
+        for fd in set(fds.values()):
+            os.close(fd)
+        return pid
+
+    def wait(self, pid: int) -> int:
+        return self._ask({"op": "wait", "pid": pid})["status"]
+
+
+def _send_job(fd: int, job: dict[str, Any]) -> None:
+    try:
+        rk_wire.write_frame(fd, job)
+    except OSError:
+        pass  # the child died before reading its job: its exit status tells
+    finally:
+        os.close(fd)
 
 
 def _io_program(request: dict[str, Any]) -> int:
@@ -216,50 +299,67 @@ def _workdir(name: str, uid: int | None) -> str:
     return path
 
 
-def _watch(captures: dict[int, _Capture], pid: int, deadline: float) -> tuple[int | None, bool]:
-    """Pump ``captures`` until ``pid`` exits or ``deadline``; returns (wait status or None, timed out)."""
+def _watch(captures: dict[int, _Capture], pid: int, deadline: float) -> bool:
+    """Pump ``captures`` until ``pid`` exits or ``deadline``; returns whether the deadline came first."""
     for fd in captures:
         os.set_blocking(fd, False)
     pidfd = os.pidfd_open(pid)
     open_fds = set(captures)
-    status = None
     try:
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return None, True
+                return True
             ready, _, _ = select.select([*open_fds, pidfd], [], [], remaining)
             for fd in ready:
                 if fd != pidfd and not captures[fd].pump():
                     open_fds.discard(fd)
             if pidfd in ready:
-                _, status = os.waitpid(pid, 0)
-                return status, False
+                return False
     finally:
         os.close(pidfd)
 
 
-def _finish(
-    captures: dict[int, _Capture], pids: list[int], uids: list[int] | None, statuses: dict[int, int | None]
-) -> None:
-    """Kill whatever the run left (background processes, a fork bomb), reap, drain the pipes."""
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    _kill_all(uids, pids)
-    for pid in pids:
-        if pid not in statuses:
-            try:
-                statuses[pid] = os.waitpid(pid, 0)[1]
-            except ChildProcessError:
-                statuses[pid] = None
-    for capture in captures.values():
-        while True:
-            ready, _, _ = select.select([capture.fd], [], [], 0.05)
-            if not ready or not capture.pump():
-                break
-        os.close(capture.fd)
-    _reap()
+class _Run:
+    """One run's processes, seen from the runner: spawned by the zygote, ended by ``finish``."""
+
+    def __init__(self, zygote: Zygote, uids: list[int] | None, timeout: float) -> None:
+        self.zygote = zygote
+        self.uids = uids
+        self.pids: list[int] = []
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout
+
+    def usage(self) -> dict[str, float]:
+        """CPU, run-queue wait and runnable threads of the run's live processes (read at the
+        deadline, before the kill)."""
+        if self.uids is None:
+            pids = self.pids
+        else:
+            mine = set(self.uids)
+            pids = rk_procs.live_processes(mine.__contains__)
+        cpu, wait, runnable = rk_procs.usage(pids)
+        return {"cpu_s": cpu, "wait_s": wait, "runnable": runnable}
+
+    def finish(self, captures: dict[int, _Capture]) -> dict[int, int]:
+        """Kill whatever the run left, collect the exit statuses, drain the pipes for a bounded time."""
+        for pid in self.pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        _kill_all(self.uids is not None, self.pids)
+        statuses = {pid: self.zygote.wait(pid) for pid in self.pids}
+        stop = time.monotonic() + DRAIN_S
+        for capture in captures.values():
+            while capture.total <= capture.cap:
+                remaining = stop - time.monotonic()
+                if remaining <= 0:
+                    break
+                ready, _, _ = select.select([capture.fd], [], [], min(remaining, 0.05))
+                if not ready or not capture.pump():
+                    break
+            os.close(capture.fd)
+        _reap()
+        return statuses
 
 
 def _exit_fields(status: int | None) -> dict[str, int | None]:
@@ -279,7 +379,11 @@ def _output_fields(out: _Capture, err: _Capture, cap: int) -> dict[str, Any]:
     }
 
 
-def _run_io(request: dict[str, Any], uids: list[int] | None, counter: int) -> dict[str, Any]:
+def _limits(request: dict[str, Any]) -> dict[str, Any]:
+    return {"limits": request["limits"], "timeout": request["timeout"]}
+
+
+def _run_io(zygote: Zygote, request: dict[str, Any], uids: list[int] | None, counter: int) -> dict[str, Any]:
     uid = uids[0] if uids else None
     workdir = _workdir(f"run-{counter}", uid)
     stdin_path = f"{WORK_ROOT}/stdin-{counter}"
@@ -288,36 +392,34 @@ def _run_io(request: dict[str, Any], uids: list[int] | None, counter: int) -> di
     os.chmod(stdin_path, 0o444)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    started = time.monotonic()
-
-    def child() -> int:
-        stdin = os.open(stdin_path, os.O_RDONLY)
-        _enter(request, {0: stdin, 1: out_w, 2: err_w}, workdir, uid)
-        return _io_program(request)
-
-    pid = _fork(child)
-    os.close(out_w)
-    os.close(err_w)
+    job_r, job_w = os.pipe()
+    run = _Run(zygote, uids, request["timeout"])
+    stdin = os.open(stdin_path, os.O_RDONLY)
+    run.pids.append(zygote.spawn("io", uid, workdir, {0: stdin, 1: out_w, 2: err_w, 3: job_r}))
+    _send_job(job_w, {"program": request["program"], **_limits(request)})
     cap = request["output_cap"]
     captures = {out_r: _Capture(out_r, cap), err_r: _Capture(err_r, cap)}
-    status, timed_out = _watch(captures, pid, started + request["timeout"])
-    statuses = {} if status is None else {pid: status}
-    _finish(captures, [pid], uids, statuses)
+    timed_out = _watch(captures, run.pids[0], run.deadline)
+    usage = run.usage() if timed_out else {}
+    statuses = run.finish(captures)
     shutil.rmtree(workdir, ignore_errors=True)
     os.unlink(stdin_path)
-    exit_fields = _exit_fields(statuses[pid])
+    exit_fields = _exit_fields(statuses[run.pids[0]])
     code = exit_fields["exit_code"]
     program = {0: "ok", EXIT_COMPILE_ERROR: "compile_error"}.get(code, "runtime_error")
     return {
         "program": program,
         "timed_out": timed_out,
+        **usage,
         **exit_fields,
         **_output_fields(captures[out_r], captures[err_r], cap),
-        "elapsed": time.monotonic() - started,
+        "elapsed": time.monotonic() - run.started,
     }
 
 
-def _run_asserts(request: dict[str, Any], uids: list[int] | None, counter: int) -> dict[str, Any]:
+def _run_asserts(
+    zygote: Zygote, request: dict[str, Any], uids: list[int] | None, counter: int
+) -> dict[str, Any]:
     candidate_uid, test_uid = uids if uids else (None, None)
     candidate_dir = _workdir(f"run-{counter}", candidate_uid)
     test_dir = _workdir(f"tests-{counter}", test_uid)
@@ -326,29 +428,20 @@ def _run_asserts(request: dict[str, Any], uids: list[int] | None, counter: int) 
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     result_r, result_w = os.pipe()
-    started = time.monotonic()
-    devnull = os.open("/dev/null", os.O_RDWR)
-
-    def candidate() -> int:
-        _enter(
-            request, {0: devnull, 1: out_w, 2: err_w, 3: calls_r, 4: replies_w}, candidate_dir, candidate_uid
-        )
-        rk_serve.serve(request["program"], request["module_name"], request["expose"], 3, 4)
-        return 0
-
-    def tests() -> int:
-        _enter(
-            request,
-            {0: devnull, 1: devnull, 2: devnull, 3: result_w, 4: replies_r, 5: calls_w},
-            test_dir,
-            test_uid,
-        )
-        rk_judge.judge(request, 5, 4, 3)
-        return 0
-
-    pids = [_fork(candidate), _fork(tests)]
-    for fd in (calls_r, calls_w, replies_r, replies_w, out_w, err_w, result_w, devnull):
-        os.close(fd)
+    candidate_job_r, candidate_job_w = os.pipe()
+    tests_job_r, tests_job_w = os.pipe()
+    run = _Run(zygote, uids, request["timeout"])
+    null = os.open("/dev/null", os.O_RDWR)
+    candidate_fds = {0: null, 1: out_w, 2: err_w, 3: calls_r, 4: replies_w, 5: candidate_job_r}
+    run.pids.append(zygote.spawn("candidate", candidate_uid, candidate_dir, candidate_fds))
+    candidate_job = {key: request[key] for key in ("program", "module_name", "expose")}
+    _send_job(candidate_job_w, {**candidate_job, **_limits(request)})
+    # The tests exist outside the runner only once the candidate's process does, and only here.
+    null = os.open("/dev/null", os.O_RDWR)
+    tests_fds = {0: null, 1: null, 2: null, 3: result_w, 4: replies_r, 5: calls_w, 6: tests_job_r}
+    run.pids.append(zygote.spawn("tests", test_uid, test_dir, tests_fds))
+    tests_job = {key: request[key] for key in ("tests", "setup", "trusted", "expose")}
+    _send_job(tests_job_w, {**tests_job, **_limits(request)})
     cap = request["output_cap"]
     captures = {
         out_r: _Capture(out_r, cap),
@@ -356,23 +449,27 @@ def _run_asserts(request: dict[str, Any], uids: list[int] | None, counter: int) 
         result_r: _Capture(result_r, 1 << 20),
     }
     # The run is over when the test process is; the candidate's process is killed with the rest.
-    status, timed_out = _watch(captures, pids[1], started + request["timeout"])
-    statuses = {} if status is None else {pids[1]: status}
-    _finish(captures, pids, uids, statuses)
+    timed_out = _watch(captures, run.pids[1], run.deadline)
+    usage = run.usage() if timed_out else {}
+    statuses = run.finish(captures)
     shutil.rmtree(candidate_dir, ignore_errors=True)
     shutil.rmtree(test_dir, ignore_errors=True)
     return {
         "verdicts": bytes(captures[result_r].kept).decode("ascii", "replace"),
         "timed_out": timed_out,
-        **_exit_fields(statuses[pids[0]]),
+        **usage,
+        **_exit_fields(statuses[run.pids[0]]),
         **_output_fields(captures[out_r], captures[err_r], cap),
-        "elapsed": time.monotonic() - started,
+        "elapsed": time.monotonic() - run.started,
     }
 
 
 def main() -> None:
-    uids = json.loads(sys.argv[1]) if len(sys.argv) > 1 else None
+    isolated = len(sys.argv) > 1 and json.loads(sys.argv[1]) is True
+    if isolated:
+        rk_seccomp.program(os.uname().machine)  # a machine the filter does not know: refuse to start
     os.chmod(WORK_ROOT, 0o711)  # candidates may enter their own run dir, never list or write /tmp
+    zygote = Zygote()  # before any request exists in this process
     rk_wire.write_frame(PROTO_OUT, {"ready": True, "pid": os.getpid()})
     counter = 0
     while True:
@@ -380,9 +477,10 @@ def main() -> None:
         if request is None:
             return
         counter += 1
+        uids = request["uids"] if isolated else None
         try:
             run = _run_io if request["mode"] == "io" else _run_asserts
-            response = run(request, uids, counter)
+            response = run(zygote, request, uids, counter)
         except BaseException as error:
             response = {"error": f"runner: {type(error).__name__}: {error}", "trace": traceback.format_exc()}
         rk_wire.write_frame(PROTO_OUT, response)

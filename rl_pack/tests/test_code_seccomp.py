@@ -1,0 +1,211 @@
+"""The sandbox's seccomp filter (``rk_seccomp``): what it refuses, and what keeps working under it.
+
+Every check runs in a fresh ``python -I -S`` subprocess (as in the sandbox), so the filter never
+lands on the pytest process. The control tests run the same calls without the filter and show
+they succeed there, so a refusal seen under the filter is the filter's doing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+MODULE = Path(__file__).resolve().parents[1] / "src" / "rewardkit_rl" / "code" / "inside" / "rk_seccomp.py"
+
+# Written out here, not read from the module, so a wrong number there cannot hide.
+NRS = {
+    "x86_64": {"clone": 56, "setns": 308, "clone3": 435},
+    "aarch64": {"clone": 220, "setns": 268, "clone3": 435},
+}
+
+PRELUDE = f"""
+import ctypes, errno, importlib.util, os, subprocess, sys, threading
+spec = importlib.util.spec_from_file_location("rk_seccomp", {str(MODULE)!r})
+rk_seccomp = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rk_seccomp)
+NR = {NRS!r}[os.uname().machine]
+CLONE_NEWUSER, CLONE_NEWUTS, SIGCHLD = 0x10000000, 0x04000000, 17
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+def syscall(*args):
+    ctypes.set_errno(0)
+    rc = libc.syscall(*[ctypes.c_long(a) for a in args])
+    return rc, ctypes.get_errno()
+
+def unshare(flags):
+    if hasattr(os, "unshare"):
+        os.unshare(flags)
+    elif libc.unshare(ctypes.c_int(flags)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+"""
+
+
+def run_check(body: str, *, filtered: bool = True) -> None:
+    code = PRELUDE + ("rk_seccomp.install()\n" if filtered else "") + textwrap.dedent(body)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert proc.stdout.strip().endswith("OK"), proc.stdout + proc.stderr
+
+
+def test_machine_is_supported():
+    machine = os.uname().machine
+    assert machine in NRS, f"rk_seccomp supports x86_64 and aarch64 only; this machine is {machine!r}"
+
+
+def test_program_assembles_for_both_machines_and_refuses_others():
+    spec = importlib.util.spec_from_file_location("rk_seccomp", MODULE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # loading installs nothing
+    for machine in NRS:
+        code = module.program(machine)
+        assert len(code) % 8 == 0 and 0 < len(code) // 8 < 256
+        assert code[-4:] == (0x7FFF0000).to_bytes(4, "little")  # falls through to ALLOW
+    with pytest.raises(RuntimeError, match="riscv64"):
+        module.program("riscv64")
+
+
+def test_unshare_newuser_is_refused():
+    run_check("""
+        try:
+            unshare(CLONE_NEWUSER)
+        except PermissionError:
+            print("OK")
+        else:
+            print("unshare(CLONE_NEWUSER) succeeded")
+    """)
+
+
+def test_clone_newuser_is_refused():
+    run_check("""
+        rc, err = syscall(NR["clone"], CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0)
+        if rc == 0:
+            os._exit(0)  # the filter failed and this is the child: leave at once
+        if rc > 0:
+            os.waitpid(rc, 0)
+            sys.exit("clone(CLONE_NEWUSER) created a child")
+        assert err == errno.EPERM, errno.errorcode.get(err, err)
+        print("OK")
+    """)
+
+
+def test_clone3_answers_enosys():
+    # NULL args and size 0: should the call get through, the kernel answers EINVAL, never a child.
+    run_check("""
+        rc, err = syscall(NR["clone3"], 0, 0)
+        assert (rc, err) == (-1, errno.ENOSYS), (rc, errno.errorcode.get(err, err))
+        print("OK")
+    """)
+
+
+def test_setns_is_refused():
+    run_check("""
+        fd = os.open("/proc/self/ns/uts", os.O_RDONLY)
+        rc, err = syscall(NR["setns"], fd, 0)
+        assert (rc, err) == (-1, errno.EPERM), (rc, errno.errorcode.get(err, err))
+        print("OK")
+    """)
+
+
+def test_scheduling_changes_are_refused_and_reading_is_allowed():
+    run_check("""
+        os.getpriority(os.PRIO_PROCESS, 0)
+        policy = os.sched_getscheduler(0)
+        os.sched_getparam(0)
+        for call in (
+            lambda: os.setpriority(os.PRIO_PROCESS, 0, 19),
+            lambda: os.sched_setscheduler(0, policy, os.sched_param(0)),
+            lambda: os.sched_setparam(0, os.sched_param(0)),
+        ):
+            try:
+                call()
+            except PermissionError:
+                continue
+            sys.exit("a scheduling change got through")
+        print("OK")
+    """)
+
+
+def test_filter_reaches_threads_started_before_install():
+    # TSYNC: a thread that already exists when the filter goes on gets it too.
+    code = PRELUDE + textwrap.dedent("""
+        go, done, seen = threading.Event(), threading.Event(), []
+        def worker():
+            go.wait()
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+                seen.append("allowed")
+            except PermissionError:
+                seen.append("refused")
+            done.set()
+        threading.Thread(target=worker).start()
+        rk_seccomp.install()
+        go.set()
+        done.wait(10)
+        assert seen == ["refused"], seen
+        print("OK")
+    """)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == "OK", proc.stdout + proc.stderr
+
+
+def test_threads_fork_and_subprocess_still_work():
+    run_check("""
+        box = []
+        t = threading.Thread(target=box.append, args=(1,))
+        t.start()
+        t.join()
+        assert box == [1]
+        pid = os.fork()
+        if pid == 0:
+            os._exit(7)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 7, status
+        assert subprocess.run(["/bin/true"]).returncode == 0
+        assert subprocess.run([sys.executable, "-I", "-S", "-c", "pass"]).returncode == 0
+        print("OK")
+    """)
+
+
+def test_other_unshare_flags_are_allowed():
+    # Run as root, unshare(CLONE_NEWUTS) succeeds; the filter must not turn it into EPERM.
+    assert os.geteuid() == 0, "this check needs root (the test machines run as root)"
+    run_check("""
+        unshare(CLONE_NEWUTS)
+        print("OK")
+    """)
+
+
+def test_control_without_filter_the_refused_calls_succeed():
+    assert os.geteuid() == 0, "this check needs root (the test machines run as root)"
+    run_check(
+        """
+        pid = os.fork()
+        if pid == 0:
+            try:
+                unshare(CLONE_NEWUSER)
+            except OSError:
+                os._exit(1)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0, "unshare(CLONE_NEWUSER) failed without the filter"
+        rc, err = syscall(NR["clone3"], 0, 0)
+        assert (rc, err) == (-1, errno.EINVAL), (rc, errno.errorcode.get(err, err))
+        fd = os.open("/proc/self/ns/uts", os.O_RDONLY)
+        assert syscall(NR["setns"], fd, 0) == (0, 0)
+        os.setpriority(os.PRIO_PROCESS, 0, 19)
+        print("OK")
+        """,
+        filtered=False,
+    )
