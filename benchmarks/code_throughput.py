@@ -76,8 +76,7 @@ def run_baseline(rollouts: list[dict], workers: int) -> tuple[float, list[bool]]
         program = plan.program_from(rollout["completion"])
         statuses = []
         for case in range(plan.case_count):
-            uid = 1_900_000 + ((index % 64) * 16 + case) * 2
-            slot = Slot(config, 10_000 + index * 16 + case, range(uid, uid + 2))
+            slot = Slot(config, 10_000 + index * 16 + case)
             try:
                 single = dataclasses.replace(plan, tests=(plan.tests[case],))
                 response = slot.run(provider._request(single, program))

@@ -160,14 +160,15 @@ def test_a_candidate_that_breaks_fresh_slots_where_a_canary_passes_is_charged(mo
 
 def test_a_process_left_in_the_slot_after_an_answer_restarts_the_slot_and_is_charged():
     # The runner ends every process of a run before it answers; the host checks the slot's cgroup
-    # anyway. A process there beside the slot's own (put there by hand, as one the runner missed)
-    # restarts the slot and charges the run that just answered.
+    # anyway. A process there under one of the slot's uids (put there by hand, as one the runner
+    # missed) restarts the slot and charges the run that just answered.
     with rewardkit.load(config()) as reward:
         reward.score([group(HONEST, "warm")])
         [bound] = reward.worker.providers.values()
         [slot] = bound.provider._pool._slots
         assert slot.cgroup is not None and slot.starts == 1
-        intruder = subprocess.Popen(["sleep", "60"])
+        assert slot.uids is not None
+        intruder = subprocess.Popen(["sleep", "60"], user=slot.uids.start)  # a uid of an earlier run
         try:
             slot.cgroup.procs_file.write_text(f"{intruder.pid}\n")
             batch = reward.score([group(HONEST)])

@@ -31,6 +31,7 @@ drop or cgroup: for trusted code only.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import itertools
 import json
 import os
@@ -41,6 +42,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -83,17 +85,17 @@ _SYSTEM_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/et
 _CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
 _START_TIMEOUT_S = 20.0
 _HOST_GRACE_S = 5.0
-# uids handed to candidates, far above real accounts: a block per pool, a block per slot in it, a
-# fresh uid (two for an assert-style run) per run; a slot whose block is spent restarts.
+# uids handed to candidates, far above real accounts: each process owns a span (by its pid), a
+# slot takes a block of the span when it starts and gives it back when it stops, and every run
+# takes fresh uids from its slot's block; a slot whose block is spent restarts.
 _UID_BASE = 1_000_000
-UIDS_PER_SLOT = 256
-MAX_POOL_SLOTS = 128
-_UIDS_PER_POOL = UIDS_PER_SLOT * MAX_POOL_SLOTS
-_POOL_BLOCKS = 16
+UIDS_PER_SLOT = 4096
+_UIDS_PER_PROCESS = 1 << 21
+_PROCESS_SPANS = 1024
 # Timeouts are wall-clock: more programs at once than CPUs would fail correct ones (seed 000).
 CPU_COUNT = os.cpu_count() or 1
 _RUNNING = threading.BoundedSemaphore(CPU_COUNT)
-_uid_blocks = itertools.count()
+_slot_numbers = itertools.count()
 # How often a request waiting for a slot checks whether it was cancelled.
 _CANCEL_POLL_S = 0.02
 
@@ -111,6 +113,62 @@ def load_inside_modules() -> dict[str, types.ModuleType]:
 
 class SandboxError(RuntimeError):
     """The sandbox could not start or stopped answering; the message says why."""
+
+
+class _UidBlocks:
+    """This process's span of candidate uids, lent to slots a block at a time.
+
+    The span is claimed host-wide with a lock file (``flock``), so two processes never hand out
+    the same uids (RLIMIT_NPROC counts a uid's processes across the whole host). A block is lent
+    to one live slot only; it comes back when the slot stops, which ends every process that any of
+    its uids could own (the slot's pid namespace goes with it). A forked child claims its own span.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reset()
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._claim: int | None = None  # the lock file's descriptor
+        self._first_uid = 0
+        self._lent: set[int] = set()
+        self._next = 0
+
+    def _claim_span(self) -> None:
+        folder = Path(tempfile.gettempdir()) / "rewardkit-uid-spans"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        for offset in range(_PROCESS_SPANS):
+            span = (os.getpid() + offset) % _PROCESS_SPANS
+            fd = os.open(folder / f"{span}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            self._claim, self._first_uid = fd, _UID_BASE + span * _UIDS_PER_PROCESS
+            return
+        raise SandboxError(f"all {_PROCESS_SPANS} uid spans are claimed by other processes on this host")
+
+    def take(self) -> range:
+        count = _UIDS_PER_PROCESS // UIDS_PER_SLOT
+        with self._lock:
+            if self._claim is None:
+                self._claim_span()
+            for _ in range(count):
+                number, self._next = self._next, (self._next + 1) % count
+                if number not in self._lent:
+                    self._lent.add(number)
+                    start = self._first_uid + number * UIDS_PER_SLOT
+                    return range(start, start + UIDS_PER_SLOT)
+        raise SandboxError(f"all {count} uid blocks of this process are lent to live sandbox slots")
+
+    def give_back(self, block: range) -> None:
+        with self._lock:
+            self._lent.discard((block.start - self._first_uid) // UIDS_PER_SLOT)
+
+
+_UID_BLOCKS = _UidBlocks()
 
 
 @dataclass(frozen=True)
@@ -284,21 +342,22 @@ def _read_frame(fd: int, deadline: float) -> dict[str, Any] | None:
 class Slot:
     """One warm sandbox: a bwrap process running the runner, with its block of uids and its cgroup.
 
-    ``uids`` is the slot's block of uids, or None for ``isolation="none"``. Every run takes fresh
-    ones from it that no later run of the slot's life gets; when the block is spent the slot
-    restarts, which ends every process of its earlier runs (a new pid namespace).
+    ``uids`` is the block of uids lent to the running slot (None for ``isolation="none"`` or while
+    stopped). Every run takes fresh ones from it that no later run of the slot's life gets; when the
+    block is spent the slot restarts, which ends every process of its earlier runs (a new pid
+    namespace). ``every_uid`` is each uid the slot's runs ever had (for checks that nothing is left).
     """
 
-    def __init__(self, config: SandboxConfig, index: int, uids: range | None) -> None:
+    def __init__(self, config: SandboxConfig, index: int) -> None:
         self.config = config
         self.index = index
-        self.uids = uids
+        self.uids: range | None = None
+        self.every_uid: set[int] = set()
         self.process: subprocess.Popen[bytes] | None = None
         self.cgroup: PidsCgroup | None = None
         self.starts = 0
         self.scope: CancelScope = NEVER  # the request holding the lease
         self._used_uids = 0
-        self._own_pids: set[int] = set()  # the slot's own processes (bwrap, runner, zygote)
 
     def abort(self) -> None:
         """Kill whatever the slot runs, from any thread, without waiting (a cancellation callback).
@@ -317,9 +376,11 @@ class Slot:
                     os.kill(pid, signal.SIGKILL)
 
     def start(self) -> None:
+        if self.process is not None:  # it died on its own: release its cgroup and uids first
+            self._stop_and_stderr()
         config = self.config
         python, _ = _python()
-        runner = [python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(self.uids is not None)]
+        runner = [python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(config.isolation != "none")]
         if config.isolation == "none":
             argv = runner
         else:
@@ -330,6 +391,8 @@ class Slot:
                     "isolation='none' for trusted code"
                 )
             argv = bwrap_argv(config, find_bwrap(config.bwrap_path)) + runner
+            self.uids = _UID_BLOCKS.take()
+            self.every_uid.update(self.uids)
             self.cgroup = self._make_cgroup()
             if self.cgroup is not None:
                 # the shell joins the cgroup before exec, so bwrap and all it forks start inside
@@ -358,7 +421,6 @@ class Slot:
             stderr = self._stop_and_stderr()
             raise SandboxError(f"the sandbox did not start: {stderr or 'no message'}")
         self._used_uids = 0
-        self._own_pids = set(self.cgroup.pids()) if self.cgroup is not None else set()
 
     def _make_cgroup(self) -> PidsCgroup | None:
         policy = self.config.cgroup
@@ -377,32 +439,37 @@ class Slot:
         return self.process is not None and self.process.poll() is None
 
     def _fresh_uids(self, count: int) -> list[int] | None:
-        if self.uids is None:
-            return None
-        if self._used_uids + count > len(self.uids) and self.alive:
+        if self.uids is not None and self._used_uids + count > len(self.uids) and self.alive:
             self._stop_and_stderr()  # spent: a restart ends every process the old uids could own
         if not self.alive:
             self.start()
             self.scope.raise_if_cancelled()  # cancelled while starting: the abort may have missed it
+        if self.uids is None:
+            return None
         first = self._used_uids
         self._used_uids += count
         return list(self.uids[first : first + count])
 
     def _left_running(self, uids: list[int] | None) -> list[int]:
-        """Live processes beyond the slot's own once the runner has answered (it kills all of a run's)."""
-        if self.cgroup is not None:
-            return [pid for pid in self.cgroup.pids() if pid not in self._own_pids and rk_procs.alive(pid)]
+        """Live processes of the slot's runs once the runner has answered (it kills all of a run's).
+
+        The slot's own processes (bwrap, the runner, the zygote and its blank children) are root;
+        every process of a run has one of the slot's uids.
+        """
         if uids is None:
             return []
+        if self.cgroup is not None:
+            return [
+                pid
+                for pid in self.cgroup.pids()
+                if rk_procs.owners(pid) & self.every_uid and rk_procs.alive(pid)
+            ]
         return rk_procs.live_processes_of(uids)
 
     def run(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Send one run to the runner and wait for its answer (host deadline = run deadline + grace)."""
         self.scope.raise_if_cancelled()
         uids = self._fresh_uids(2 if request["mode"] == "asserts" else 1)
-        if not self.alive:
-            self.start()
-            self.scope.raise_if_cancelled()
         process = self.process
         assert process is not None and process.stdin is not None and process.stdout is not None
         try:
@@ -448,6 +515,9 @@ class Slot:
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
+        if self.uids is not None:  # the slot's processes are gone: its uids may be lent again
+            _UID_BLOCKS.give_back(self.uids)
+            self.uids = None
 
     def close(self) -> None:
         self._stop_and_stderr()
@@ -465,19 +535,9 @@ class SandboxPool:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not _positive_int(self.size) or self.size > MAX_POOL_SLOTS:
-            raise ValueError(
-                f"the sandbox pool size must be an integer from 1 to {MAX_POOL_SLOTS}, got {self.size!r}"
-            )
-        block = next(_uid_blocks)
-        base = _UID_BASE + ((os.getpid() % 2048) * _POOL_BLOCKS + block % _POOL_BLOCKS) * _UIDS_PER_POOL
-
-        def uids_of(i: int) -> range | None:
-            if self.config.isolation == "none":
-                return None
-            return range(base + i * UIDS_PER_SLOT, base + (i + 1) * UIDS_PER_SLOT)
-
-        self._slots = [Slot(self.config, i + _UIDS_PER_POOL * block, uids_of(i)) for i in range(self.size)]
+        if not _positive_int(self.size):
+            raise ValueError(f"the sandbox pool size must be a positive integer, got {self.size!r}")
+        self._slots = [Slot(self.config, next(_slot_numbers)) for _ in range(self.size)]
         self._free = queue.Queue()
         for slot in self._slots:
             self._free.put(slot)
@@ -518,9 +578,9 @@ class SandboxPool:
             return slot.run(request)
 
     @property
-    def uids(self) -> list[int]:
-        """Every uid any run of this pool's slots may get."""
-        return [uid for slot in self._slots for uid in (slot.uids or ())]
+    def uids(self) -> set[int]:
+        """Every uid the runs of this pool's slots had or may get."""
+        return {uid for slot in self._slots for uid in slot.every_uid}
 
     def close(self) -> None:
         with self._lock:

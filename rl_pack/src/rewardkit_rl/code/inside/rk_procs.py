@@ -80,7 +80,7 @@ def kill_all(owned: Callable[[int], bool], rounds: int = 2000) -> None:
         for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        time.sleep(0.001 if number < 50 else 0.01)
+        time.sleep(0.0002 if number < 50 else 0.01)
     raise RuntimeError(f"processes survive SIGKILL: {live_processes(owned)[:10]}")
 
 

@@ -6,12 +6,13 @@ slot and stays root inside the sandbox's namespaces, with only the capabilities 
 uids and kill, so nothing it forks can signal it or read its memory.
 
 Before it reads any request it forks the **zygote**, and every process of every run is a child of
-the zygote, never of the runner. The zygote never reads request data: it gets a spawn order (a
-role, a uid, a work dir) and the descriptors of the child's pipes, forks a blank child, and answers
-with its pid. Only that child reads its own job (its program, or its tests) from its own pipe. So
-no process of a run holds another process's data, an earlier request's, or a sibling candidate's:
-the candidate's memory holds its own program and nothing else, and the tests travel to the test
-process only, after the candidate's process exists.
+the zygote, never of the runner. The zygote never reads request data: it takes the seccomp filter
+(``rk_seccomp``, inherited by everything it forks) and keeps blank children ready, each waiting on
+a socket of its own for one order from the runner (a role, a uid, a work dir, and its pipes'
+descriptors). Only that child then reads its own job (its program, or its tests) from its own
+pipe. So no process of a run holds another process's data, an earlier request's, or a sibling
+candidate's: the candidate's memory holds its own program and nothing else, and the tests travel
+to the test process only, after the candidate's process exists.
 
 An assert-style run has two processes under two fresh unprivileged uids (the host hands out new
 ones for every run and never reuses them while the slot lives):
@@ -154,8 +155,6 @@ def _child(order: dict[str, Any], fds: list[int]) -> None:
         job = rk_wire.read_frame(_JOB_FD[role])
         os.close(_JOB_FD[role])
         _apply_limits(job["limits"], job["timeout"])
-        if order["seccomp"]:
-            rk_seccomp.install()
         if role == "io":
             code = _io_program(job)
         elif role == "candidate":
@@ -170,80 +169,133 @@ def _child(order: dict[str, Any], fds: list[int]) -> None:
         os._exit(code)
 
 
-def _zygote(channel: socket.socket) -> None:
-    """The zygote's loop: spawn orders and waits from the runner, until the runner goes."""
+def _spare(link: socket.socket) -> None:
+    """A blank child that waits for its one order (and its descriptors) from the runner."""
+    message, fds, _, _ = socket.recv_fds(link, _ORDER_BYTES, 16)
+    if not message:
+        os._exit(0)
+    _child(json.loads(message), fds)
+
+
+def _zygote(channel: socket.socket, isolated: bool) -> None:
+    """The zygote's loop, until the runner goes: fork spare children on request, each with a
+    socket of its own that goes to the runner, and report the exit statuses of children.
+
+    Isolated, the zygote takes the seccomp filter first, so every process of every run inherits
+    it from birth (a filter can never be removed); it allows the forks and uid drops that follow.
+    """
+    if isolated:
+        rk_seccomp.install()
     devnull = os.open("/dev/null", os.O_RDWR)
     for fd in (PROTO_IN, PROTO_OUT):  # the host's protocol is the runner's alone
         os.dup2(devnull, fd)
     os.close(devnull)
     while True:
-        message, fds, _, _ = socket.recv_fds(channel, _ORDER_BYTES, 16)
+        message = channel.recv(_ORDER_BYTES)
         if not message:
             return
         order = json.loads(message)
-        if order["op"] == "spawn":
+        if order["op"] == "wait":
+            statuses = [os.waitpid(pid, 0)[1] for pid in order["pids"]]
+            channel.send(json.dumps({"statuses": statuses}).encode())
+        for _ in range(order.get("spares", 0)):
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             pid = os.fork()
             if pid == 0:
                 channel.close()
-                _child(order, fds)
-            for fd in fds:
-                os.close(fd)
-            channel.send(json.dumps({"pid": pid}).encode())
-        else:
-            _, status = os.waitpid(order["pid"], 0)
-            channel.send(json.dumps({"status": status}).encode())
+                theirs.close()
+                _spare(mine)
+            mine.close()
+            socket.send_fds(channel, [json.dumps({"spare": pid}).encode()], [theirs.fileno()])
+            theirs.close()
 
 
 class Zygote:
-    """The runner's handle on its zygote (forked at once, before any request is read)."""
+    """The runner's handle on its zygote (forked at once, before any request is read).
 
-    def __init__(self) -> None:
+    The zygote keeps blank children ready (``SPARES`` per run), so a run's processes start without
+    waiting for a fork: the runner hands a spare its order and descriptors, and asks for the next
+    ones, which the zygote forks while the run goes on.
+    """
+
+    SPARES = 2
+
+    def __init__(self, isolated: bool) -> None:
         self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.pid = os.fork()
         if self.pid == 0:
             code = 0
             try:
                 self.channel.close()
-                _zygote(theirs)
+                _zygote(theirs, isolated)
             except BaseException:
                 code = EXIT_HARNESS_ERROR
             finally:
                 os._exit(code)
         theirs.close()
+        self.spares: list[tuple[int, socket.socket]] = []
+        self._send({"op": "spares", "spares": self.SPARES})
 
-    def _ask(self, order: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
-        socket.send_fds(self.channel, [json.dumps(order).encode()], fds or [])
-        answer = self.channel.recv(_ORDER_BYTES)
-        if not answer:
+    def _send(self, order: dict[str, Any]) -> None:
+        self.channel.send(json.dumps(order).encode())
+
+    def _receive(self) -> dict[str, Any]:
+        """The zygote's next message; a spare it announces joins ``spares``."""
+        message, fds, _, _ = socket.recv_fds(self.channel, _ORDER_BYTES, 1)
+        if not message:
             raise RuntimeError("the zygote is gone")
-        return json.loads(answer)
+        answer = json.loads(message)
+        if "spare" in answer:
+            self.spares.append((answer["spare"], socket.socket(fileno=fds[0])))
+        return answer
 
-    def spawn(self, role: str, uid: int | None, workdir: str, fds: dict[int, int]) -> int:
-        """Fork a child for ``role`` holding ``fds`` (its descriptor -> ours, which are then closed)."""
-        order = {
-            "op": "spawn",
-            "role": role,
-            "uid": uid,
-            "workdir": workdir,
-            "targets": list(fds),
-            "seccomp": uid is not None,
-        }
-        pid = self._ask(order, list(fds.values()))["pid"]
-        for fd in set(fds.values()):
+    def spawn(self, uid_of: dict[str, int | None], workdirs: dict[str, str],
+              fds_of: dict[str, dict[int, int]]) -> list[int]:  # fmt: skip
+        """Start one blank child per role (in order), each holding its ``fds`` (its descriptor ->
+        ours, which are closed here); returns their pids."""
+        pids = []
+        for role, fds in fds_of.items():
+            while not self.spares:
+                self._receive()
+            pid, link = self.spares.pop(0)
+            order = {"role": role, "uid": uid_of[role], "workdir": workdirs[role], "targets": list(fds)}
+            socket.send_fds(link, [json.dumps(order).encode()], list(fds.values()))
+            link.close()
+            pids.append(pid)
+        for fd in {fd for fds in fds_of.values() for fd in fds.values()}:
             os.close(fd)
-        return pid
+        self._send({"op": "spares", "spares": len(pids)})
+        return pids
 
-    def wait(self, pid: int) -> int:
-        return self._ask({"op": "wait", "pid": pid})["status"]
+    def wait(self, pids: list[int]) -> dict[int, int]:
+        """The exit statuses of ``pids`` (children it spawned), once each has ended."""
+        self._send({"op": "wait", "pids": pids})
+        while True:
+            answer = self._receive()
+            if "statuses" in answer:
+                return dict(zip(pids, answer["statuses"], strict=True))
 
 
-def _send_job(fd: int, job: dict[str, Any]) -> None:
-    try:
-        rk_wire.write_frame(fd, job)
-    except OSError:
-        pass  # the child died before reading its job: its exit status tells
-    finally:
-        os.close(fd)
+class _Job:
+    """A child's job on its own pipe. What fits in the pipe is written before the child exists, so
+    the child starts on it at once; ``finish`` writes the rest once the child reads."""
+
+    def __init__(self, fd: int, job: dict[str, Any]) -> None:
+        self.fd = fd
+        self.rest = memoryview(rk_wire.frame(job))
+        os.set_blocking(fd, False)
+        with contextlib.suppress(BlockingIOError):
+            self.rest = self.rest[os.write(fd, self.rest) :]
+        os.set_blocking(fd, True)
+
+    def finish(self) -> None:
+        try:
+            while self.rest:
+                self.rest = self.rest[os.write(self.fd, self.rest) :]
+        except OSError:
+            pass  # the child died before reading its job: its exit status tells
+        finally:
+            os.close(self.fd)
 
 
 def _io_program(request: dict[str, Any]) -> int:
@@ -346,8 +398,8 @@ class _Run:
         for pid in self.pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+        statuses = self.zygote.wait(self.pids)  # once they are gone, only what they forked is left
         _kill_all(self.uids is not None, self.pids)
-        statuses = {pid: self.zygote.wait(pid) for pid in self.pids}
         stop = time.monotonic() + DRAIN_S
         for capture in captures.values():
             while capture.total <= capture.cap:
@@ -394,9 +446,10 @@ def _run_io(zygote: Zygote, request: dict[str, Any], uids: list[int] | None, cou
     err_r, err_w = os.pipe()
     job_r, job_w = os.pipe()
     run = _Run(zygote, uids, request["timeout"])
+    job = _Job(job_w, {"program": request["program"], **_limits(request)})
     stdin = os.open(stdin_path, os.O_RDONLY)
-    run.pids.append(zygote.spawn("io", uid, workdir, {0: stdin, 1: out_w, 2: err_w, 3: job_r}))
-    _send_job(job_w, {"program": request["program"], **_limits(request)})
+    run.pids += zygote.spawn({"io": uid}, {"io": workdir}, {"io": {0: stdin, 1: out_w, 2: err_w, 3: job_r}})
+    job.finish()
     cap = request["output_cap"]
     captures = {out_r: _Capture(out_r, cap), err_r: _Capture(err_r, cap)}
     timed_out = _watch(captures, run.pids[0], run.deadline)
@@ -431,17 +484,22 @@ def _run_asserts(
     candidate_job_r, candidate_job_w = os.pipe()
     tests_job_r, tests_job_w = os.pipe()
     run = _Run(zygote, uids, request["timeout"])
+    candidate_job = _Job(
+        candidate_job_w,
+        {**{key: request[key] for key in ("program", "module_name", "expose")}, **_limits(request)},
+    )
     null = os.open("/dev/null", os.O_RDWR)
-    candidate_fds = {0: null, 1: out_w, 2: err_w, 3: calls_r, 4: replies_w, 5: candidate_job_r}
-    run.pids.append(zygote.spawn("candidate", candidate_uid, candidate_dir, candidate_fds))
-    candidate_job = {key: request[key] for key in ("program", "module_name", "expose")}
-    _send_job(candidate_job_w, {**candidate_job, **_limits(request)})
-    # The tests exist outside the runner only once the candidate's process does, and only here.
-    null = os.open("/dev/null", os.O_RDWR)
-    tests_fds = {0: null, 1: null, 2: null, 3: result_w, 4: replies_r, 5: calls_w, 6: tests_job_r}
-    run.pids.append(zygote.spawn("tests", test_uid, test_dir, tests_fds))
-    tests_job = {key: request[key] for key in ("tests", "setup", "trusted", "expose")}
-    _send_job(tests_job_w, {**tests_job, **_limits(request)})
+    fds = {
+        "candidate": {0: null, 1: out_w, 2: err_w, 3: calls_r, 4: replies_w, 5: candidate_job_r},
+        "tests": {0: null, 1: null, 2: null, 3: result_w, 4: replies_r, 5: calls_w, 6: tests_job_r},
+    }
+    uid_of = {"candidate": candidate_uid, "tests": test_uid}
+    run.pids += zygote.spawn(uid_of, {"candidate": candidate_dir, "tests": test_dir}, fds)
+    candidate_job.finish()
+    # The tests exist outside the runner only once the candidate's process does, and only there.
+    tests_job = _Job(tests_job_w, {**{key: request[key] for key in ("tests", "setup", "trusted", "expose")},
+                                   **_limits(request)})  # fmt: skip
+    tests_job.finish()
     cap = request["output_cap"]
     captures = {
         out_r: _Capture(out_r, cap),
@@ -469,7 +527,7 @@ def main() -> None:
     if isolated:
         rk_seccomp.program(os.uname().machine)  # a machine the filter does not know: refuse to start
     os.chmod(WORK_ROOT, 0o711)  # candidates may enter their own run dir, never list or write /tmp
-    zygote = Zygote()  # before any request exists in this process
+    zygote = Zygote(isolated)  # before any request exists in this process
     rk_wire.write_frame(PROTO_OUT, {"ready": True, "pid": os.getpid()})
     counter = 0
     while True:

@@ -79,11 +79,16 @@ def read_frame(fd: int, limit: int = MAX_FRAME_BYTES) -> Any:
         raise WireError(f"a frame is not JSON: {type(error).__name__}") from None
 
 
-def write_frame(fd: int, payload: Any) -> None:
+def frame(payload: Any) -> bytes:
+    """``payload`` as one frame: a 4-byte length, then compact JSON."""
     body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
     if len(body) > MAX_FRAME_BYTES:
         raise WireError(f"a frame of {len(body)} bytes is over the {MAX_FRAME_BYTES}-byte limit")
-    view = memoryview(struct.pack(">I", len(body)) + body)
+    return struct.pack(">I", len(body)) + body
+
+
+def write_frame(fd: int, payload: Any) -> None:
+    view = memoryview(frame(payload))
     while view:
         written = os.write(fd, view)
         view = view[written:]
