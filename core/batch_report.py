@@ -41,6 +41,10 @@ def batch_report(
     ``rollouts``. ``diagnostics`` yields ``(provider key, contributions)`` per candidate, in batch
     order. ``totals`` and ``gated`` give each candidate's composed total and gate flag, in batch
     order. Names are built (and validated) once per batch, never per candidate.
+
+    ``reward/infra_error_rate`` (candidates with any component in error) and each component's
+    ``infra_error_rate`` are reported on every batch, 0.0 when nothing failed: a charged candidate
+    is ``scored``, so an ``error`` is an infrastructure fault.
     """
     ns = namespace
     report = Report(ns)
@@ -56,17 +60,28 @@ def batch_report(
                 mean = means[key, contribution.name] = report.means.setdefault(name, WeightedMean())
             mean.total += contribution.value * contribution.weight
             mean.weight += contribution.weight
+    candidates = len(totals)
     for column in components:
         for status in STATUSES:
             count = column.statuses.count(status)
             if count:
                 report.count(metric_name(ns, "reward_component", column.name, f"{status}_count"), count)
+        if candidates:  # on every batch, 0.0 when none: an error is infrastructure by definition
+            errors = column.statuses.count("error")
+            report.mean(
+                metric_name(ns, "reward_component", column.name, "infra_error_rate"),
+                errors / candidates,
+                candidates,
+            )
         if column.values:
             report.mean(
                 metric_name(ns, "reward_component", column.name, "mean"),
                 _sum(column.values) / len(column.values),
                 len(column.values),
             )
+    if candidates:
+        failed = sum(map(_any_error, *(column.statuses for column in components))) if components else 0
+        report.mean(metric_name(ns, "reward", "infra_error_rate"), failed / candidates, candidates)
     present = [total for total in totals if total is not None]
     if present:
         report.mean(metric_name(ns, "reward", "mean"), _sum(present) / len(present), len(present))
@@ -81,6 +96,10 @@ def batch_report(
             len(advantages),
         )
     return report
+
+
+def _any_error(*statuses: str) -> bool:
+    return "error" in statuses
 
 
 def _sum(values: Sequence[float]) -> float:

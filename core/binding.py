@@ -13,6 +13,7 @@ from operator import attrgetter
 from typing import Any
 
 from rewardkit.contracts import (
+    CANDIDATE_NEEDS,
     KNOWN_NEEDS,
     MetricContribution,
     RewardCandidate,
@@ -50,6 +51,7 @@ class BoundProvider:
         "_needs_media",
         "_needs_prompt",
         "_needs_reference",
+        "_required_fields",
         "identity",
         "params",
         "provider",
@@ -70,6 +72,9 @@ class BoundProvider:
         self._declared_terms = frozenset(spec.terms)
         self._declared_diagnostics = frozenset(spec.diagnostics)
         self._needs_media = "media" in spec.needs
+        self._required_fields = tuple(
+            need for need in CANDIDATE_NEEDS if need in spec.needs and need not in spec.skip_when_absent
+        )
         self._needs_prompt = "prompt" in spec.needs
         self._needs_reference = "reference" in spec.needs
 
@@ -152,6 +157,12 @@ class BoundProvider:
             append(_candidate(group_id, index, rollout))
         if count > 1 and len(set(map(_trajectory_id, candidates))) != count:
             _duplicate_id(group_id, candidates)
+        self.check_fields(group_id, candidates)
+        return candidates
+
+    def check_fields(self, group_id: str, candidates: Sequence[RewardCandidate]) -> None:
+        """Refuse a candidate without a per-candidate field this provider needs (media, a token
+        count, a finish reason), naming the field."""
         if self._needs_media:
             for candidate in candidates:
                 if candidate.media is None:
@@ -162,7 +173,16 @@ class BoundProvider:
                         trajectory_id=candidate.trajectory_id,
                         rule="missing-media",
                     )
-        return candidates
+        for field in self._required_fields:
+            for candidate in candidates:
+                if getattr(candidate, field) is None:
+                    raise RewardContractError(
+                        f"provider {self.name!r} needs {field!r} on every candidate (what the rollout "
+                        "engine recorded), and this candidate has none",
+                        group_id=group_id,
+                        trajectory_id=candidate.trajectory_id,
+                        rule="missing-candidate-field",
+                    )
 
     def common_inputs(
         self, group_id: str, rollouts: Sequence[Mapping[str, Any]], candidates: list[RewardCandidate]

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rewardkit.binding import BoundProvider
-from rewardkit.contracts import KNOWN_NEEDS, RewardProviderSpec, check_name
+from rewardkit.contracts import CANDIDATE_NEEDS, KNOWN_NEEDS, RewardProviderSpec, check_name
 from rewardkit.errors import PreflightError, RegistrationError, UnknownNameError
 from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
 from rewardkit.frozen import NotJSONError
@@ -140,7 +140,10 @@ class Catalog:
         entry = self.entry(name)
         spec = entry.spec
         params = dict(params or {})
-        missing = [need for need in spec.needs if need not in available_inputs]
+        # A candidate field (a token count) is on each candidate, checked where it is scored.
+        missing = [
+            need for need in spec.needs if need not in available_inputs and need not in CANDIDATE_NEEDS
+        ]
         if "media" in missing:
             raise PreflightError(
                 f"provider {name!r} needs in-process media (an object such as a latent on each "

@@ -18,10 +18,15 @@ from rewardkit.errors import RegistrationError
 from rewardkit.frozen import NotJSONError, freeze
 
 KNOWN_NEEDS: tuple[str, ...] = ("prompt", "reference")
+# Fields of each candidate a provider may need (what the rollout engine recorded): a candidate
+# without one is refused with an error naming the field, unless the spec lists it in
+# ``skip_when_absent`` (then the provider sees ``None`` and says itself why it skips).
+CANDIDATE_NEEDS: tuple[str, ...] = ("completion_token_count", "finish_reason")
 # Needs only an in-process caller can meet: ``media`` is an opaque per-candidate object (a latent
 # tensor) handed over in memory; it is never serialised into JSONL, HTTP or an identity.
 IN_PROCESS_NEEDS: tuple[str, ...] = ("media",)
 Status = Literal["scored", "skipped", "error"]
+Charge = Literal["deterministic", "nondeterministic"]
 
 # Names become metric path segments (train/reward_provider/<provider>/<diagnostic>) and CLI words.
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
@@ -106,12 +111,16 @@ class RewardProviderResult:
     ``status`` is ``scored`` (``terms`` holds every declared term), ``skipped`` (the reward does
     not apply to this candidate; not an error) or ``error`` (it should apply but could not be
     computed; the composition's ``onError`` decides). ``reason`` explains a skip or an error.
+
+    ``charge`` marks a verdict on the candidate for what its own text caused (see ``charged``):
+    ``"deterministic"`` or ``"nondeterministic"`` evidence; ``None`` for an ordinary result.
     """
 
     terms: Mapping[str, float] = field(default_factory=dict)
     diagnostics: tuple[MetricContribution, ...] = ()
     status: Status = "scored"
     reason: str | None = None
+    charge: Charge | None = None
 
     def __init__(
         self,
@@ -119,6 +128,7 @@ class RewardProviderResult:
         diagnostics: tuple[MetricContribution, ...] = (),
         status: Status = "scored",
         reason: str | None = None,
+        charge: Charge | None = None,
     ) -> None:
         # Written by hand: providers build one per candidate, and the generated __init__ with its
         # object.__setattr__ per field costs about twice as much. The terms are always copied into a
@@ -128,6 +138,7 @@ class RewardProviderResult:
         _set_diagnostics(self, diagnostics if type(diagnostics) is tuple else tuple(diagnostics))
         _set_status(self, status)
         _set_reason(self, reason)
+        _set_charge(self, charge)
 
     @classmethod
     def skip(cls, reason: str, diagnostics: tuple[MetricContribution, ...] = ()) -> RewardProviderResult:
@@ -139,11 +150,39 @@ class RewardProviderResult:
         """A result saying the reward applies but could not be computed (e.g. ``timeout``)."""
         return cls(terms={}, diagnostics=diagnostics, status="error", reason=reason)
 
+    @classmethod
+    def charged(
+        cls,
+        reason: str,
+        diagnostic: str,
+        worst: Mapping[str, float],
+        *,
+        deterministic: bool = True,
+        diagnostics: tuple[MetricContribution, ...] = (),
+    ) -> RewardProviderResult:
+        """A verdict on the candidate for what its own text caused: a candidate can only hurt itself.
+
+        ``scored``, every term at its worst value (``worst``, one value per declared term),
+        ``reason`` set and the declared diagnostic ``diagnostic`` = 1 added. An ``error`` is
+        infrastructure; charge only on evidence that the candidate caused the fault.
+        ``deterministic`` evidence (a guard that refused the text, a verdict the candidate's own
+        text asked for, a crash) always stands; non-deterministic evidence (a timeout, an
+        unreadable verdict) is voided by the batch's circuit breaker when too many candidates of
+        one provider are charged on it, since that is more likely the infrastructure.
+        """
+        return cls(
+            terms=worst,
+            diagnostics=(*diagnostics, MetricContribution(diagnostic, 1.0)),
+            reason=reason,
+            charge="deterministic" if deterministic else "nondeterministic",
+        )
+
 
 _set_terms = RewardProviderResult.terms.__set__  # type: ignore[attr-defined]
 _set_diagnostics = RewardProviderResult.diagnostics.__set__  # type: ignore[attr-defined]
 _set_status = RewardProviderResult.status.__set__  # type: ignore[attr-defined]
 _set_reason = RewardProviderResult.reason.__set__  # type: ignore[attr-defined]
+_set_charge = RewardProviderResult.charge.__set__  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +235,10 @@ class RewardProviderSpec:
     groups to worker threads, whose hand-off would cost more than the scoring. A provider that
     waits on anything (processes, sandboxes, HTTP, a model) leaves it ``False``. It does not
     change scores, so it is not part of the identity.
+    ``needs`` may name candidate fields (``CANDIDATE_NEEDS``: ``completion_token_count``,
+    ``finish_reason``); a candidate without one is a ``RewardContractError`` naming the field,
+    unless it is listed in ``skip_when_absent`` (the provider then skips such a candidate itself).
+    Either way a caller that can never carry the field (OpenRLHF's ``/get_reward``) is refused.
     """
 
     name: str
@@ -211,6 +254,7 @@ class RewardProviderSpec:
     runtime: tuple[str, ...] = ()
     runtime_identity: Callable[[Mapping[str, Any]], Any] | None = None
     cheap: bool = False
+    skip_when_absent: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_name("provider", self.name)
@@ -222,7 +266,7 @@ class RewardProviderSpec:
         schema = self.params_schema
         if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
             raise RegistrationError(f"{where}: params_schema must be a pydantic model class, got {schema!r}")
-        for attr in ("needs", "terms", "diagnostics", "scoring_packages", "runtime"):
+        for attr in ("needs", "terms", "diagnostics", "scoring_packages", "runtime", "skip_when_absent"):
             value = getattr(self, attr)
             if isinstance(value, str) or not isinstance(value, (tuple, list)):
                 raise RegistrationError(f"{where}: {attr} must be a tuple of names, got {value!r}")
@@ -231,10 +275,18 @@ class RewardProviderSpec:
             raise RegistrationError(
                 f"{where}: scoring_packages must be distribution names, got {self.scoring_packages!r}"
             )
-        possible = KNOWN_NEEDS + IN_PROCESS_NEEDS
+        possible = KNOWN_NEEDS + CANDIDATE_NEEDS + IN_PROCESS_NEEDS
         unknown = [need for need in self.needs if need not in possible]
         if unknown:
             raise RegistrationError(f"{where}: unknown needs {unknown}; a provider may need {list(possible)}")
+        lenient = [
+            name for name in self.skip_when_absent if name not in self.needs or name not in CANDIDATE_NEEDS
+        ]
+        if lenient:
+            raise RegistrationError(
+                f"{where}: skip_when_absent {lenient} must be candidate fields it needs "
+                f"({list(CANDIDATE_NEEDS)})"
+            )
         if self.runtime_identity is not None and not callable(self.runtime_identity):
             raise RegistrationError(
                 f"{where}: runtime_identity must be callable, got {self.runtime_identity!r}"

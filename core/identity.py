@@ -46,6 +46,8 @@ def identity_document(spec: RewardProviderSpec, params: Mapping[str, Any] | None
         "diagnostics": list(spec.diagnostics),
         "semantic_identity": spec.semantic_identity,
     }
+    if spec.skip_when_absent:  # only when set, so every other identity stays what it was
+        document["skip_when_absent"] = list(spec.skip_when_absent)
     if params:
         document["params"] = dict(params)
     return document

@@ -158,6 +158,8 @@ class PointwiseBatch:
             contexts: dict[tuple[bool, bool], RewardContext] = {}
             for scorer in scorers:
                 bound = scorer.bound
+                if bound is not first:  # the first checked its fields when it built the candidates
+                    bound.check_fields(group_id, candidates)
                 context = contexts.get(scorer.needs)
                 if context is None:
                     inputs = bound.common_inputs(group_id, rollouts, candidates)

@@ -22,6 +22,7 @@ from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind, group_adva
 from rewardkit.batch_report import ComponentColumn, batch_report
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog
+from rewardkit.charges import voided_charges
 from rewardkit.collector import collector_paused
 from rewardkit.composition import Composition, CompositionRowError, RewardSpec, compose_columns
 from rewardkit.contracts import KNOWN_NEEDS, MetricContribution, RewardGroupResult
@@ -430,8 +431,23 @@ class RewardWorker:
         results = self._score_admitted(group_id, rollouts)
         return self._compose_group(group_id, rollouts, results), results
 
+    def _breaker(self, staged: list) -> list:
+        """The staged groups with the charges ``rewardkit.charges`` voids made errors, recomposed."""
+        results = [entry[3] for entry in staged]
+        voided = voided_charges(results, {key: bound.name for key, bound in self.providers.items()})
+        changed = [index for index, (before, after) in enumerate(zip(results, voided)) if before is not after]
+        if not changed:
+            return staged
+        scored = [(staged[index][0], staged[index][1], voided[index]) for index in changed]
+        out = list(staged)
+        for index, composed in zip(changed, self._compose_chunk(scored)):
+            group_id, rollouts, _, _ = staged[index]
+            out[index] = (group_id, rollouts, composed, voided[index])
+        return out
+
     def finish(self, staged: list) -> ScoredBatch:
         """Annotate and report staged groups ``(group_id, rollouts, compositions, results)``."""
+        staged = self._breaker(staged)
         advantages = self._annotate(staged)
         return self._result(staged, advantages, self._report(staged, advantages))
 
@@ -484,6 +500,7 @@ class RewardWorker:
     def _publish(self, staged: list, trajectories: list[MutableMapping[str, Any]]) -> ScoredBatch:
         """Write every reward and advantage into its trajectory, then report (``process_with``'s
         second half; its caller restores the trajectories if this fails)."""
+        staged = self._breaker(staged)
         position = 0
         for _, _, composed, _ in staged:
             for _, composition in composed:

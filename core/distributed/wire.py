@@ -31,16 +31,18 @@ def _result_to_wire(result: RewardProviderResult) -> tuple:
         result.reason,
         dict(result.terms),
         tuple((item.name, item.value, item.weight) for item in result.diagnostics),
+        result.charge,
     )
 
 
 def _result_from_wire(data: Sequence[Any]) -> RewardProviderResult:
-    status, reason, terms, diagnostics = data
+    status, reason, terms, diagnostics, charge = data
     return RewardProviderResult(
         terms=terms,
         diagnostics=tuple(MetricContribution(name, value, weight) for name, value, weight in diagnostics),
         status=status,
         reason=reason,
+        charge=charge,
     )
 
 

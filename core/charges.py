@@ -1,0 +1,73 @@
+"""Charges on non-deterministic evidence, voided when a batch has too many of them.
+
+A provider charges a candidate (``RewardProviderResult.charged``) for what its own text caused.
+Deterministic evidence (a guard that refused the text, a verdict the text asked for, a crash)
+always stands. Non-deterministic evidence (a timeout, an unreadable verdict) is a judgement call:
+when more than ``max(BREAKER_MIN, BREAKER_SHARE x candidates)`` of one provider's candidates in a
+batch are charged on it, a shared cause (an overloaded machine, a judge that went bad) is likelier
+than that many offenders, so those charges become infrastructure errors, which the composition's
+``onError`` handles (``raise``, the default, fails the batch). Frameworks that mask judge
+failures as a zero reward (or drop them silently) train on the outage; this one never does.
+
+The thresholds are part of every reward's meaning, so they are fixed here, documented in
+``docs/rewards.md``, and a change to them is a change of the core's version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rewardkit.contracts import RewardCandidateResult, RewardGroupResult, RewardProviderResult
+
+BREAKER_MIN = 2
+BREAKER_SHARE = 0.2
+
+
+def breaker_limit(candidates: int) -> float:
+    """The most candidates one provider may charge on non-deterministic evidence in one batch."""
+    return max(BREAKER_MIN, BREAKER_SHARE * candidates)
+
+
+def voided_charges(
+    results: Sequence[Mapping[str, Any]], provider_names: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """``results`` (one mapping of provider key -> group result per group) with the non-deterministic
+    charges of each provider over its limit turned into errors; the same objects where none is."""
+    charged: dict[str, int] = {}
+    candidates: dict[str, int] = {}
+    for group in results:
+        for key, result in group.items():
+            if isinstance(result, RewardGroupResult):
+                candidates[key] = candidates.get(key, 0) + len(result.items)
+                charged[key] = charged.get(key, 0) + sum(
+                    item.result.charge == "nondeterministic" for item in result.items
+                )
+    tripped = {key for key, count in charged.items() if count > breaker_limit(candidates[key])}
+    if not tripped:
+        return list(results)  # type: ignore[arg-type]
+    out = []
+    for group in results:
+        replaced = dict(group)
+        for key in tripped & group.keys():
+            result = group[key]
+            if isinstance(result, RewardGroupResult):
+                why = (
+                    f"{charged[key]} of {candidates[key]} candidates of {provider_names[key]!r} in this "
+                    f"batch were charged on non-deterministic evidence, more than max({BREAKER_MIN}, "
+                    f"{BREAKER_SHARE:.0%}): an infrastructure fault is likelier"
+                )
+                replaced[key] = RewardGroupResult(
+                    result.group_id, tuple(_voided(item, why) for item in result.items)
+                )
+        out.append(replaced)
+    return out
+
+
+def _voided(item: RewardCandidateResult, why: str) -> RewardCandidateResult:
+    said = item.result
+    if said.charge != "nondeterministic":
+        return item
+    return RewardCandidateResult(
+        item.trajectory_id, RewardProviderResult.fail(f"{said.reason} ({why})", said.diagnostics)
+    )
