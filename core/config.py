@@ -260,6 +260,8 @@ class ServiceAllow(_Section):
 
     providers: dict[str, AllowedProvider] = Field(default_factory=dict)
     spec_fields: list[SpecField] = Field(default_factory=list)
+    # "fixed": a client keeps the configured components (none dropped, added or renamed); "any": it need not.
+    components: Literal["fixed", "any"] = "fixed"
 
 
 class ServiceConfig(_Section):

@@ -29,6 +29,7 @@ rl.reward.spec:
   components: [{provider: exact-match, weight: 2.0}, {provider: nonempty, weight: 0.5}]
 rewards.service.allow:
   providers: {gsm8k: {}}
+  components: any
 """
 DEAD = "http://127.0.0.1:9"  # the discard port: nothing listens there
 

@@ -27,6 +27,7 @@ rewards.max_inflight: 256
 rewards.service.allow:
   providers: {nonempty: {}, gsm8k: {}}
   spec_fields: [floor, gate, weight]
+  components: any
 """
 
 
@@ -278,6 +279,27 @@ def test_get_reward_speaks_openrlhf_remote_rm_protocol(server):
     assert all(len(values) == len(rollouts) for values in answer["extra_logs"].values())
     status, _, raw = request("POST", server.url + "/get_reward", {"query": ["a", "b"], "labels": ["1"]})
     assert status == 400 and "labels" in json.loads(raw)["error"]["message"]
+
+
+def test_get_reward_refuses_a_reward_that_needs_candidate_fields_it_cannot_carry(tmp_path: Path):
+    # overlong reads each completion's token count; OpenRLHF's body has none, so every query would
+    # be skipped without a word. The service says so instead, naming the field.
+    served = "\n".join(
+        [
+            "rl.reward.spec:",
+            "  components:",
+            "    - {provider: gsm8k}",
+            "    - {provider: overlong, params: {max_tokens: 64, buffer_tokens: 16}, weight: 0.5}",
+        ]
+    )
+    with start_server(tmp_path, served) as server:
+        status, _, raw = request(
+            "POST", server.url + "/get_reward", {"query": ["1 + 1 = 2"], "labels": ["2"]}
+        )
+        assert status == 422, raw
+        error = json.loads(raw)["error"]
+        assert error["code"] == "needs_candidate_fields"
+        assert "completion_token_count" in error["message"] and "/v1/score" in error["message"]
 
 
 def test_get_reward_cuts_responses_exactly_as_the_in_process_binding(server):

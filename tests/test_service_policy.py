@@ -256,7 +256,7 @@ def test_omitted_spec_fields_take_the_operators_values():
         "components": [{"provider": "guarded", "params": CONFIGURED, "weight": 2}],
         "onError": "zero",
     }
-    check = policy({"providers": {"guarded": {}, "nonempty": {}}}, configured)
+    check = policy({"providers": {"guarded": {}, "nonempty": {}}, "components": "any"}, configured)
     admitted = check.admit(None, None, {"components": [{"provider": "guarded"}, {"provider": "nonempty"}]})
     assert admitted.on_error == "zero" and admitted.components[0].weight == 2
     assert admitted.components[0].params == CONFIGURED
@@ -342,6 +342,172 @@ def test_a_service_whose_allow_list_names_an_operator_only_param_does_not_start(
         start_server(tmp_path, config)
     assert "rewards.service.allow.providers.guarded.params" in str(caught.value)
     assert "operator-only (resource)" in str(caught.value) and "startup failed" in str(caught.value)
+
+
+# -- the component set is the operator's ----------------------------------------------------------
+
+GATED = {
+    "components": [
+        {"provider": "nonempty", "gate": True},
+        {"provider": "guarded", "params": CONFIGURED, "weight": 2},
+    ],
+    "floor": -1,
+}
+GATED_SERVER = f"""
+rl.reward.spec: {json.dumps(GATED)}
+rl.reward.catalog: {CATALOG}
+rl.group_size: 2
+rewards.service.allow:
+  providers: {{guarded: {{params: [scale]}}, nonempty: {{}}, plain: {{}}}}
+"""
+ANY_SERVER = GATED_SERVER + "  components: any\n"
+GATED_GROUPS = [
+    {
+        "group_id": "g",
+        "rollouts": [{"trajectory_id": "a", "completion": "abc"}, {"trajectory_id": "b", "completion": ""}],
+    }
+]
+# (what is wrong, the request's components, the component named, the field, finals with components: any).
+# Configured: "abc" scores 1 (nonempty) + 2 * 6 (guarded) = 13; "" fails the gate and takes the floor, -1.
+CHANGES = [
+    ("dropped", [{"provider": "guarded"}], "'nonempty'", "spec.components", [12.0, 0.0]),
+    (
+        "added",
+        [{"provider": "nonempty"}, {"provider": "guarded"}, {"provider": "plain"}],
+        "'plain'",
+        "spec.components[2].provider",
+        [16.0, -1.0],
+    ),
+    (
+        "renamed",
+        [{"provider": "nonempty", "name": "lenient"}, {"provider": "guarded"}],
+        "'nonempty' (provider 'nonempty') is renamed 'lenient'",
+        "spec.components[0].name",
+        [13.0, 0.0],  # the new name gets the defaults: no gate
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def gated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, Path]]:
+    folder = tmp_path_factory.mktemp("gated")
+    log = folder / "guarded.log"
+    process = start_server(folder, GATED_SERVER, env={"GUARDED_LOG": str(log)})
+    try:
+        yield process, log
+    finally:
+        assert process.stop() == 0, process.output
+
+
+@pytest.fixture(scope="module")
+def gated_any(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = start_server(tmp_path_factory.mktemp("gated-any"), ANY_SERVER)
+    try:
+        yield process
+    finally:
+        assert process.stop() == 0, process.output
+
+
+def finals(answer: dict[str, Any]) -> list[float]:
+    return [candidate["final"] for candidate in answer["groups"][0]["candidates"]]
+
+
+def test_the_component_set_setting_defaults_to_fixed_and_is_checked():
+    base = {"rl.reward.provider": "gsm8k"}
+    assert load_config(base).rewards.service.allow.components == "fixed"
+    assert load_config(
+        {**base, "rewards.service.allow.components": "any"}
+    ).rewards.service.allow.components == ("any")
+    with pytest.raises(ConfigError, match="'fixed' or 'any'") as caught:
+        load_config({**base, "rewards.service.allow.components": "free"})
+    assert caught.value.key == "rewards.service.allow.components"
+
+
+def test_a_single_provider_selection_may_not_replace_or_shed_configured_components():
+    check = policy({"providers": {"guarded": {"params": ["scale"]}, "nonempty": {}}})
+    with pytest.raises(SelectionRefused) as caught:
+        check.admit("nonempty", {}, None)
+    assert caught.value.field == "provider"
+    assert "'nonempty' (provider 'nonempty') is added" in caught.value.reason
+    assert "'guarded' (provider 'guarded') is dropped" in caught.value.reason
+    assert check.admit("guarded", {"scale": 3.0}, None)  # the same component, an allowed param
+    gated_check = policy({"providers": {"guarded": {}, "nonempty": {}}}, GATED)
+    with pytest.raises(SelectionRefused, match="'nonempty' \\(provider 'nonempty'\\) is dropped") as caught:
+        gated_check.admit("guarded", {}, None)  # the gate shed by selecting the other component alone
+    assert caught.value.field == "provider"
+    same_name = {"components": [{"name": "nonempty", "provider": "plain"}, {"provider": "guarded"}]}
+    assert refused(gated_check, None, None, same_name) == "spec.components[0].provider"
+    loose = policy({"providers": {"guarded": {}, "nonempty": {}, "plain": {}}, "components": "any"}, GATED)
+    assert [c.name for c in loose.admit("guarded", {}, None).components] == ["guarded"]
+    assert loose.admit(None, None, same_name).components[0].provider == "plain"
+
+
+def test_an_allow_listed_provider_no_client_can_add_is_warned_about_at_start_up(caplog):
+    with caplog.at_level(logging.WARNING, logger="rewardkit.service"):
+        policy({"providers": {"guarded": {}, "plain": {}}})
+    assert "lists plain" in caplog.text and "components: any" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="rewardkit.service"):
+        policy({"providers": {"guarded": {}, "plain": {}}, "components": "any"})
+        policy({"providers": {"guarded": {}}})
+    assert caplog.text == ""
+
+
+@pytest.mark.parametrize(("wrong", "components", "named", "path", "_"), CHANGES, ids=[c[0] for c in CHANGES])
+def test_a_changed_component_set_is_403_naming_the_component_and_nothing_runs(
+    gated, wrong, components, named, path, _
+):
+    server, log = gated
+    before = events(log)
+    spec = {"components": components}
+    for endpoint, body in (
+        ("/v1/score", {"groups": GATED_GROUPS, "spec": spec}),
+        ("/v1/resolve", {"spec": spec}),
+    ):
+        status, answer = post(server.url + endpoint, body)
+        assert status == 403, answer
+        error = answer["error"]
+        assert error["code"] == "selection_refused" and error["details"][0]["path"] == path
+        assert named in error["message"] and wrong in error["message"]
+        assert "rewards.service.allow.components" in error["message"]
+    assert events(log) == before  # nothing was built, nothing was scored
+
+
+@pytest.mark.parametrize(("wrong", "components", "_", "__", "expected"), CHANGES, ids=[c[0] for c in CHANGES])
+def test_the_same_change_is_200_with_components_any(gated_any, wrong, components, _, __, expected):
+    status, answer = post(
+        gated_any.url + "/v1/score", {"groups": GATED_GROUPS, "spec": {"components": components}}
+    )
+    assert status == 200, answer
+    assert finals(answer) == expected
+
+
+@pytest.mark.parametrize("setting", ["fixed", "any"])
+def test_an_unchanged_component_set_is_200_whatever_the_setting(gated, gated_any, setting):
+    url = gated[0].url if setting == "fixed" else gated_any.url
+    status, answer = post(url + "/v1/score", {"groups": GATED_GROUPS})
+    assert status == 200 and finals(answer) == [13.0, -1.0], answer
+    # The configured components, named, reordered, with an allowed param: the gate stays the operator's.
+    components = [
+        {"provider": "guarded", "params": {"scale": 1.0}},
+        {"name": "nonempty", "provider": "nonempty"},
+    ]
+    status, answer = post(url + "/v1/score", {"groups": GATED_GROUPS, "spec": {"components": components}})
+    assert status == 200 and finals(answer) == [7.0, -1.0], answer
+
+
+def test_remote_reward_reports_a_dropped_component_at_load(gated):
+    server, _ = gated
+    spec = {"components": [GATED["components"][1]], "floor": -1}
+    with pytest.raises(SelectionRefused) as caught:
+        rewardkit.load({"rl": {"reward": {"spec": spec, "service": server.url}, "group_size": 2}})
+    assert caught.value.field == "spec.components" and "'nonempty' (provider 'nonempty') is dropped" in str(
+        caught.value
+    )
+    with rewardkit.load(
+        {"rl": {"reward": {"spec": GATED, "service": server.url}, "group_size": 2}}
+    ) as remote:
+        assert [c.final for _, c in remote.score(GATED_GROUPS).candidates()] == [13.0, -1.0]
 
 
 # -- no open service by accident ---------------------------------------------------------------

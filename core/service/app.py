@@ -46,7 +46,7 @@ from rewardkit.cancellation import CancelScope, entered, timeout_of
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import CompositionError, RewardSpec, RewardSpecError, compose
 from rewardkit.config import MAX_DEADLINE_S, RewardkitConfig, RewardSelection
-from rewardkit.contracts import KNOWN_NEEDS
+from rewardkit.contracts import CANDIDATE_NEEDS, KNOWN_NEEDS
 from rewardkit.errors import (
     PreflightError,
     ProviderError,
@@ -544,6 +544,14 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
         count = len(parsed.query)
         service.check_size(count)
         worker = service.resolve(Selection(), openrlhf=True)
+        needed = (need for bound in worker.providers.values() for need in bound.spec.needs)
+        fields = sorted({need for need in needed if need in CANDIDATE_NEEDS})
+        if fields:
+            # Skipping them on every query would be a silent change of the reward.
+            raise Reply(422, "needs_candidate_fields",
+                        f"the configured reward needs {fields} on every candidate, which OpenRLHF's "
+                        "/get_reward body cannot carry (query, prompts and labels only): score through "
+                        "/v1/score, or configure a reward without them", cause="validation")  # fmt: skip
         groups = []
         for index, query in enumerate(parsed.query):
             # OpenRLHF's query is the prompt followed by the response: score only the response, cut

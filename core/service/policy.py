@@ -10,11 +10,14 @@ Service params are the operator's. A request's selection (``provider`` with ``pa
 2. the operator's allow-list (``rewards.service.allow``) permits every difference from the
    configured training reward: each component's provider is listed under ``providers``; each
    param the client gives with a value other than the operator's is listed for that provider;
-   each spec field (``floor``, ``onError``, ``clip``) and component field (``weight``, ``gate``,
-   ``threshold``) the client gives with a value other than the operator's is in ``spec_fields``.
-   Whatever the client leaves out is the operator's: params come from the configured component
-   on that provider, spec fields from the configured reward, component fields from the configured
-   component of the same name (a new component gets the defaults).
+   the components are the configured ones, by name and provider, unless ``components`` is
+   ``any`` (the default, ``fixed``, refuses a selection that drops, adds or renames one, so a
+   client cannot shed a gate or reset its fields by renaming it); each spec field (``floor``,
+   ``onError``, ``clip``) and component field (``weight``, ``gate``, ``threshold``) the client
+   gives with a value other than the operator's is in ``spec_fields``. Whatever the client leaves
+   out is the operator's: params come from the configured component on that provider, spec
+   fields from the configured reward, component fields from the configured component of the
+   same name (a new component, admitted only with ``components: any``, gets the defaults).
 
 Operator-only params (isolation, resource limits, URLs, credential references, paths; see
 ``rewardkit.params``) are never client-settable: an allow-list naming one stops the service at
@@ -25,6 +28,7 @@ nothing is built or run.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -42,6 +46,8 @@ _SPEC_LEVEL = ("floor", "onError", "clip")
 _COMPONENT_LEVEL = ("weight", "gate", "threshold")
 _COMPONENT_DEFAULTS = {name: ComponentSpec.model_fields[name].default for name in _COMPONENT_LEVEL}
 _CACHE_SIZE = 256
+
+log = logging.getLogger("rewardkit.service")
 
 
 def _same(left: Any, right: Any) -> bool:
@@ -69,6 +75,15 @@ class SelectionPolicy:
     # -- the operator's allow-list, checked at start-up ----------------------------------------
 
     def _check_allow_list(self) -> None:
+        configured = {component.provider for component in self.training.components}
+        idle = sorted(set(self.allow.providers) - configured)
+        if idle and self.allow.components == "fixed":
+            log.warning(
+                "rewards.service.allow.providers lists %s, not a component of the configured reward "
+                "(rl.reward): with rewards.service.allow.components: fixed (the default) no client can "
+                "add it; set components: any to allow that",
+                ", ".join(idle),
+            )
         for provider, allowed in self.allow.providers.items():
             key = f"rewards.service.allow.providers.{provider}"
             if provider not in self.catalog:
@@ -188,7 +203,7 @@ class SelectionPolicy:
                         "by a client; leave it out to use the service's value",
                         field=f"{at}params.{key}",
                     )
-        for component, (at, provider, name, theirs, ours, changed) in zip(components, changes):
+        for at, provider, _, _, _, changed in changes:
             if provider not in allowed:
                 listed = sorted(allowed) or "none"
                 raise SelectionRefused(
@@ -206,6 +221,11 @@ class SelectionPolicy:
                         "service's value",
                         field=f"{at}params.{key}",
                     )
+        if self.allow.components != "any":
+            self._refuse_component_changes(
+                [(at, name, provider) for at, provider, name, *_ in changes], where
+            )
+        for component, (at, provider, name, theirs, ours, _) in zip(components, changes):
             mine = self._component(name, provider)
             out = dict(component)
             for field in _COMPONENT_LEVEL:
@@ -217,6 +237,42 @@ class SelectionPolicy:
             out["params"] = {**ours, **theirs}
             merged["components"].append(out)
         return RewardSpec.parse(merged)
+
+    def _refuse_component_changes(self, requested: list[tuple[str, str, str]], where: str) -> None:
+        """Refuse a selection whose components are not the configured ones (``components: fixed``).
+
+        ``requested`` holds each component's field prefix (empty for a single ``provider``), name
+        and provider. A component matches the configured one of the same name and provider; an
+        unmatched one on the provider of an unmatched configured component renames it; any other
+        is added; a configured component left unmatched is dropped.
+        """
+        configured = [(component.name, component.provider) for component in self.training.components]
+        matched = {(name, provider) for _, name, provider in requested} & set(configured)
+        missing = [pair for pair in configured if pair not in matched]
+        problems: list[tuple[str, str]] = []  # (field, what is wrong)
+        for at, name, provider in requested:
+            if (name, provider) in matched:
+                continue
+            old = next((pair for pair in missing if pair[1] == provider), None)
+            if old is not None:
+                missing.remove(old)
+                problems.append(
+                    (f"{at}name", f"component {old[0]!r} (provider {provider!r}) is renamed {name!r}")
+                )
+            else:
+                problems.append((f"{at}provider", f"component {name!r} (provider {provider!r}) is added"))
+        for name, provider in missing:
+            problems.append((f"{where}components", f"component {name!r} (provider {provider!r}) is dropped"))
+        if not problems:
+            return
+        field = problems[0][0] if where else "provider"
+        listed = ", ".join(f"{name!r} (provider {provider!r})" for name, provider in configured)
+        raise SelectionRefused(
+            "; ".join(problem for _, problem in problems) + ": this service's components are the "
+            f"operator's (rewards.service.allow.components is fixed): {listed}; a selection keeps each of "
+            "them under its configured name, adding none",
+            field=field,
+        )
 
     def _component(self, name: str, provider: str) -> dict[str, Any] | None:
         for component in self.training.to_json()["components"]:

@@ -34,6 +34,7 @@ rl.reward.provider: code-tests
 rl.group_size: 1
 rewards.service.allow:
   providers: {code-tests: {params: [compare, float_rel_tol]}, math: {}}
+  components: any
 """
 OPERATOR_ONLY = {
     "code-tests": {

@@ -17,6 +17,8 @@ from rewardkit_rl.verifiers.format_tags import format_provider
 from rewardkit_rl.verifiers.math_verifier import MATH_DIAGNOSTICS, MathVerifier
 from rewardkit_rl.verifiers.multiple_choice import multiple_choice_provider
 from rewardkit_rl.verifiers.overlong import overlong_provider
+from rewardkit_rl.verifiers.repetition import REVISION as REPETITION_REVISION
+from rewardkit_rl.verifiers.repetition import SEMANTIC_IDENTITY as REPETITION_IDENTITY
 from rewardkit_rl.verifiers.repetition import repetition_provider
 
 
@@ -93,8 +95,11 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
         RewardProviderSpec(
             name="overlong",
             factory=overlong_provider,
-            needs=(),
-            revision="1",
+            # the count is what it reads; a rollout without one is skipped, and a caller that can
+            # never carry one (OpenRLHF's /get_reward) is refused instead of skipping silently
+            needs=("completion_token_count",),
+            skip_when_absent=("completion_token_count",),
+            revision="2",
             terms=("overlong",),
             cheap=True,
             semantic_identity={"rule": "DAPO soft overlong punishment"},
@@ -107,10 +112,10 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             name="repetition",
             factory=repetition_provider,
             needs=(),
-            revision="1",
+            revision=REPETITION_REVISION,
             terms=("repetition",),
             cheap=True,
-            semantic_identity={"unit": "lower-cased whitespace words"},
+            semantic_identity=REPETITION_IDENTITY,
             description="Minus the share of repeated word n-grams (params: ngram_size=3, max_penalty=1).",
         )
     )
