@@ -9,8 +9,9 @@ than that many offenders, so those charges become infrastructure errors, which t
 ``onError`` handles (``raise``, the default, fails the batch). Frameworks that mask judge
 failures as a zero reward (or drop them silently) train on the outage; this one never does.
 
-The thresholds are part of every reward's meaning, so they are fixed here, documented in
-``docs/rewards.md``, and a change to them is a change of the core's version.
+The thresholds are the reward spec's ``breaker`` (``min`` 2, ``share`` 0.2 by default): part of the
+spec, so of every run's recorded identity, and the operator's alone on a Reward Service. They are
+documented in ``docs/composition.md``.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ BREAKER_MIN = 2
 BREAKER_SHARE = 0.2
 
 
-def breaker_limit(candidates: int) -> float:
+def breaker_limit(candidates: int, least: int = BREAKER_MIN, share: float = BREAKER_SHARE) -> float:
     """The most candidates one provider may charge on non-deterministic evidence in one batch."""
-    return max(BREAKER_MIN, BREAKER_SHARE * candidates)
+    return max(least, share * candidates)
 
 
 def voided_charges(
-    results: Sequence[Mapping[str, Any]], provider_names: Mapping[str, str]
+    results: Sequence[Mapping[str, Any]],
+    provider_names: Mapping[str, str],
+    least: int = BREAKER_MIN,
+    share: float = BREAKER_SHARE,
 ) -> list[dict[str, Any]]:
     """``results`` (one mapping of provider key -> group result per group) with the non-deterministic
     charges of each provider over its limit turned into errors; the same objects where none is."""
@@ -43,7 +47,7 @@ def voided_charges(
                 charged[key] = charged.get(key, 0) + sum(
                     item.result.charge == "nondeterministic" for item in result.items
                 )
-    tripped = {key for key, count in charged.items() if count > breaker_limit(candidates[key])}
+    tripped = {key for key, count in charged.items() if count > breaker_limit(candidates[key], least, share)}
     if not tripped:
         return list(results)  # type: ignore[arg-type]
     out = []
@@ -54,8 +58,8 @@ def voided_charges(
             if isinstance(result, RewardGroupResult):
                 why = (
                     f"{charged[key]} of {candidates[key]} candidates of {provider_names[key]!r} in this "
-                    f"batch were charged on non-deterministic evidence, more than max({BREAKER_MIN}, "
-                    f"{BREAKER_SHARE:.0%}): an infrastructure fault is likelier"
+                    f"batch were charged on non-deterministic evidence, more than max({least}, "
+                    f"{share:.0%}): an infrastructure fault is likelier"
                 )
                 replaced[key] = RewardGroupResult(
                     result.group_id, tuple(_voided(item, why) for item in result.items)

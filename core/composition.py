@@ -181,6 +181,16 @@ class _Plan:
     columns: tuple[tuple[str, float, bool, float], ...] = ()
 
 
+class BreakerSpec(BaseModel):
+    """When a batch's charges on non-deterministic evidence become infrastructure errors: when one
+    provider charged more than ``max(min, share x its candidates)`` of them (``rewardkit.charges``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min: int = Field(2, ge=0)
+    share: float = Field(0.2, ge=0, le=1, allow_inf_nan=False)
+
+
 class RewardSpec(BaseModel):
     """How components combine into one reward; validate once, then ``compose`` per candidate.
 
@@ -196,6 +206,7 @@ class RewardSpec(BaseModel):
     floor: FiniteNumber = 0.0
     on_error: OnError = Field(default="raise", alias="onError")
     clip: tuple[FiniteNumber, FiniteNumber] | None = None
+    breaker: BreakerSpec = Field(default_factory=BreakerSpec)
 
     _plan: _Plan = PrivateAttr()
 
@@ -305,8 +316,12 @@ class RewardSpec(BaseModel):
         return RewardSpec.parse(data)
 
     def to_json(self) -> dict[str, Any]:
-        """The spec as JSON (with ``onError`` spelt as in config files)."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The spec as JSON (with ``onError`` spelt as in config files; ``breaker`` only when it is
+        not the default, so a spec's JSON and every identity built on it stay what they were)."""
+        data = self.model_dump(mode="json", by_alias=True)
+        if self.breaker == BreakerSpec():
+            del data["breaker"]
+        return data
 
 
 def _describe_validation_error(error: ValidationError) -> list[str]:

@@ -434,7 +434,9 @@ class RewardWorker:
     def _breaker(self, staged: list) -> list:
         """The staged groups with the charges ``rewardkit.charges`` voids made errors, recomposed."""
         results = [entry[3] for entry in staged]
-        voided = voided_charges(results, {key: bound.name for key, bound in self.providers.items()})
+        names = {key: bound.name for key, bound in self.providers.items()}
+        breaker = self.spec.breaker
+        voided = voided_charges(results, names, breaker.min, breaker.share)
         changed = [index for index, (before, after) in enumerate(zip(results, voided)) if before is not after]
         if not changed:
             return staged

@@ -134,3 +134,18 @@ def test_skip_when_absent_names_only_candidate_fields_the_provider_needs():
             ("tokens",),
             skip_when_absent=("finish_reason",),
         )
+
+
+def test_the_breaker_thresholds_are_the_specs_and_recorded_only_when_not_the_default():
+    from rewardkit.composition import RewardSpec
+
+    plain = RewardSpec.parse({"components": [{"provider": "timing-judge"}]})
+    assert "breaker" not in plain.to_json()
+    lenient = RewardSpec.parse({"components": [{"provider": "timing-judge"}], "breaker": {"min": 3}})
+    assert lenient.to_json()["breaker"] == {"min": 3, "share": 0.2}
+    texts = ["slow a", "fine", "slow b", "fine", "slow c", "fine", "fine", "fine"]
+    loose = config("timing-judge")
+    loose["rl"]["reward"]["spec"]["breaker"] = {"min": 3}
+    with rewardkit.load(loose) as reward:  # 3 charges no longer pass the limit: they stand
+        batch = reward.score(groups(texts))
+    assert [candidate.final for _, candidate in batch.candidates()][:3] == [0.0, 0.4, 0.0]
