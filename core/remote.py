@@ -171,6 +171,7 @@ class RemoteReward:
         self._thread.start()
         self._session: Any = None
         self._closed = False
+        self._validation: RemoteReward | None = None
         try:
             resolved = self._call(self._post("/v1/resolve", _selection_payload(self.selection),
                                              time.monotonic() + config.rewards.deadline_s))  # fmt: skip
@@ -260,12 +261,18 @@ class RemoteReward:
                 else chosen
             )
         size = validation.n_generation if validation is not None else None
-        return RemoteReward(self.config, selection, namespace="val", group_size=size, token=self._token)
+        if self._validation is None:  # built once: ``load`` builds it, so a wrong one fails there
+            self._validation = RemoteReward(
+                self.config, selection, namespace="val", group_size=size, token=self._token
+            )
+        return self._validation
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._validation is not None:
+            self._validation.close()
         if self._session is not None:
             asyncio.run_coroutine_threadsafe(self._session.close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)

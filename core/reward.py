@@ -111,6 +111,7 @@ class Reward:
         self._executor_lock = threading.Lock()
         self._released = False
         self._children: list[Reward] = []  # validation rewards made here, closed with this one
+        self._validation: Reward | None = None
         _LIVE.add(self)
 
     # -- properties ----------------------------------------------------------------------------
@@ -221,7 +222,13 @@ class Reward:
         return self.config.rewards.request_timeout_s
 
     def validation(self) -> Reward:
-        """The held-out reward (``rl.validation.reward``), from the same catalog, namespace ``val``."""
+        """The held-out reward (``rl.validation.reward``), from the same catalog, namespace ``val``.
+
+        Built once (``load`` builds it, so a wrong validation reward fails there, before any
+        training) and returned on every call."""
+        with self._executor_lock:
+            if self._validation is not None:
+                return self._validation
         validation = self.config.rl.validation
         selection = self.selection
         if validation is not None and validation.reward is not None:
@@ -248,6 +255,7 @@ class Reward:
         )
         with self._executor_lock:
             self._children.append(child)
+            self._validation = child
         return child
 
     def close(self) -> None:
@@ -312,10 +320,21 @@ def load(
             "score providers that need them in-process"
         )
     if config.rl.reward.service is not None:
-        return _optional("rewardkit.remote", "RemoteReward", "rl.reward.service")(config)
-    if config.rewards.backend == "ray":
-        return _optional("rewardkit.distributed.ray", "RayReward", "rewards.backend: ray")(config)
-    return Reward(config, runtime=runtime)
+        reward = _optional("rewardkit.remote", "RemoteReward", "rl.reward.service")(config)
+    elif config.rewards.backend == "ray":
+        reward = _optional("rewardkit.distributed.ray", "RayReward", "rewards.backend: ray")(config)
+    else:
+        reward = Reward(config, runtime=runtime)
+    validation = config.rl.validation
+    if validation is not None and validation.reward is not None and hasattr(reward, "validation"):
+        # Preflight the held-out reward with the training one: a misspelt validation provider must
+        # fail here, not when the trainer first validates, hours in.
+        try:
+            reward.validation()
+        except BaseException:
+            reward.close()
+            raise
+    return reward
 
 
 def _optional(module: str, attribute: str, key: str) -> Any:

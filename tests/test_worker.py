@@ -24,6 +24,7 @@ from rewardkit import (
 from rewardkit.advantages import group_advantages
 from rewardkit.backpressure import BackpressureTimeout, InflightLimiter, RequestTooLarge
 from rewardkit.catalog import resolve_catalog
+from rewardkit.errors import RewardkitError
 
 HERE = Path(__file__).parent
 CATALOG = "worker_fixtures:catalog"
@@ -129,18 +130,40 @@ def test_validation_uses_its_own_group_size():
 
 
 def test_validation_cannot_switch_catalog():
-    reward = rewardkit.load(
-        {
-            "rl": {
-                "reward": {"provider": "keyed", "catalog": CATALOG},
-                "validation": {
-                    "reward": {"provider": "constant", "catalog": "catalog_fixtures:team_catalog"}
-                },
-            }
-        }
-    )
     with pytest.raises(PreflightError, match="same catalog"):
-        reward.validation()
+        rewardkit.load(
+            {
+                "rl": {
+                    "reward": {"provider": "keyed", "catalog": CATALOG},
+                    "validation": {
+                        "reward": {"provider": "constant", "catalog": "catalog_fixtures:team_catalog"}
+                    },
+                }
+            }
+        )
+
+
+@pytest.mark.parametrize(
+    ("validation", "needle"),
+    [
+        ("keyed-rf", "keyed-rf"),  # misspelt
+        ({"provider": "constant", "params": {"value": "high"}}, "value"),  # bad params
+    ],
+)
+def test_a_wrong_validation_reward_fails_load_naming_it(validation, needle):
+    config = {
+        "rl": {"reward": {"provider": "keyed", "catalog": CATALOG}, "validation": {"reward": validation}}
+    }
+    with pytest.raises(RewardkitError, match=needle):
+        rewardkit.load(config)
+
+
+def test_the_validation_reward_is_built_at_load_and_once():
+    config = {
+        "rl": {"reward": {"provider": "keyed", "catalog": CATALOG}, "validation": {"reward": "keyed-ref"}}
+    }
+    with rewardkit.load(config) as reward:
+        assert reward.validation() is reward.validation()
 
 
 def test_duplicate_group_in_a_batch_is_rejected():
@@ -435,3 +458,19 @@ def test_a_validation_selection_without_catalog_uses_the_training_catalog():
 def test_a_bad_spec_names_the_config_key():
     with pytest.raises(rewardkit.ConfigError, match=r"rl\.reward\.spec.*wieght"):
         rewardkit.load({"rl": {"reward": {"spec": {"components": [{"provider": "keyed", "wieght": 1}]}}}})
+
+
+def test_the_reward_service_refuses_a_validation_catalog_it_would_ignore():
+    from rewardkit.config import load_config
+    from rewardkit.service.app import RewardService, ServiceSettings
+
+    config = {
+        "rl": {
+            "reward": {"provider": "keyed", "catalog": CATALOG},
+            "validation": {"reward": {"provider": "constant", "catalog": "catalog_fixtures:team_catalog"}},
+        }
+    }
+    service = RewardService(load_config(config), ServiceSettings())
+    with pytest.raises(PreflightError, match="validation selects from the training catalog"):
+        service.preflight()
+    assert not service.ready

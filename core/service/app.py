@@ -210,6 +210,12 @@ class RewardService:
             chosen = validation.reward
             if isinstance(chosen, str):
                 chosen = RewardSelection(provider=chosen)
+            elif chosen.catalog is not None and chosen.catalog != self.config.rl.reward.catalog:
+                # Validation selects from the training catalog; a second one would be ignored here.
+                raise PreflightError(
+                    f"rl.validation.reward.catalog {chosen.catalog!r}: validation selects from the "
+                    f"training catalog ({self.config.rl.reward.catalog!r}); leave the key out"
+                )
             configured.append(self._configured_spec(chosen))
         self.worker_for(configured[0])
         self.worker_for(configured[0], openrlhf=True)
