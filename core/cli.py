@@ -136,7 +136,14 @@ def cmd_serving(args: argparse.Namespace) -> int:
 def cmd_score(args: argparse.Namespace) -> int:
     from rewardkit.score_job import run_score
 
-    return run_score(args.config, args.overrides, args.out, resume=args.resume, overwrite=args.overwrite)
+    return run_score(
+        args.config,
+        args.overrides,
+        args.out,
+        resume=args.resume,
+        overwrite=args.overwrite,
+        allow_code_change=args.allow_code_change,
+    )
 
 
 @command("serve")
@@ -248,6 +255,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     score.add_argument(
         "--overwrite", action="store_true", help="discard a pending run at --out and start over"
+    )
+    score.add_argument(
+        "--allow-code-change",
+        action="store_true",
+        help="with --resume: finish even though a provider's code changed without a revision bump "
+        "(warned; the manifest records both code fingerprints)",
     )
 
     # Every option says its default (None stands for "from the configuration" or "no limit", so

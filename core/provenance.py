@@ -75,7 +75,11 @@ def strict_identity() -> bool:
 
 def check_resume(recorded: ProviderRecord, current: ProviderRecord, strict: bool | None = None) -> None:
     """Refuse to resume under another identity; flag code changed without a revision bump."""
-    if recorded.identity != current.identity or recorded.provider != current.provider:
+    if (
+        recorded.identity != current.identity
+        or recorded.provider != current.provider
+        or recorded.catalog != current.catalog  # the same name from another catalog is another reward
+    ):
         raise IdentityMismatchError(
             f"pending results were recorded under provider {recorded.provider!r} revision "
             f"{recorded.revision!r} identity {recorded.identity} (catalog {recorded.catalog!r}) "

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import uuid
+import warnings
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ from rewardkit.errors import ConfigError, DataError, IdentityMismatchError, Pref
 from rewardkit.identity import canonical_json, sha256_hex
 from rewardkit.metrics import merge_metrics as merge_core_metrics
 from rewardkit.metrics import with_advantage_mean
-from rewardkit.provenance import ProviderRecord, check_resume_all
+from rewardkit.provenance import ProviderRecord, RevisionNotBumpedWarning, check_resume_all
 from rewardkit.reward import load, optimised_term_note
 from rewardkit.tables import format_table
 from rewardkit.worker import ScoredBatch, ScoredCandidate
@@ -200,13 +201,38 @@ def _pending_summary(out: Path, previous: dict[str, Any]) -> str:
     )
 
 
-def _check_resume(out: Path, previous: dict[str, Any], reward: Any, config: RewardkitConfig) -> None:
+def _check_resume(
+    out: Path, previous: dict[str, Any], reward: Any, config: RewardkitConfig, allow_code_change: bool
+) -> list[dict[str, Any]]:
+    """Refuse a resume that would mix scores of two rewards; returns the code changes it allows.
+
+    A provider whose code changed while its revision did not would write the old code's scores in
+    the journaled chunks and the new code's in the rest: refused, unless ``allow_code_change``
+    (``--allow-code-change``), which continues with a warning and records both fingerprints.
+    """
     path = manifest_path(out)
     try:
         records = [ProviderRecord.from_json(row) for row in previous["providers"]]
     except (ValueError, KeyError, TypeError) as error:
         raise PreflightError(f"cannot read the run manifest {path}: {error}") from None
-    check_resume_all(records, reward.providers)
+    try:
+        check_resume_all(records, reward.providers, strict=not allow_code_change)
+    except IdentityMismatchError as error:
+        if "bump the revision" not in str(error):
+            raise
+        raise IdentityMismatchError(
+            f"{error}: resuming would mix the two versions' scores in one output; start over with "
+            "--overwrite, or pass --allow-code-change to finish it anyway (both fingerprints are "
+            "then recorded in the manifest)"
+        ) from None
+    current = {record.provider: record for record in reward.providers}
+    changes = [
+        {"provider": record.provider, "revision": record.revision, "code_fingerprints": [
+            record.code_fingerprint, current[record.provider].code_fingerprint]}
+        for record in records
+        if record.code_fingerprint != current[record.provider].code_fingerprint
+    ]  # fmt: skip
+    changes.extend(previous.get("code_changes") or [])
     recorded_spec, current_spec = previous.get("spec"), _spec_identity(reward)
     if canonical_json(recorded_spec) != canonical_json(current_spec):
         raise IdentityMismatchError(
@@ -226,6 +252,7 @@ def _check_resume(out: Path, previous: dict[str, Any], reward: Any, config: Rewa
             f"the pending run in {path} was scored with other job settings ({shown}); finish it with "
             "the recorded settings, or start over with --overwrite"
         )
+    return changes
 
 
 # -- the journal -----------------------------------------------------------------------------------
@@ -586,6 +613,7 @@ def run_score(
     *,
     resume: bool = False,
     overwrite: bool = False,
+    allow_code_change: bool = False,
     stdout: IO[str] | None = None,
     stderr: IO[str] | None = None,
     on_chunk: Callable[[int], None] | None = None,
@@ -628,15 +656,27 @@ def run_score(
                 f"{_pending_summary(out_path, previous)}. Pass --resume to finish it under the same provider "
                 "identities, or --overwrite to discard it and start over"
             )
+        code_changes: list[dict[str, Any]] = []
         if resume:
-            _check_resume(out_path, previous, reward, config)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RevisionNotBumpedWarning)  # said below, once, plainly
+                code_changes = _check_resume(out_path, previous, reward, config, allow_code_change)
+            for change in code_changes:
+                old, new = change["code_fingerprints"]
+                print(
+                    f"rewardkit: warning: --allow-code-change: provider {change['provider']!r} "
+                    f"(revision {change['revision']!r}) scored the journaled chunks with code {old[:12]} "
+                    f"and scores the rest with {new[:12]}; the manifest records both",
+                    file=stderr,
+                )
             run = str(previous.get("run") or "")
             started = str(previous.get("started") or "")
             journal = Journal.scan(journal_path(out_path), run)
         else:
             run, started = uuid.uuid4().hex, time.strftime("%Y-%m-%dT%H:%M:%S%z")
             journal = Journal(journal_path(out_path), run)
-        _write_manifest(out_path, _manifest(config, reward, "pending", run, started))
+        changed = {"code_changes": code_changes} if code_changes else {}
+        _write_manifest(out_path, _manifest(config, reward, "pending", run, started, **changed))
         with contextlib.ExitStack() as files:
             handle = files.enter_context(journal.open_for_append(fresh=not resume))
             groups = iter_rollout_groups(
@@ -720,6 +760,7 @@ def run_score(
                 chunks=count,
                 chunks_reused=reused,
                 metrics=metrics,
+                **changed,
             ),
         )
         journal.path.unlink(missing_ok=True)

@@ -253,3 +253,27 @@ def test_chunks_with_uneven_skips_and_diagnostic_weights_merge_to_the_one_proces
     assert got.keys() == want.keys()
     for name, value in want.items():
         assert got[name] == pytest.approx(value, rel=1e-12), name
+
+
+def test_resume_refuses_a_provider_whose_code_changed_without_a_revision_bump(tmp_path: Path, capsys):
+    config, out, log = job(tmp_path, rows()), tmp_path / "out.jsonl", tmp_path / "calls.txt"
+    assert run_killed(config, out, kill_after=1, calls_file=log) == -signal.SIGKILL
+    # As if the provider's code had changed since: the recorded fingerprint is another one.
+    manifest = json.loads(manifest_path(out).read_text())
+    current = manifest["providers"][0]["code_fingerprint"]
+    earlier = "0" * 64
+    manifest["providers"][0]["code_fingerprint"] = earlier
+    manifest_path(out).write_text(json.dumps(manifest))
+    assert main(["score", str(config), "--out", str(out), "--resume"]) == 2
+    said = capsys.readouterr().err
+    assert earlier[:12] in said and current[:12] in said and "--allow-code-change" in said
+    assert not out.exists() and json.loads(manifest_path(out).read_text())["status"] == "pending"
+
+    assert main(["score", str(config), "--out", str(out), "--resume", "--allow-code-change"]) == 0
+    assert "warning: --allow-code-change" in capsys.readouterr().err
+    finished = json.loads(manifest_path(out).read_text())
+    assert finished["status"] == "complete"
+    assert finished["code_changes"] == [
+        {"provider": "recording", "revision": manifest["providers"][0]["revision"],
+         "code_fingerprints": [earlier, current]}
+    ]  # fmt: skip
