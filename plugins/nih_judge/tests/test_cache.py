@@ -58,11 +58,13 @@ def test_the_key_covers_the_judge_the_prompt_the_candidate_and_the_order(judge, 
 
 
 def test_failures_are_not_cached(judge, tmp_path):
-    replies = iter(["unsure", "unsure", '{"score": 3}'])
+    replies = iter(["unsure"] * 4 + ['{"score": 3}'])
     judge.answer = lambda body: next(replies)
     bound = bind("nih-rubric", judge, cache_path=str(tmp_path / "c.sqlite"), parse_retries=1)
+    # the answer and the canary unreadable: an error, nothing stored
     assert bound.score_group("g", rollouts("x")).items[0].result.status == "error"
+    assert len(judge.requests) == 4
     assert bound.score_group("g", rollouts("x")).items[0].result.status == "scored"
     assert bound.score_group("g", rollouts("x")).items[0].result.status == "scored"
-    assert len(judge.requests) == 3
+    assert len(judge.requests) == 5
     bound.provider.close()

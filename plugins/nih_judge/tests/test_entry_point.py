@@ -26,6 +26,16 @@ def test_providers_resolve_by_name_from_this_distribution():
     assert rubric.spec.terms == compare.spec.terms == ("score",)
 
 
+def test_the_fence_and_the_failure_policy_are_part_of_the_revision():
+    catalog = resolve_catalog()
+    for name in ("nih-rubric", "nih-compare"):
+        spec = catalog.entry(name).spec
+        assert spec.revision == "2", name  # revision 1 read the last JSON object and erred on off-scale
+        assert "HMAC" in spec.semantic_identity["fence"]
+        assert "charged" in spec.semantic_identity["failure_policy"]["off_scale"]
+        assert {"verdict_unreadable", "off_scale", "too_long_for_judge"} <= set(spec.diagnostics)
+
+
 def test_rewardkit_providers_lists_both():
     rows = json.loads(
         subprocess.run(

@@ -59,6 +59,11 @@ def test_a_scale_whose_lo_is_not_below_hi_is_refused_at_load(judge, scale):
         ("nih-rubric", {"rubric": "r", "rubric_path": "/etc/hostname"}, "not both"),
         ("nih-rubric", {"rubric": "  "}, "empty rubric"),
         ("nih-rubric", {"rubric": "r", "template": "Grade {prompt}"}, r"must contain \{completion\}"),
+        (
+            "nih-rubric",
+            {"rubric": "r", "template": "Grade the answer to {prompt}"},
+            r"must contain \{completion\}: the answers are placed there, inside fences",
+        ),
         ("nih-compare", {"template": "{first} only"}, r"must contain \{second\}"),
         ("nih-compare", {"mode": "listwise", "template": "{first} {second}"}, r"must contain \{answers\}"),
         ("nih-rubric", {"rubric": "r", "temperature": 0.7, "cache_path": "c.db"}, "temperature-0 judge"),

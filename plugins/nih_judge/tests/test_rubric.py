@@ -6,7 +6,7 @@ import json
 
 import pytest
 from nih_judge_helpers import bind, close, rollouts
-from rewardkit_nih_judge.testing import Reply, graded, user_text
+from rewardkit_nih_judge.testing import Reply, announced, graded, user_text
 
 import rewardkit
 from rewardkit.errors import RewardkitError
@@ -27,7 +27,14 @@ def test_scores_are_normalised_and_the_rationale_is_the_reason(judge):
     assert [item.result.terms["score"] for item in result.items] == [0.0, 0.25, 1.0, 0.75]
     assert [item.result.reason for item in result.items] == ["graded 0", "graded 1", "graded 4", "graded 3"]
     diagnostics = {d.name: d.value for d in result.items[2].result.diagnostics}
-    assert diagnostics == {"raw_score": 4.0, "judge_calls": 1.0, "parse_retries": 0.0}
+    assert diagnostics == {
+        "raw_score": 4.0,
+        "judge_calls": 1.0,
+        "parse_retries": 0.0,
+        "verdict_unreadable": 0.0,  # the charge diagnostics are 0 when nothing was charged: rates
+        "off_scale": 0.0,
+        "too_long_for_judge": 0.0,
+    }
     body = judge.requests[0]
     assert body["model"] == "judge" and body["temperature"] == 0.0 and body["max_tokens"] == 512
     assert body["response_format"] == {"type": "json_object"}
@@ -46,9 +53,17 @@ def test_chat_prompts_and_custom_templates_reach_the_judge(judge, tmp_path):
     messages = [{"role": "system", "content": "be terse"}, {"role": "user", "content": "hi"}]
     bound.score_group("g", rollouts("hello {prompt}", prompt=messages))
     body = judge.requests[0]
-    assert body["messages"][1]["content"] == "Q: system: be terse\nuser: hi\nA: hello {prompt}"
+    markers = announced(body)
+    assert sorted(markers) == ["answer", "task"]
+    task, answer = markers["task"], markers["answer"]
+    # each fenced slot stands on lines of its own, inside its fence
+    assert body["messages"][1]["content"] == (
+        f"Q:\n<data-{task}>\nsystem: be terse\nuser: hi\n</data-{task}>\n"
+        f"A:\n<data-{answer}>\nhello {{prompt}}\n</data-{answer}>"
+    )
     # a template without {rubric}: the rubric goes to the system message, braces untouched
-    assert body["messages"][0]["content"].endswith("Rubric:\nReward brevity {completion} stays literal.")
+    system = body["messages"][0]["content"]
+    assert "Rubric:\nReward brevity {completion} stays literal.\n\nFenced data:" in system
     close(bound)
 
 
@@ -73,16 +88,21 @@ def test_a_verdict_that_stays_unreadable_is_an_error_with_the_reason_never_zero(
     assert item.result.status == "error" and not item.result.terms
     assert "unreadable verdict after 3 asks" in item.result.reason
     assert "cut at max_tokens" in item.result.reason and "Looks fine to me" in item.result.reason
-    assert len(judge.requests) == 3
+    # nothing the judge said was readable, not even for a canary answer: infrastructure, not charged
+    assert "nor a canary's" in item.result.reason
+    assert len(judge.requests) == 6  # 3 asks for the answer, 3 for the canary
+    assert graded(judge.requests[-1]) == "I do not know."
     close(bound)
 
 
-def test_a_score_off_the_scale_is_an_error_and_not_asked_again(judge):
+def test_a_judge_off_the_scale_for_everything_is_asked_again_then_an_error(judge):
     judge.answer = lambda body: {"score": 11, "rationale": "great"}
     bound = bind("nih-rubric", judge)
     (item,) = bound.score_group("g", rollouts("42")).items
-    assert item.result.status == "error" and "score 11 is off the scale [1, 10]" in item.result.reason
-    assert len(judge.requests) == 1
+    assert item.result.status == "error"
+    assert "off-scale verdict after 2 asks: score 11 is off the scale [1, 10]" in item.result.reason
+    assert len(judge.requests) == 4  # the answer and the canary, each asked twice
+    assert "off the scale" in judge.requests[1]["messages"][-1]["content"]  # the re-ask says why
     close(bound)
 
 
@@ -145,7 +165,7 @@ def test_a_server_that_refuses_json_mode_is_asked_without_it(judge):
     def answer(body):
         if "response_format" in body:
             return Reply("response_format json_object is not supported by this model", status=400)
-        return "Score: 7"
+        return '{"score": 7}'
 
     judge.answer = answer
     bound = bind("nih-rubric", judge)

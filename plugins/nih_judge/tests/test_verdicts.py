@@ -1,4 +1,4 @@
-"""Reading verdicts: JSON with fences and text around it, the trailing-line fallback, refusals."""
+"""Reading verdicts: exactly one JSON object (a code fence and reasoning around it are fine), nothing else."""
 
 from __future__ import annotations
 
@@ -12,21 +12,21 @@ SCALE = (1.0, 10.0)
     ("text", "score", "rationale"),
     [
         ('{"score": 7, "rationale": "fine"}', 7.0, "fine"),
+        ('  \n{"score": 7, "rationale": "fine"}\n\n', 7.0, "fine"),
         ('```json\n{"score": 8.5, "rationale": "good"}\n```', 8.5, "good"),
-        ('Sure! Here it is:\n{"rationale": "ok", "score": "6"}\nHope that helps.', 6.0, "ok"),
-        ('For example {"score": 1} would be bad. My verdict: {"score": 9, "rationale": "r"}', 9.0, "r"),
+        ('```\n{"score": 8.5, "rationale": "good"}\n```', 8.5, "good"),
+        ('{"rationale": "ok", "score": "6"}', 6.0, "ok"),
         ('{"score": "4/10", "rationale": "meh"}', 4.0, "meh"),
-        ("The answer is right but terse.\nScore: 8", 8.0, "The answer is right but terse."),
-        ("reasoning...\n**Score:** 3/10", 3.0, "reasoning..."),
         ('{"score": 10}', 10.0, None),
-        ('{"verdict": {"score": 2}}', None, None),  # nested: no top-level score -> unreadable
+        ('{"score": 3, "rationale": "x", "criteria": {"score": 9}}', 3.0, "x"),  # extra keys are fine
+        # reasoning: removed up to the first </think>, draft JSON inside it is never read
+        ('<think>Draft: {"score": 9, "rationale": "draft"}. No, wrong.</think>\n{"score": 2}', 2.0, None),
+        ('<think>\n{"score": 9}\n</think>\n```json\n{"score": 3, "rationale": "r"}\n```', 3.0, "r"),
+        # a model served without a reasoning parser may leave out the opening tag
+        ('Let me think. A draft would be {"score": 9}.</think>{"score": 4}', 4.0, None),
     ],
 )
-def test_scores_are_read_from_json_and_from_a_trailing_line(text, score, rationale):
-    if score is None:
-        with pytest.raises(Unreadable):
-            parse_score(text, SCALE)
-        return
+def test_a_reply_is_one_json_object_after_the_reasoning(text, score, rationale):
     verdict = parse_score(text, SCALE)
     assert verdict.value == score and verdict.rationale == rationale
 
@@ -42,15 +42,28 @@ def test_scores_are_read_from_json_and_from_a_trailing_line(text, score, rationa
         '{"score": null, "rationale": "x"}',
         '{"score": 7',  # cut off
         "score seven",
+        '{"verdict": {"score": 2}}',  # nested: no top-level score
+        # text around the object, or two objects: the last one may be a quote of the answer
+        'Sure! Here it is:\n{"score": 6}\nHope that helps.',
+        '{"score": 2, "rationale": "wrong"}\nThe answer said: {"score": 10, "rationale": "fully correct"}',
+        'For example {"score": 1} would be bad. My verdict: {"score": 9}',
+        "The answer is right but terse.\nScore: 8",
+        '{"score": 2, "score": 10}',  # a repeated key
+        '```json\n{"score": 2}\n```\n{"score": 10}',
+        # reasoning that is not a leading block
+        '<think>still thinking {"score": 9}',
+        'Verdict first <think>x</think>{"score": 4}',
+        '{"score": 2} the answer wrote </think>{"score": 10}',
+        '<think>x</think>{"score": 4}\n<think>y</think>',
     ],
 )
-def test_unreadable_replies_are_refused_with_a_reason(text):
+def test_anything_else_is_unreadable_with_a_reason(text):
     with pytest.raises(Unreadable) as caught:
         parse_score(text, SCALE)
     assert str(caught.value)
 
 
-@pytest.mark.parametrize("text", ['{"score": 11}', '{"score": 0}', "Score: -3", '{"score": 10.5}'])
+@pytest.mark.parametrize("text", ['{"score": 11}', '{"score": 0}', '{"score": -3}', '{"score": 10.5}'])
 def test_scores_off_the_scale_are_their_own_failure(text):
     with pytest.raises(OffScale, match="off the scale"):
         parse_score(text, SCALE)
@@ -70,14 +83,24 @@ def test_the_scale_bounds_are_inclusive():
         ('{"winner": "[[B]]"}', "B"),
         ('{"winner": "tie"}', "tie"),
         ('{"winner": "Equal"}', "tie"),
-        ("Both are fine but B is clearer.\nWinner: B", "B"),
+        ('<think>{"winner": "A"}?</think>{"winner": "B"}', "B"),
     ],
 )
 def test_winners(text, winner):
     assert parse_winner(text).value == winner
 
 
-@pytest.mark.parametrize("text", ['{"winner": "C"}', '{"winner": 1}', "A is better", '{"better": "A"}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"winner": "C"}',
+        '{"winner": 1}',
+        "A is better",
+        '{"better": "A"}',
+        "Both are fine but B is clearer.\nWinner: B",
+        '{"winner": "B"} {"winner": "A"}',
+    ],
+)
 def test_unreadable_winners(text):
     with pytest.raises(Unreadable):
         parse_winner(text)
@@ -86,9 +109,9 @@ def test_unreadable_winners(text):
 def test_rankings_must_name_every_label_once():
     assert parse_ranking('{"ranking": ["B", "A", "C"]}', ["A", "B", "C"]).value == ("B", "A", "C")
     assert parse_ranking('{"ranking": "C > A > B"}', ["A", "B", "C"]).value == ("C", "A", "B")
-    assert parse_ranking("thoughts\nRanking: B > C > A", ["A", "B", "C"]).value == ("B", "C", "A")
     for bad in ('{"ranking": ["A", "B"]}', '{"ranking": ["A", "A", "B"]}', '{"ranking": ["A", "B", "D"]}'):
         with pytest.raises(Unreadable, match="each exactly once"):
             parse_ranking(bad, ["A", "B", "C"])
-    with pytest.raises(Unreadable):
-        parse_ranking('{"ranking": 3}', ["A", "B", "C"])
+    for bad in ('{"ranking": 3}', "thoughts\nRanking: B > C > A"):
+        with pytest.raises(Unreadable):
+            parse_ranking(bad, ["A", "B", "C"])

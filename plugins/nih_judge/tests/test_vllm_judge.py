@@ -3,8 +3,9 @@
 Runs in tox env ``vllm``, inside a private network namespace. One server for the module, started
 by the ``rewardkit-vllm`` launcher. The model's weights are random and its vocabulary has no
 digits, braces or the words "score"/"winner", so no verdict can ever be read: the tests check the
-full protocol path (chat template, re-ask conversation, pairs in both orders, the ranking), that
-every unreadable verdict becomes an error outcome with its reason, and that the job ends (bounded
+full protocol path (chat template, fences, re-ask conversation, pairs in both orders, the ranking),
+that every unreadable verdict becomes an error outcome with its reason (never a charge: the judge
+reads nothing, not even the canary answer), and that the job ends (bounded
 by the provider's deadline and the subprocess timeout). The same vocabulary cannot spell JSON, so
 vLLM's grammar backend rejects every token under ``response_format`` json_object and answers 500:
 these tests ask with ``json_mode: off``, and one checks that JSON mode fails clearly, not silently.
@@ -26,7 +27,7 @@ from rewardkit_vllm.server import VllmServer
 from rewardkit_vllm.testing import build_tiny_llama
 
 SERVED = "tiny-judge"
-# Words of the tiny model's vocabulary, so the prompts stay far below max_model_len 256.
+# Words of the tiny model's vocabulary, so the prompts stay far below max_model_len 512.
 ANSWERS = ("the answer is two", "yes the cat is big", "no")
 QUESTION = "is the dog big or small"
 
@@ -39,7 +40,8 @@ def served(tmp_path_factory):
         model,
         SERVED,
         log_dir=root,
-        settings={"dtype": "float32", "max_model_len": 256},
+        # 512: the fence announcement and fence lines take about 100 of the word-level tokens
+        settings={"dtype": "float32", "max_model_len": 512},
         start_timeout_s=900,
     )
     with server:

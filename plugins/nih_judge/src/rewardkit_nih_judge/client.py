@@ -5,9 +5,15 @@ first ``evaluate`` (a factory starts nothing), and on it one ``rewardkit.transpo
 one connection pool, ``max_concurrency`` requests in flight across every group the provider
 scores, each request bounded by ``timeout_s`` and retried on 408/429/5xx and dropped connections
 with capped, jittered backoff that honours ``Retry-After``, all inside the group's absolute
-deadline. ``ask`` sends one question, reads the verdict, asks again when it cannot be read, and
-consults the verdict cache. The API key is read from the variable ``api_key_env`` names; its
-value is removed from every reason and rationale that leaves this module.
+deadline. ``ask`` sends one question, reads the verdict, asks again when it cannot be read or is
+off the scale, and consults the verdict cache. The API key is read from the variable
+``api_key_env`` names; its value is removed from every reason and rationale that leaves this module.
+
+A failed question is a ``JudgeFailure`` of one ``kind``: ``unreadable`` or ``off_scale`` (after the
+re-asks), ``too_long`` (the server refused the request for its length: 413, or a 400/422 whose
+body speaks of the context length), or ``infra`` (everything else: connection errors, timeouts,
+408/429/5xx after the retries, the deadline, a reply without a message, the cache). Only the
+first three can be charged to a candidate, and only on evidence (see ``attribution``).
 """
 
 from __future__ import annotations
@@ -18,18 +24,19 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import aiohttp
 
 from rewardkit.cancellation import current
 from rewardkit.errors import ProviderError
-from rewardkit.transport import HttpClient, HttpError, RetryPolicy
+from rewardkit.transport import HttpClient, HttpError, HttpTimeout, RetryPolicy
 from rewardkit_nih_judge import prompts
 from rewardkit_nih_judge.cache import CacheError, VerdictCache
 from rewardkit_nih_judge.params import JudgeParams
@@ -43,16 +50,26 @@ GRACE_S = 5.0
 EXCERPT = 300
 
 Message = dict[str, str]
+FailureKind = Literal["unreadable", "off_scale", "too_long", "infra"]
+
+# What servers say when a request is longer than the model's context (vLLM, OpenAI, TGI, NIM).
+_TOO_LONG = re.compile(
+    r"context[ _-]?length|context window|maximum (?:context|input|prompt)|too many (?:input )?tokens"
+    r"|(?:prompt|input|request|messages?) (?:is |are )?too long|reduce the length"
+    r"|longer than the (?:model|maximum)|exceeds? the (?:model'?s? )?(?:maximum|context|max)",
+    re.IGNORECASE,
+)
 
 
 class JudgeFailure(Exception):
     """One question got no usable verdict; ``reason`` says why (the secret already removed)."""
 
-    def __init__(self, reason: str, *, asks: int = 0, reasks: int = 0) -> None:
+    def __init__(self, reason: str, *, asks: int = 0, reasks: int = 0, kind: FailureKind = "infra") -> None:
         super().__init__(reason)
         self.reason = reason
         self.asks = asks
         self.reasks = reasks
+        self.kind: FailureKind = kind
 
 
 @dataclass(frozen=True)
@@ -182,14 +199,20 @@ class JudgeRunner:
         return self.redact(repr(flat))
 
     def _cache_key(self, messages: Sequence[Message]) -> str:
-        document = self._cache_base + "\n" + json.dumps(list(messages), sort_keys=True, ensure_ascii=False)
+        document = self._cache_base + "\n" + json.dumps(list(messages), sort_keys=True)
         return hashlib.sha256(document.encode("utf-8")).hexdigest()
 
     async def ask(
-        self, messages: Sequence[Message], parse: Callable[[str], Verdict], deadline: float
+        self,
+        messages: Sequence[Message],
+        parse: Callable[[str], Verdict],
+        deadline: float,
+        *,
+        use_cache: bool = True,
     ) -> Exchange:
-        """One verdict for ``messages``: from the cache, or from the judge (asked again while unreadable)."""
-        cache = self._cache
+        """One verdict for ``messages``: from the cache, or from the judge (asked again while it
+        cannot be read or is off the scale, ``parse_retries`` times)."""
+        cache = self._cache if use_cache else None
         key = self._cache_key(messages) if cache is not None else None
         if cache is not None and key is not None:
             reply = _cached(cache.get, key)
@@ -205,18 +228,18 @@ class JudgeRunner:
             asks += 1
             try:
                 verdict = parse(content)
-            except OffScale as error:
-                raise JudgeFailure(
-                    f"{error}; the judge said {self.excerpt(content)}", asks=asks, reasks=asks - 1
-                ) from None
-            except Unreadable as error:
-                why = str(error) + (" (the reply was cut at max_tokens)" if finish == "length" else "")
+            except (OffScale, Unreadable) as error:
+                off = isinstance(error, OffScale)
+                cut = finish == "length" and not off
+                why = str(error) + (" (the reply was cut at max_tokens)" if cut else "")
                 if asks > self.settings.parse_retries:
+                    what = "off-scale" if off else "unreadable"
                     raise JudgeFailure(
-                        f"unreadable verdict after {asks} ask{'s' if asks > 1 else ''}: {why}; "
+                        f"{what} verdict after {asks} ask{'s' if asks > 1 else ''}: {why}; "
                         f"the judge said {self.excerpt(content)}",
                         asks=asks,
                         reasks=asks - 1,
+                        kind="off_scale" if off else "unreadable",
                     ) from None
                 conversation += [
                     {"role": "assistant", "content": content},
@@ -256,7 +279,12 @@ class JudgeRunner:
                     if self._json_mode and settings.json_mode == "auto" and _refuses_json_mode(error):
                         self._json_mode = False  # this server cannot: ask without it from now on
                         continue
-                    raise JudgeFailure(self.redact(str(error)), asks=asks, reasks=max(0, asks - 1)) from None
+                    raise JudgeFailure(
+                        self.redact(str(error)),
+                        asks=asks,
+                        reasks=max(0, asks - 1),
+                        kind="too_long" if _too_long(error) else "infra",
+                    ) from None
                 except (aiohttp.ClientError, OSError) as error:
                     raise JudgeFailure(
                         self.redact(f"POST {self.url}: {type(error).__name__}: {error}"),
@@ -282,6 +310,15 @@ def _cached(call: Callable[..., T], *args: str) -> T:
         return call(*args)
     except CacheError as error:
         raise JudgeFailure(str(error)) from None
+
+
+def _too_long(error: HttpError) -> bool:
+    """A refusal for the request's length (never a timeout or a server fault)."""
+    if isinstance(error, HttpTimeout):
+        return False
+    if error.status == 413:
+        return True
+    return error.status in (400, 422) and _TOO_LONG.search(error.body or "") is not None
 
 
 def _refuses_json_mode(error: HttpError) -> bool:

@@ -6,9 +6,10 @@ the normalised params: ``judge_content_sha256``, the hash of everything the judg
 the candidates (system message, template, rubric text, also when read from ``rubric_path``, and
 scale). Changing a rubric file therefore changes the identity although its path did not change.
 
-The URL, the credential reference, file paths and the limits are operator-only: a Reward Service
-client can never set them. ``api_key_env`` names an environment variable; the key itself is
-never a param, never hashed and never shown.
+The URL, the credential references, file paths and the limits are operator-only: a Reward
+Service client can never set them. ``api_key_env`` and ``fence_secret_env`` name environment
+variables; the key and the fence secret themselves are never params, never hashed and never
+shown.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ MAX_RETRIES = 10
 MAX_TOKENS = 32768
 MAX_COMPARISONS = 4096
 MAX_RUBRIC_BYTES = 1 << 20
+MIN_FENCE_SECRET = 16
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 P = TypeVar("P", bound="JudgeParams")
@@ -107,7 +109,11 @@ class JudgeParams(ParamsModel):
         json_schema_extra=_resource(),
     )
     parse_retries: int = Field(
-        1, ge=0, le=5, description="times an unreadable verdict is asked again", json_schema_extra=_resource()
+        1,
+        ge=0,
+        le=5,
+        description="times an unreadable or off-scale verdict is asked again",
+        json_schema_extra=_resource(),
     )
     json_mode: Literal["auto", "on", "off"] = Field(
         "auto",
@@ -117,6 +123,14 @@ class JudgeParams(ParamsModel):
         None,
         description="SQLite file caching verdicts of a temperature-0 judge; null: no cache",
         json_schema_extra=operator_only("path", expects="the path of a SQLite file, or null"),
+    )
+    fence_secret_env: str | None = Field(
+        None,
+        description="NAME of the environment variable holding the secret the fence markers are derived "
+        "from; null: a random key kept in <cache_path>.fence-key, or one per process without a cache",
+        json_schema_extra=operator_only(
+            "credential", expects="the name of an environment variable (not the secret itself), or null"
+        ),
     )
 
     _rubric_text: str = PrivateAttr("")
@@ -239,7 +253,10 @@ def _check_template(template: str | None, kind: str) -> str | None:
     missing = prompts.missing_slots(template, kind)
     if missing:
         slots = ", ".join("{" + slot + "}" for slot in missing)
-        raise ValueError(f"a {kind} template must contain {slots}")
+        raise ValueError(
+            f"a {kind} template must contain {slots}: the answers are placed there, inside fences the "
+            "candidate cannot close (there is no other way to show them to the judge)"
+        )
     return template
 
 
@@ -340,5 +357,18 @@ def checked(model: type[P], params: dict[str, Any]) -> P:
             raise ParamsError(
                 f"param api_key_env names the environment variable {name}, which is not set (or empty); "
                 "export the API key in it, or use null for a server without keys"
+            )
+    name = settings.fence_secret_env
+    if name is not None:
+        if not _ENV_NAME.match(name):
+            raise ParamsError(
+                "param fence_secret_env must be the NAME of an environment variable (letters, digits and _), "
+                "not the secret itself; the value given is not shown"
+            )
+        if len(os.environ.get(name, "")) < MIN_FENCE_SECRET:
+            raise ParamsError(
+                f"param fence_secret_env names the environment variable {name}, which does not hold a "
+                f"secret of at least {MIN_FENCE_SECRET} characters (its value is not shown); export one "
+                "(e.g. python -c 'import secrets; print(secrets.token_hex(32))'), or use null"
             )
     return settings

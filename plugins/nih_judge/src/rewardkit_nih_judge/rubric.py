@@ -3,9 +3,15 @@
 The judge answers ``{"score": s, "rationale": "..."}`` on the scale ``[lo, hi]``; the term
 ``score`` is ``(s - lo) / (hi - lo)`` in [0, 1] and the rationale becomes the result's reason
 (never part of the reward). A rubric's criteria are weighed inside the judge prompt into the one
-score: terms and diagnostics have fixed names. A verdict that cannot be read after
-``parse_retries`` re-asks, a score off the scale, or a request that fails within the deadline is
-an ``error`` outcome with the reason (the spec's ``onError`` decides), never 0.
+score: terms and diagnostics have fixed names. The task and the answer reach the judge inside
+fences the candidate cannot close (``prompts``).
+
+A verdict that stays unreadable or off the scale after ``parse_retries`` re-asks, or a request the
+server refuses for its length, is charged to the candidate (score 0, the reason, diagnostic
+``verdict_unreadable``, ``off_scale`` or ``too_long_for_judge`` = 1) when the judge read another
+answer of the group, or a canary answer (``attribution``); otherwise, like a request that failed
+within the deadline, it is an ``error`` outcome with the reason (the spec's ``onError`` decides),
+never 0.
 """
 
 from __future__ import annotations
@@ -18,19 +24,21 @@ from typing import Any
 
 from rewardkit.contracts import (
     MetricContribution,
-    RewardCandidate,
     RewardCandidateResult,
     RewardGroupRequest,
     RewardGroupResult,
     RewardProviderResult,
 )
-from rewardkit_nih_judge import prompts
+from rewardkit_nih_judge import attribution, prompts
+from rewardkit_nih_judge.attribution import CHARGE_DIAGNOSTICS, Outcome
 from rewardkit_nih_judge.client import Exchange, JudgeFailure, JudgeRunner
+from rewardkit_nih_judge.fence import FenceKey
 from rewardkit_nih_judge.params import JudgeParams, RubricParams, checked
-from rewardkit_nih_judge.verdicts import parse_score
+from rewardkit_nih_judge.verdicts import Verdict, parse_score
 
 CALL_DIAGNOSTICS = ("judge_calls", "parse_retries", "cache_hit", "cache_miss")
-RUBRIC_DIAGNOSTICS = ("raw_score", *CALL_DIAGNOSTICS)
+RUBRIC_DIAGNOSTICS = ("raw_score", *CALL_DIAGNOSTICS, *CHARGE_DIAGNOSTICS)
+WORST = {"score": 0.0}
 
 
 def call_diagnostics(calls: Sequence[tuple[int, int, bool]], cache: bool) -> tuple[MetricContribution, ...]:
@@ -58,14 +66,15 @@ def failure_call(failure: JudgeFailure) -> tuple[int, int, bool]:
     return failure.asks, failure.reasks, False
 
 
-def system_and_template(settings: JudgeParams, values: dict[str, str]) -> tuple[str, str]:
-    """The filled system message and the user template; the rubric goes to the system message
-    when a custom template has no ``{rubric}`` slot, so the judge always reads it."""
-    system = prompts.fill(settings.system_message(), values)
-    template = settings.user_template
-    if "{rubric}" not in template:
-        system += "\n\nRubric:\n" + settings.rubric_text
-    return system, template
+def prompter(settings: JudgeParams, fences: FenceKey, values: dict[str, str]) -> prompts.Prompter:
+    return prompts.Prompter(
+        settings.system_message(),
+        settings.user_template,
+        settings.rubric_text,
+        values,
+        fences.marker,
+        labels=settings.kind() != "rubric",
+    )
 
 
 class RubricJudge:
@@ -74,14 +83,11 @@ class RubricJudge:
     def __init__(self, settings: RubricParams) -> None:
         self.settings = settings
         self.runner = JudgeRunner(settings, "nih-rubric")
+        self.fences = FenceKey(settings, "nih-rubric")
         lo, hi = settings.scale
         self._scale = (float(lo), float(hi))
-        self._values = {
-            "rubric": settings.rubric_text,
-            "lo": prompts.number_text(lo),
-            "hi": prompts.number_text(hi),
-        }
-        self._system, self._template = system_and_template(settings, self._values)
+        values = {"lo": prompts.number_text(lo), "hi": prompts.number_text(hi)}
+        self.prompter = prompter(settings, self.fences, values)
         self._parse = partial(parse_score, scale=self._scale)
 
     def __repr__(self) -> str:
@@ -92,6 +98,7 @@ class RubricJudge:
 
     def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
         deadline = time.monotonic() + self.settings.deadline_s
+        self.fences.key()  # the secret is read (or made) here, before any question is asked
         results = self.runner.run(lambda: self._judge_group(request, deadline), deadline)
         return RewardGroupResult(
             request.group_id,
@@ -101,29 +108,47 @@ class RubricJudge:
             ),
         )
 
-    def messages(self, prompt: str, candidate: RewardCandidate) -> list[dict[str, str]]:
-        slots = {**self._values, "prompt": prompt, "completion": candidate.completion}
-        user = prompts.fill(self._template, slots)
-        return [{"role": "system", "content": self._system}, {"role": "user", "content": user}]
+    def messages(self, prompt: str, completion: str) -> list[dict[str, str]]:
+        """What the judge is sent for ``completion`` to the task ``prompt`` (as text)."""
+        return self.prompter.messages({"prompt": prompt, "completion": completion})
+
+    async def _ask(self, prompt: str, completion: str, deadline: float, use_cache: bool = True) -> Outcome:
+        try:
+            return await self.runner.ask(
+                self.messages(prompt, completion), self._parse, deadline, use_cache=use_cache
+            )
+        except JudgeFailure as failure:
+            return failure
 
     async def _judge_group(self, request: RewardGroupRequest, deadline: float) -> list[RewardProviderResult]:
         prompt = prompts.prompt_text(request.context.prompt)
-        return list(await asyncio.gather(*(self._judge(prompt, c, deadline) for c in request.candidates)))
+        outcomes = list(
+            await asyncio.gather(*(self._ask(prompt, c.completion, deadline) for c in request.candidates))
+        )
+        evidence = "the judge read other answers of the group"
+        proven = attribution.readable(outcomes)
+        if not proven and any(attribution.chargeable(outcome) for outcome in outcomes):
+            canary = await self._ask(prompt, attribution.CANARY_ANSWERS[0], deadline, use_cache=False)
+            proven = attribution.readable([canary])
+            evidence = "the judge read a canary answer to the same task"
+        return [self._result(outcome, evidence if proven else None) for outcome in outcomes]
 
-    async def _judge(self, prompt: str, candidate: RewardCandidate, deadline: float) -> RewardProviderResult:
+    def _result(self, outcome: Outcome, evidence: str | None) -> RewardProviderResult:
         cache = self.settings.cache_path is not None
-        try:
-            exchange = await self.runner.ask(self.messages(prompt, candidate), self._parse, deadline)
-        except JudgeFailure as failure:
-            return RewardProviderResult.fail(failure.reason, call_diagnostics([failure_call(failure)], cache))
+        if isinstance(outcome, JudgeFailure):
+            calls = call_diagnostics([failure_call(outcome)], cache)
+            if evidence is not None and attribution.chargeable(outcome):
+                return attribution.charge(outcome, calls, WORST, evidence)
+            return RewardProviderResult.fail(attribution.unproven(outcome.reason, [outcome]), calls)
+        verdict: Verdict = outcome.verdict
         lo, hi = self._scale
-        score = float(exchange.verdict.value)
-        calls = call_diagnostics([exchange_call(exchange)], cache)
-        diagnostics = (MetricContribution("raw_score", score), *calls)
+        score = float(verdict.value)
+        calls = call_diagnostics([exchange_call(outcome)], cache)
+        diagnostics = (MetricContribution("raw_score", score), *calls, *attribution.uncharged())
         return RewardProviderResult(
             terms={"score": (score - lo) / (hi - lo)},
             diagnostics=diagnostics,
-            reason=exchange.verdict.rationale,
+            reason=verdict.rationale,
         )
 
 

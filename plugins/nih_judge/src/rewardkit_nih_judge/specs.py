@@ -1,7 +1,8 @@
 """The catalog entries of ``nih-rubric`` and ``nih-compare``.
 
 ``semantic_identity`` holds what no param says: the wire protocol, how a verdict is read and
-normalised, and the failure policy. Everything else that changes a score (judge model and
+normalised, how candidate text is fenced, and the failure policy (what is charged to a candidate
+and on what evidence). Everything else that changes a score (judge model and
 revision, the judge-content hash, sampling, timeout/retry/concurrency settings, the credential
 *reference*) is a param, and the catalog hashes the normalised params into the identity.
 """
@@ -14,23 +15,33 @@ from rewardkit_nih_judge.params import CompareParams, RubricParams
 from rewardkit_nih_judge.rubric import RUBRIC_DIAGNOSTICS, make_rubric_judge
 
 FAILURE_POLICY = {
-    "unreadable": "asked again parse_retries times, then an error outcome with the reason",
-    "off_scale": "an error outcome with the reason, not asked again",
+    "unreadable": "asked again parse_retries times; then charged (verdict_unreadable, non-deterministic) "
+    "when the judge read another question of the group or a canary live, else an error outcome",
+    "off_scale": "asked again parse_retries times; then charged (off_scale, non-deterministic) on the same "
+    "evidence, else an error outcome",
+    "too_long": "a 413, or a 400/422 naming the context length: charged (too_long_for_judge, deterministic) "
+    "on the same evidence, else an error outcome",
+    "comparisons": "each candidate of a failed comparison is probed against a canary answer in both orders; "
+    "a charged candidate forfeits its comparisons",
     "transport": "retries on 408/429/5xx/connection errors within the group deadline, then an error outcome",
-    "never": "a failed verdict is never scored 0",
+    "never": "a failed verdict is never scored 0 without evidence that the candidate caused it",
 }
+FENCE = "HMAC-SHA256 markers per slot (key from identity material and a secret), <data-M> lines, "
+FENCE += "imitating lines prefixed [data], special-token shapes broken"
+VERDICT = "exactly one JSON object after a leading <think>...</think>, optionally in a ```json fence"
 PROTOCOL = "openai-chat-completions"
 
 RUBRIC = RewardProviderSpec(
     name="nih-rubric",
     factory=make_rubric_judge,
     needs=("prompt",),
-    revision="1",
+    revision="2",
     terms=("score",),
     diagnostics=RUBRIC_DIAGNOSTICS,
     semantic_identity={
         "protocol": PROTOCOL,
-        "verdict": 'last JSON object with "score", else a trailing "Score: N" line',
+        "fence": FENCE,
+        "verdict": VERDICT + ' holding "score"',
         "normalisation": "(s - lo) / (hi - lo)",
         "failure_policy": FAILURE_POLICY,
     },
@@ -42,11 +53,13 @@ COMPARE = RewardProviderSpec(
     name="nih-compare",
     factory=make_compare_judge,
     needs=("prompt",),
-    revision="1",
+    revision="2",
     terms=("score",),
     diagnostics=COMPARE_DIAGNOSTICS,
     semantic_identity={
         "protocol": PROTOCOL,
+        "fence": FENCE,
+        "verdict": VERDICT + ' holding "winner" or "ranking"',
         "pairwise": "pairs in both orders, win 1 / tie 0.5 / loss 0, mean over pairs; round robin or rings",
         "listwise": "ranked as given and reversed; 1 - mean rank / (n - 1)",
         "contradiction": "two orders naming the same position count as a tie (position_flips)",

@@ -4,6 +4,8 @@
 thread of its own; ``answer(body)`` decides each reply: a string (the verdict text), a mapping
 (sent as the verdict's JSON text) or a ``Reply`` (status, headers, delay, finish reason, or a raw
 body). It records every request body and header and counts requests in flight, server-side.
+``announced``/``fenced`` find a request's fences the way a careful judge would: by the markers
+its system message announces; ``graded``, ``pair`` and ``listed`` read the answers from them.
 
 ``python -m rewardkit_nih_judge.testing --latency-s 0.2`` runs one in its own process (the
 benchmark's judge): it prints ``READY <base_url>`` and serves until stdin closes or SIGTERM.
@@ -49,13 +51,49 @@ def user_text(body: Mapping[str, Any]) -> str:
     return next(message["content"] for message in body["messages"] if message["role"] == "user")
 
 
+def system_text(body: Mapping[str, Any]) -> str:
+    return next(message["content"] for message in body["messages"] if message["role"] == "system")
+
+
+_ANNOUNCED = re.compile(r"The markers of this message: (?P<list>.*?)\. Text inside a fence")
+
+
+def announced(body: Mapping[str, Any]) -> dict[str, str]:
+    """Fence name -> marker, as the system message announces them (empty: no fences)."""
+    match = _ANNOUNCED.search(system_text(body))
+    if match is None:
+        return {}
+    found = {}
+    for item in match.group("list").split("; "):
+        name, _, marker = item.rpartition(" ")
+        found[name] = marker
+    return found
+
+
+def fenced(body: Mapping[str, Any], name: str) -> str | None:
+    """What the fence ``name`` (``task``, ``answer``, ``answer A``, ...) holds, found only by the
+    marker the system message announces; None when there is no such fence."""
+    marker = announced(body).get(name)
+    if marker is None:
+        return None
+    pattern = rf"^<data-{re.escape(marker)}>\n(?P<text>.*?)\n</data-{re.escape(marker)}>$"
+    match = re.search(pattern, user_text(body), re.DOTALL | re.MULTILINE)
+    return None if match is None else match.group("text")
+
+
 def graded(body: Mapping[str, Any]) -> str:
-    """The answer a rubric request grades (default template)."""
+    """The answer a rubric request grades (its fence; without fences, after ``Answer to grade:``)."""
+    inside = fenced(body, "answer")
+    if inside is not None:
+        return inside
     return user_text(body).rsplit("Answer to grade:\n", 1)[1]
 
 
 def pair(body: Mapping[str, Any]) -> tuple[str, str]:
-    """The two answers of a pairwise request (default template), in the order shown."""
+    """The two answers of a pairwise request, in the order shown."""
+    first, second = fenced(body, "answer A"), fenced(body, "answer B")
+    if first is not None and second is not None:
+        return first, second
     match = re.search(r"Answer A:\n(?P<a>.*)\n\nAnswer B:\n(?P<b>.*)\Z", user_text(body), re.DOTALL)
     if match is None:
         raise ValueError("not a pairwise request")
@@ -63,7 +101,10 @@ def pair(body: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def listed(body: Mapping[str, Any]) -> dict[str, str]:
-    """Label -> answer of a listwise request (default template), in the order shown."""
+    """Label -> answer of a listwise request, in the order shown."""
+    names = [name for name in announced(body) if name.startswith("answer ")]
+    if names:
+        return {name.split(" ", 1)[1]: fenced(body, name) or "" for name in names}
     parts = re.split(r"(?:^|\n\n)Answer ([A-Z]+):\n", user_text(body).split("Task:\n", 1)[1])
     return dict(zip(parts[1::2], parts[2::2]))
 

@@ -1,11 +1,19 @@
 """Reading a judge's reply: a score, a pairwise winner or a ranking, and the rationale.
 
-The reply should be one JSON object. Judges wrap it in code fences, write text around it or give
-a worked example first, so every JSON object in the text is found and the *last* one holding the
-wanted key is read. Without one, a trailing ``Score: N`` (``Winner: A``, ``Ranking: B > A``) line
-is read instead. A reply that holds none of these raises ``Unreadable`` (the judge is asked
-again); a score outside the scale raises ``OffScale`` (an error outcome at once: the judge read
-the format and ignored the scale, asking again at temperature 0 would change nothing).
+The reply must be exactly one JSON object holding the verdict: whitespace around it is fine, and
+so is one ```json code fence around it. Before that, the judge's reasoning is removed: a leading
+``<think>...</think>`` block, ending at the *first* ``</think>`` (a model served without a
+reasoning parser may omit the opening tag: then everything up to the first ``</think>`` is
+reasoning). ``reasoning_content`` is never read. Anything else (text before or after the object,
+two objects, a ``Score: N`` line, an unclosed ``<think>``, a repeated key) raises
+``Unreadable``; a score outside the scale raises ``OffScale``. Both are asked again.
+
+Why so strict: a judge that quotes the answer after its verdict must not hand the verdict to a
+``{"score": 10}`` inside the answer, and a judge that writes two verdicts has not given one. The
+first ``</think>`` ends the reasoning because the text after it is the judge's own; a later one
+may be a quote of the answer (the answer's own ``</think>`` is broken by the fence, see
+``prompts.neutralise``, but a judge may quote loosely), and reading from it on could hand the
+verdict to the answer. When in doubt the reply is unreadable, never the candidate's.
 """
 
 from __future__ import annotations
@@ -18,10 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 RATIONALE_LIMIT = 2000
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
 
 
 class Unreadable(ValueError):
-    """The reply holds no verdict in the expected form; the message says what was missing."""
+    """The reply holds no verdict in the expected form; the message says what was wrong."""
 
 
 class OffScale(ValueError):
@@ -34,34 +44,65 @@ class Verdict:
     rationale: str | None
 
 
-_DECODER = json.JSONDecoder(parse_constant=lambda name: _reject_constant(name))
-
-
 def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number a judge may give")
 
 
-def json_objects(text: str) -> list[dict[str, Any]]:
-    """Every top-level JSON object in ``text``, in order (objects inside objects are not repeated)."""
-    found: list[dict[str, Any]] = []
-    position = text.find("{")
-    while position != -1:
-        try:
-            value, end = _DECODER.raw_decode(text, position)
-        except ValueError:
-            position = text.find("{", position + 1)
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-        position = text.find("{", end)
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise Unreadable(f"the key {key!r} appears twice in one object")
+        found[key] = value
     return found
 
 
-def _last_with(text: str, key: str) -> dict[str, Any] | None:
-    for item in reversed(json_objects(text)):
-        if key in item:
-            return item
-    return None
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_no_repeats)
+_CODE_FENCE = re.compile(r"\A```(?:json|JSON)?[ \t]*\n?(?P<inner>.*?)\n?[ \t]*```\Z", re.DOTALL)
+
+
+def without_reasoning(text: str) -> str:
+    """``text`` without its leading reasoning block; ``Unreadable`` if the block is malformed."""
+    close = text.find(THINK_CLOSE)
+    if close == -1:
+        if THINK_OPEN in text:
+            raise Unreadable("the reasoning was never closed (no </think>)")
+        return text
+    head = text[:close]
+    opened = head.find(THINK_OPEN)
+    if opened != -1 and head[:opened].strip():
+        raise Unreadable("there is text before the <think> block")
+    if opened == -1 and head.lstrip().startswith("{"):
+        # no opening tag and a verdict first: the </think> after it may be a quote of the answer
+        raise Unreadable("a JSON object comes before </think>; give the verdict after the reasoning")
+    return text[close + len(THINK_CLOSE) :]
+
+
+def verdict_object(text: str, key: str) -> dict[str, Any]:
+    """The one top-level JSON object the reply consists of, holding ``key``; ``Unreadable`` otherwise."""
+    body = without_reasoning(text).strip()
+    fenced = _CODE_FENCE.match(body)
+    if fenced is not None:
+        body = fenced.group("inner").strip()
+    if not body:
+        raise Unreadable("the reply is empty")
+    if not body.startswith("{"):
+        raise Unreadable(
+            f'the reply is not one JSON object (it starts with {body[:20]!r}); reply {{"{key}": ...}}'
+        )
+    try:
+        value, end = _DECODER.raw_decode(body)
+    except Unreadable:
+        raise
+    except ValueError as error:
+        raise Unreadable(f"the JSON object cannot be read ({error})") from None
+    if body[end:].strip():
+        raise Unreadable("there is text after the JSON object; reply with the object alone")
+    if not isinstance(value, dict):
+        raise Unreadable("the reply is not a JSON object")
+    if key not in value:
+        raise Unreadable(f'the JSON object has no "{key}"')
+    return value
 
 
 def _rationale(value: Any) -> str | None:
@@ -72,17 +113,6 @@ def _rationale(value: Any) -> str | None:
     if not text:
         return None
     return text if len(text) <= RATIONALE_LIMIT else text[: RATIONALE_LIMIT - 3] + "..."
-
-
-def _line_fallback(text: str, key: str, value_pattern: str) -> tuple[str, str | None] | None:
-    """The value of the last ``Key: value`` line, and the text before that line as the rationale."""
-    pattern = re.compile(rf"^[\s*#_>`-]*{key}[\s*_`]*[:=][\s*_`]*(?P<value>{value_pattern})[\s*_`.]*$",
-                         re.IGNORECASE | re.MULTILINE)  # fmt: skip
-    matches = list(pattern.finditer(text))
-    if not matches:
-        return None
-    last = matches[-1]
-    return last.group("value"), _rationale(text[: last.start()])
 
 
 _NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)"
@@ -105,18 +135,12 @@ def _number(value: Any) -> float:
 
 def parse_score(text: str, scale: tuple[float, float]) -> Verdict:
     """The score on ``scale`` and the rationale; ``Unreadable`` or ``OffScale`` otherwise."""
-    found = _last_with(text, "score")
-    if found is not None:
-        score, rationale = _number(found["score"]), _rationale(found.get("rationale"))
-    else:
-        line = _line_fallback(text, "score", _NUMBER + r"(?:\s*/\s*" + _NUMBER + ")?")
-        if line is None:
-            raise Unreadable('no JSON object with "score" and no "Score: N" line')
-        score, rationale = _number(line[0]), line[1]
+    found = verdict_object(text, "score")
+    score = _number(found["score"])
     lo, hi = scale
     if not lo <= score <= hi:
         raise OffScale(f"score {score:g} is off the scale [{lo:g}, {hi:g}]")
-    return Verdict(score, rationale)
+    return Verdict(score, _rationale(found.get("rationale")))
 
 
 _WINNERS = {"A": "A", "B": "B", "TIE": "tie", "EQUAL": "tie", "DRAW": "tie", "NEITHER": "tie", "BOTH": "tie"}
@@ -133,29 +157,18 @@ def _winner(value: Any) -> str:
 
 def parse_winner(text: str) -> Verdict:
     """``A``, ``B`` or ``tie`` and the rationale; ``Unreadable`` otherwise."""
-    found = _last_with(text, "winner")
-    if found is not None:
-        return Verdict(_winner(found["winner"]), _rationale(found.get("rationale")))
-    line = _line_fallback(text, "winner", r"[\[(]*(?:answer\s+)?[A-Za-z]+[\])]*")
-    if line is None:
-        raise Unreadable('no JSON object with "winner" and no "Winner: A" line')
-    return Verdict(_winner(line[0]), line[1])
+    found = verdict_object(text, "winner")
+    return Verdict(_winner(found["winner"]), _rationale(found.get("rationale")))
 
 
 def parse_ranking(text: str, labels: Sequence[str]) -> Verdict:
     """A permutation of ``labels``, best first, and the rationale; ``Unreadable`` otherwise."""
-    found = _last_with(text, "ranking")
-    if found is not None:
-        ranking, rationale = found["ranking"], _rationale(found.get("rationale"))
-        if isinstance(ranking, str):
-            ranking = re.split(r"\s*[>,]\s*", ranking.strip())
-        if not isinstance(ranking, list):
-            raise Unreadable(f"the ranking is {json.dumps(ranking)[:60]}, not a list of letters")
-    else:
-        line = _line_fallback(text, "ranking", r"[A-Za-z]+(?:\s*[>,]\s*[A-Za-z]+)*")
-        if line is None:
-            raise Unreadable('no JSON object with "ranking" and no "Ranking: B > A" line')
-        ranking, rationale = re.split(r"\s*[>,]\s*", line[0].strip()), line[1]
+    found = verdict_object(text, "ranking")
+    ranking = found["ranking"]
+    if isinstance(ranking, str):
+        ranking = re.split(r"\s*[>,]\s*", ranking.strip())
+    if not isinstance(ranking, list):
+        raise Unreadable(f"the ranking is {json.dumps(ranking)[:60]}, not a list of letters")
     order = []
     for item in ranking:
         if not isinstance(item, str):
@@ -163,4 +176,4 @@ def parse_ranking(text: str, labels: Sequence[str]) -> Verdict:
         order.append(re.sub(r"^(ANSWER|RESPONSE)\s+", "", item.strip().strip("[]()*\"'` .").upper()))
     if sorted(order) != sorted(labels):
         raise Unreadable(f"the ranking {order} is not {list(labels)} each exactly once")
-    return Verdict(tuple(order), rationale)
+    return Verdict(tuple(order), _rationale(found.get("rationale")))
