@@ -181,3 +181,45 @@ def test_a_process_left_in_the_slot_after_an_answer_restarts_the_slot_and_is_cha
         assert "left processes running" in candidate.breakdown["code-tests"]["reason"]
         again = reward.score([group(HONEST, "after")])
         assert [c.final for _, c in again.candidates()] == [1.0] and slot.starts == 2
+
+
+# Honest beside candidates that keep 15 processes busy until their deadline: each slot has a CPU
+# of its own, so the crowd never reaches the honest run (else it would look starved, twice, and
+# fail the batch: one candidate failing its siblings). On a kernel with autogroup scheduling each
+# slot's session also gets its own share of the CPUs; the pinning holds without it.
+CROWD = "import os\nfor _ in range(14):\n    if os.fork() == 0:\n        break\nwhile True:\n    pass\n"
+
+
+def test_a_crowd_of_busy_processes_in_one_slot_does_not_starve_a_sibling():
+    programs = [CROWD, HONEST_WORK, CROWD, HONEST_WORK, CROWD, CROWD]
+    rollouts = [
+        {"trajectory_id": f"t{i}", "completion": f"```python\n{program}```", "reference": REFERENCE}
+        for i, program in enumerate(programs)
+    ]
+    concurrency = min(2, os.cpu_count() or 1)
+    big = {
+        **config(concurrency=concurrency),
+        "rl": {**config(concurrency=concurrency)["rl"], "group_size": 6},
+    }
+    with rewardkit.load(big) as reward:  # onError: raise
+        batch = reward.score([{"group_id": "crowd", "rollouts": rollouts}])
+    finals = [candidate.final for _, candidate in batch.candidates()]
+    assert finals == [0.0, 1.0, 0.0, 1.0, 0.0, 0.0], batch
+    honest = [candidate for _, candidate in batch.candidates()][1]
+    assert diagnostics(honest)["starved_reruns"] == 0.0
+
+
+def test_a_run_cannot_leave_its_slots_cpu():
+    program = (
+        "import os\n"
+        "def sort_desc(xs):\n"
+        "    try:\n"
+        "        os.sched_setaffinity(0, set(range(os.cpu_count())))\n"
+        "    except PermissionError:\n"
+        "        return sorted(xs, reverse=True)\n"
+        "    return []\n"
+    )
+    with rewardkit.load(config()) as reward:
+        batch = reward.score([group(program)])
+    [(_, candidate)] = batch.candidates()
+    assert candidate.final == 1.0, candidate

@@ -171,6 +171,33 @@ class _UidBlocks:
 _UID_BLOCKS = _UidBlocks()
 
 
+class _Cpus:
+    """The CPUs this process may use, lent to live slots, each to as few slots as possible.
+
+    A slot's runner pins itself (so every process of every run) to its CPU, and no run may change
+    that (the seccomp filter refuses ``sched_setaffinity``): a candidate that runs many processes
+    crowds only its own slot's CPU, never a sibling's, whose run would otherwise look starved.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lent: dict[int, int] = {}
+
+    def take(self) -> int:
+        with self._lock:
+            cpus = sorted(os.sched_getaffinity(0))
+            cpu = min(cpus, key=lambda number: (self._lent.get(number, 0), number))
+            self._lent[cpu] = self._lent.get(cpu, 0) + 1
+            return cpu
+
+    def give_back(self, cpu: int) -> None:
+        with self._lock:
+            self._lent[cpu] = self._lent.get(cpu, 1) - 1
+
+
+_CPUS = _Cpus()
+
+
 @dataclass(frozen=True)
 class SandboxConfig:
     """Limits and isolation for every program run; every field is part of the reward identity."""
@@ -352,6 +379,7 @@ class Slot:
         self.config = config
         self.index = index
         self.uids: range | None = None
+        self.cpu: int | None = None
         self.every_uid: set[int] = set()
         self.process: subprocess.Popen[bytes] | None = None
         self.cgroup: PidsCgroup | None = None
@@ -380,8 +408,8 @@ class Slot:
             self._stop_and_stderr()
         config = self.config
         python, _ = _python()
-        runner = [python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(config.isolation != "none")]
         if config.isolation == "none":
+            runner = [python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(False)]
             argv = runner
         else:
             if os.geteuid() != 0:
@@ -390,9 +418,12 @@ class Slot:
                     "uid (RLIMIT_NPROC and signal isolation depend on it); run as root or choose "
                     "isolation='none' for trusted code"
                 )
-            argv = bwrap_argv(config, find_bwrap(config.bwrap_path)) + runner
+            bwrap = find_bwrap(config.bwrap_path)
             self.uids = _UID_BLOCKS.take()
             self.every_uid.update(self.uids)
+            self.cpu = _CPUS.take()
+            runner = [python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(True), json.dumps(self.cpu)]
+            argv = bwrap_argv(config, bwrap) + runner
             self.cgroup = self._make_cgroup()
             if self.cgroup is not None:
                 # the shell joins the cgroup before exec, so bwrap and all it forks start inside
@@ -518,6 +549,9 @@ class Slot:
         if self.uids is not None:  # the slot's processes are gone: its uids may be lent again
             _UID_BLOCKS.give_back(self.uids)
             self.uids = None
+        if self.cpu is not None:
+            _CPUS.give_back(self.cpu)
+            self.cpu = None
 
     def close(self) -> None:
         self._stop_and_stderr()

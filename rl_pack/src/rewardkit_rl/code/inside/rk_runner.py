@@ -526,6 +526,8 @@ def main() -> None:
     isolated = len(sys.argv) > 1 and json.loads(sys.argv[1]) is True
     if isolated:
         rk_seccomp.program(os.uname().machine)  # a machine the filter does not know: refuse to start
+        # The slot's CPU, for the runner and all it forks; no run may leave it (the filter).
+        os.sched_setaffinity(0, {json.loads(sys.argv[2])})
     os.chmod(WORK_ROOT, 0o711)  # candidates may enter their own run dir, never list or write /tmp
     zygote = Zygote(isolated)  # before any request exists in this process
     rk_wire.write_frame(PROTO_OUT, {"ready": True, "pid": os.getpid()})

@@ -19,6 +19,8 @@ Rules, on x86-64 and aarch64 only:
 - ``setns`` answers ``EPERM``;
 - ``setpriority``, ``sched_setscheduler``, ``sched_setparam`` and ``sched_setattr`` answer
   ``EPERM``, so a program cannot make itself look starved by the host (reading stays allowed);
+- ``sched_setaffinity`` answers ``EPERM``: a slot's processes stay on the CPU the host pinned the
+  slot to, so one candidate cannot crowd a sibling's CPU and make it look starved;
 - everything else is allowed.
 """
 
@@ -67,6 +69,7 @@ _ARCHES: dict[str, dict[str, int]] = {
         "sched_setparam": 142,
         "sched_setscheduler": 144,
         "sched_setattr": 314,
+        "sched_setaffinity": 203,
     },
     "aarch64": {
         "audit_arch": 0xC00000B7,
@@ -79,6 +82,7 @@ _ARCHES: dict[str, dict[str, int]] = {
         "sched_setparam": 118,
         "sched_setscheduler": 119,
         "sched_setattr": 274,
+        "sched_setaffinity": 122,
     },
 }
 
@@ -128,7 +132,7 @@ def program(machine: str) -> bytes:
         code += [_op(_JSET_K, _X32_SYSCALL_BIT, 0, 1), _errno(errno.ENOSYS)]
     code += _refuse(nrs["clone3"], errno.ENOSYS)
     code += _refuse(nrs["setns"], errno.EPERM)
-    for name in ("setpriority", "sched_setparam", "sched_setscheduler", "sched_setattr"):
+    for name in ("setpriority", "sched_setparam", "sched_setscheduler", "sched_setattr", "sched_setaffinity"):
         code += _refuse(nrs[name], errno.EPERM)
     code += _refuse_newuser(nrs["clone"])
     code += _refuse_newuser(nrs["unshare"])
