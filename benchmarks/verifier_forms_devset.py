@@ -6,7 +6,7 @@
 Sources (both in testdata/math_forms/, see its README): the final answers of the 5,000 MATH test
 problems (``math_golds.jsonl``) and answer forms written for this set, by family
 (``families.jsonl``: relations, equation answers, systems, matrices, multisets, intervals,
-piecewise, approximations), each with correct rewrites and typical wrong answers.
+piecewise, approximations, percents and units), each with correct rewrites and typical wrong answers.
 
 The method, for every reference ``g``:
 - ``identity``: the answer ``g`` itself must score 1;

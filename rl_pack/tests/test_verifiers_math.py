@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from test_math_attribution import SPIN, verifier_with_markers
 
 from rewardkit import PreflightError, RewardContractError, resolve_catalog
 from rewardkit.contracts import RewardCandidate, RewardContext, RewardGroupRequest, RewardProviderResult
@@ -18,8 +19,9 @@ from rewardkit_rl.verifiers.math_answers import extract_answer, fast_verdict
 from rewardkit_rl.verifiers.math_verifier import MathVerifier
 
 TIMEOUT_S = 2.0
-# A power tower: math-verify tries to evaluate it and does not come back.
-HANG = "The result is \\boxed{9^{9^{9^{9^{9^{9^{9}}}}}}}"
+# An answer the workers compute on until they are killed. (A power tower used to be one; the cost
+# guards now refuse it before any worker, see test_math_attribution.py.)
+HANG = f"The result is \\boxed{{{SPIN}}}"
 
 
 def shared_data() -> Path:
@@ -53,9 +55,8 @@ def zombies(pids: set[int]) -> list[int]:
 @pytest.fixture(scope="module")
 def verifier() -> Iterator[MathVerifier]:
     before = child_pids()
-    provider = MathVerifier(timeout_s=TIMEOUT_S, workers=2)
-    yield provider
-    provider.close()
+    with verifier_with_markers(timeout_s=TIMEOUT_S, workers=2) as provider:  # the real check, and SPIN
+        yield provider
     leftover = child_pids() - before
     assert leftover == set(), f"worker processes left behind: {leftover}"
 
@@ -145,8 +146,13 @@ def check_hang_group(verifier: MathVerifier) -> float:
     started = time.monotonic()
     scored = results(verifier, "x + 1", HANG, "\\boxed{1 + x}", "\\boxed{x+2}", "\\boxed{x+1}")
     elapsed = time.monotonic() - started
-    assert scored[0].status == "error" and scored[0].reason == "timeout"
-    assert {d.name: d.value for d in scored[0].diagnostics}["timeout"] == 1.0
+    # Charged (0, non-deterministic) when the worker computed; an error when a loaded machine
+    # starved it (test_math_attribution.py pins down which is which). Never a pass.
+    hang = scored[0]
+    assert {d.name: d.value for d in hang.diagnostics}["timeout"] == 1.0
+    assert (
+        hang.status == "scored" and hang.terms == {"task": 0.0} and hang.charge == "nondeterministic"
+    ) or (hang.status == "error" and "not charged" in (hang.reason or "")), hang
     assert [result.terms["task"] for result in scored[1:]] == [1.0, 0.0, 1.0]
     return elapsed
 

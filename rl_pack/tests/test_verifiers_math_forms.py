@@ -1,5 +1,6 @@
 """The ``math`` verifier on answer forms: relations, systems, matrices, multisets, intervals,
-piecewise functions and approximations (issue 20), and the labelled dev set built from them."""
+piecewise functions and approximations (issue 20), percents and units, and the labelled dev set
+built from them."""
 
 from __future__ import annotations
 
@@ -159,6 +160,18 @@ FORM_CASES = [
     ("45 \\text{ units}^2", "45 \\text{ units}^0", False),
     ("14", "5 + 9t", False),
     ("\\frac{1}{3}", "0.333333", True),
+    # a percent answer is that number, never one 100 times smaller or larger (unless the reference
+    # is itself a percent); \text{} comes off only when it holds a unit
+    ("50", "50\\%", True),
+    ("0.5", "50\\%", False),
+    ("5000", "50\\%", False),
+    ("50\\%", "0.5", True),
+    ("50\\%", "50", True),
+    ("50\\%", "5000\\%", False),
+    ("3", "3\\text{ or 4}", False),
+    ("3", "3\\text{ (or maybe 4)}", False),
+    ("3", "3\\text{ cm}", True),
+    ("3", "3\\text{ square units}", True),
 ]
 
 
@@ -182,6 +195,22 @@ def test_unusable_references_skip_the_group(verifier: MathVerifier, gold: str, r
     results = score(verifier, gold, "4", "x")
     assert [result.status for result in results] == ["skipped", "skipped"]
     assert reason in (results[0].reason or "")
+
+
+def test_percent_and_text_through_the_provider(verifier: MathVerifier) -> None:
+    """One answer may not cover two values 100 apart, nor slip a second answer in as a "unit"."""
+    by_reference = {
+        "50": ("50\\%", "50\\text{ or 60}"),
+        "0.5": ("50\\%", "\\frac{1}{2}"),
+        "50\\%": ("0.5", "50"),
+        "3": ("3\\text{ or 4}", "3\\text{ (or maybe 4)}", "3\\text{ cm}"),
+    }
+    expected = {"50": [1.0, 0.0], "0.5": [0.0, 1.0], "50\\%": [1.0, 1.0], "3": [0.0, 0.0, 1.0]}
+    groups = verifier.evaluate_many(
+        [request(gold, *answers, group=gold) for gold, answers in by_reference.items()]
+    )
+    for gold, group in zip(by_reference, groups):
+        assert [item.result.terms["task"] for item in group.items] == expected[gold], gold
 
 
 def test_an_unreadable_answer_scores_zero_with_the_reason(verifier: MathVerifier) -> None:
@@ -216,6 +245,7 @@ def test_devset_is_what_the_generator_builds() -> None:
     references = Counter(row["family"] for row in rows if row["kind"] == "identity")
     assert references["MATH"] == 5000
     assert all(references[family] >= 50 for family in FAMILIES), references
+    assert references["percents and units"] >= 16, references
 
 
 def test_devset_no_false_positive_and_recall(verifier: MathVerifier) -> None:

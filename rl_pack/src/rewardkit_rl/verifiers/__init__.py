@@ -14,7 +14,8 @@ from pydantic import Field
 from rewardkit import RewardProviderSpec, hookimpl
 from rewardkit.params import ParamsModel, operator_only
 from rewardkit_rl.verifiers.format_tags import format_provider
-from rewardkit_rl.verifiers.math_verifier import MATH_DIAGNOSTICS, MathVerifier
+from rewardkit_rl.verifiers.math_cost import COST_LIMITS
+from rewardkit_rl.verifiers.math_verifier import MATH_DIAGNOSTICS, MIN_CPU_SHARE, MathVerifier
 from rewardkit_rl.verifiers.multiple_choice import multiple_choice_provider
 from rewardkit_rl.verifiers.overlong import overlong_provider
 from rewardkit_rl.verifiers.repetition import REVISION as REPETITION_REVISION
@@ -50,18 +51,24 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             factory=MathVerifier,
             params_schema=MathParams,
             needs=("reference",),
-            revision="2",
+            revision="3",
             terms=("task",),
             diagnostics=MATH_DIAGNOSTICS,
             scoring_packages=("math-verify", "latex2sympy2_extended", "sympy"),
             semantic_identity={
                 "extraction": "boxed>answer-tag>final-answer",
                 "equivalence": "exact-normalised, then answer forms with math-verify latex-only leaves",
+                "cost_guards": COST_LIMITS,
+                "percent": "50\\% answers 50; 0.5 only when the reference is a percent",
+                "units": "\\text{} taken off only when it holds a unit",
+                "charges": f"refused_cost; timeout, out_of_memory at cpu share >= {MIN_CPU_SHARE}",
                 "math_verify": _math_verify_version(),
             },
             description="1 when the final answer (last \\boxed{}, <answer>, 'final answer') equals the "
             "LaTeX reference (params: timeout_s=5, max_answer_chars=1000, workers=0 (cpu count), "
-            "memory_limit_mb=4096). A timeout is an error with reason 'timeout'.",
+            "memory_limit_mb=4096). An answer whose evaluation would explode scores 0 (refused_cost); "
+            "a worker timeout or memory error scores 0 (timeout, out_of_memory) on evidence that the "
+            "candidate caused it, else it is an error.",
         )
     )
     register(

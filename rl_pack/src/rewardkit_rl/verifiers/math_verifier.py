@@ -3,12 +3,23 @@
 Per group: the reference is checked once (a reference that cannot be parsed, has an unsupported
 form or states a false equation makes every candidate ``skipped``, so a group is never
 half-scored); each candidate's answer is extracted (last ``\\boxed{}``, else last ``<answer>``,
-else a "final answer" phrase); an exact normalised comparison decides what it can; the rest are
-compared form by form (``math_forms``: relations, lists, intervals, matrices, piecewise
-functions, approximations), leaf by leaf with math-verify, in parallel worker processes with a
-hard wall-clock ``timeout_s`` each. An answer that cannot be read scores 0 with the reason. A
-candidate that times out is an ``error`` with reason ``timeout`` (the composition's ``onError``
-decides), never a silent 0.
+else a "final answer" phrase); an exact normalised comparison decides what it can; the cost
+guards (``math_cost``) refuse, unevaluated, an answer whose evaluation would explode (a tower of
+powers, a huge factorial, a sum over a huge range, deep nesting) unless it is spelled as the
+reference or the reference shares that structure; the rest are compared form by form
+(``math_forms``: relations, lists, intervals, matrices, piecewise functions, approximations),
+leaf by leaf with math-verify, in parallel worker processes with a hard wall-clock ``timeout_s``
+each. An answer that cannot be read scores 0 with the reason.
+
+A candidate can only hurt itself: what its text causes is a verdict on it (``charged``: ``task``
+0, the reason, a diagnostic 1), never an error. A refused answer is charged ``refused_cost``
+(deterministic). A worker timeout (``timeout``) or ``MemoryError`` (``out_of_memory``) is
+charged, on non-deterministic evidence, only when the reference is known to be usable, another
+check in this batch finished within its time (else a canary, the reference check, is run and
+must), and the worker spent at least ``MIN_CPU_SHARE`` of the time on a CPU (it computed, it did
+not wait). Without that evidence, and for a worker killed by a signal the pool did not send (the
+OOM killer), the candidate is an ``error``: infrastructure, which the composition's ``onError``
+decides.
 """
 
 from __future__ import annotations
@@ -29,21 +40,40 @@ from rewardkit.contracts import (
 )
 from rewardkit.errors import RewardContractError
 from rewardkit_rl.verifiers.math_answers import exact_value, extract_answer, fast_verdict, normalise
+from rewardkit_rl.verifiers.math_cost import Cost, measure, refusal
 from rewardkit_rl.verifiers.pool import KillablePool, Outcome
 
-MATH_DIAGNOSTICS = ("extracted", "fast_path", "timeout", "unparsed")
+MATH_DIAGNOSTICS = ("extracted", "fast_path", "timeout", "unparsed", "refused_cost", "out_of_memory")
 _CHECK_TARGET = "rewardkit_rl.verifiers.math_check:check"
 _GOLD_CACHE_SIZE = 4096
+_WORST = {"task": 0.0}
+# A timed-out worker is charged only when it spent at least this share of the wall time on a CPU:
+# below it, it waited (an overloaded machine) more than it computed.
+MIN_CPU_SHARE = 0.5
+_FAULTS = ("timeout", "memory")
 
 
 def _diagnostics(
-    extracted: float, fast: float, timeout: float, unparsed: float = 0.0
+    extracted: float, fast: float, timeout: float, unparsed: float = 0.0, charged: str | None = None
 ) -> tuple[MetricContribution, ...]:
-    return (
+    found = (
         MetricContribution("extracted", extracted),
         MetricContribution("fast_path", fast),
         MetricContribution("timeout", timeout),
         MetricContribution("unparsed", unparsed),
+        MetricContribution("refused_cost", 0.0),
+        MetricContribution("out_of_memory", 0.0),
+    )
+    return tuple(item for item in found if item.name != charged)  # ``charged`` adds its own, at 1
+
+
+def _charged(reason: str, diagnostic: str, *, deterministic: bool, fast: bool) -> RewardProviderResult:
+    return RewardProviderResult.charged(
+        reason,
+        diagnostic,
+        _WORST,
+        deterministic=deterministic,
+        diagnostics=_diagnostics(1.0, float(fast), 0.0, charged=diagnostic),
     )
 
 
@@ -62,9 +92,27 @@ def _scored(
     )
 
 
-def _from_outcome(outcome: Outcome) -> RewardProviderResult:
-    if outcome.status == "timeout":
-        return RewardProviderResult.fail("timeout", _diagnostics(1.0, 0.0, 1.0))
+def _from_outcome(outcome: Outcome, unproven: str | None) -> RewardProviderResult:
+    """The result of a worker's outcome; a timeout or a memory error is charged to the candidate
+    when ``unproven`` is None (the evidence holds), else it is an error saying what is missing."""
+    if outcome.status in _FAULTS:
+        share = outcome.cpu_share
+        if unproven is None and share is not None and share < MIN_CPU_SHARE:
+            unproven = f"the worker spent {share:.0%} of the time on a CPU (it waited more than it computed)"
+        elif unproven is None and share is None:
+            unproven = "the worker's CPU time could not be read"
+        if unproven is None:
+            diagnostic = "timeout" if outcome.status == "timeout" else "out_of_memory"
+            return _charged(
+                f"{outcome.reason} (the worker computed {share:.0%} of the time)",
+                diagnostic,
+                deterministic=False,
+                fast=False,
+            )
+        if outcome.status == "timeout":
+            return RewardProviderResult.fail(f"timeout, not charged: {unproven}", _diagnostics(1.0, 0.0, 1.0))
+        reason = f"{outcome.reason}, not charged: {unproven}"
+        return RewardProviderResult.fail(reason, _diagnostics(1.0, 0.0, 0.0))
     if outcome.status == "error":
         return RewardProviderResult.fail(f"math-verify failed: {outcome.reason}", _diagnostics(1.0, 0.0, 0.0))
     verdict, detail = outcome.value
@@ -87,6 +135,10 @@ class _Plan:
 
 class MathVerifier:
     """Group provider for the ``math`` reward (see the module docstring). Call ``close()`` when done."""
+
+    # What the workers run (``module:function``), read when the pool starts; tests point it at a
+    # function that hangs on purpose.
+    check_target = _CHECK_TARGET
 
     def __init__(
         self,
@@ -119,7 +171,8 @@ class MathVerifier:
     def pool(self) -> KillablePool:
         with self._lock:
             if self._pool is None:
-                self._pool = KillablePool(_CHECK_TARGET, self.workers, memory_limit_mb=self.memory_limit_mb)
+                limit = self.memory_limit_mb
+                self._pool = KillablePool(self.check_target, self.workers, memory_limit_mb=limit)
             return self._pool
 
     def close(self) -> None:
@@ -166,11 +219,16 @@ class MathVerifier:
         distinct = list(dict.fromkeys(batch))
         answered = dict(zip(distinct, self.pool.map(distinct, self.timeout_s))) if distinct else {}
         outcomes = [answered[item] for item in batch]
-        results = []
+        per_plan = []
         offset = 0
-        for request, plan in zip(requests, plans):
-            scored = self._finish(plan, outcomes[offset : offset + len(plan.requests)])
+        for plan in plans:
+            per_plan.append(outcomes[offset : offset + len(plan.requests)])
             offset += len(plan.requests)
+            self._settle_reference(plan, per_plan[-1])
+        in_budget = self._evidence(plans, per_plan, any(o.status == "ok" for o in answered.values()))
+        results = []
+        for request, plan, mine in zip(requests, plans, per_plan):
+            scored = self._finish(plan, mine, in_budget)
             results.append(
                 RewardGroupResult(
                     request.group_id,
@@ -190,6 +248,7 @@ class MathVerifier:
             reason = "the reference is empty" if not gold else "the reference is longer than max_answer_chars"
             plan.results = [RewardProviderResult.skip(reason)] * count
             return plan
+        gold_cost: Cost | None = None
         for index, candidate in enumerate(request.candidates):
             found = extract_answer(candidate.completion)
             if found is None:
@@ -203,14 +262,23 @@ class MathVerifier:
             verdict = fast_verdict(gold, answer)
             if verdict is not None:
                 plan.results[index] = _scored(verdict, fast=True)
-            else:
-                plan.slow.append(index)
-                plan.requests.append(("verify", gold, answer))
+                continue
+            # The cost guards, after the exact check: an answer spelled as the reference is never
+            # refused, nor one whose costly structure the reference shares (``math_cost.refusal``).
+            if normalise(answer) != normalise(gold):
+                gold_cost = gold_cost or measure(gold)
+                refused = refusal(gold_cost, measure(answer))
+                if refused is not None:
+                    plan.results[index] = _charged(refused, "refused_cost", deterministic=True, fast=True)
+                    continue
+            plan.slow.append(index)
+            plan.requests.append(("verify", gold, answer))
         # Whether the reference can be used only matters when some answer needs a worker. The
         # workers check it with every answer, and one that finds it unusable skips the whole
         # group, so that no group is half-scored; the finding is cached. Answers settled above
-        # are exact matches (never of a relation, whose truth the workers check) or missing
-        # answers, which are right whatever the workers think of the reference.
+        # are exact matches (never of a relation, whose truth the workers check), missing
+        # answers or refused ones, which are what they are whatever the workers think of the
+        # reference.
         if not plan.slow:
             return plan
         plan.gold_problem = "" if exact_value(normalise(gold)) is not None else self._cached_gold(gold)
@@ -218,19 +286,55 @@ class MathVerifier:
             plan.slow, plan.requests = [], []  # known to be unusable: no worker is needed
         return plan
 
-    def _finish(self, plan: _Plan, outcomes: list[Outcome]) -> list[RewardProviderResult]:
-        count = len(plan.results)
-        if plan.gold_problem is None:
-            answered = [outcome.value for outcome in outcomes if outcome.status == "ok"]
+    def _settle_reference(self, plan: _Plan, outcomes: list[Outcome]) -> None:
+        """What the workers' answers say of a reference not known yet (a fault says nothing)."""
+        if plan.gold_problem is not None:
+            return
+        answered = [outcome.value for outcome in outcomes if outcome.status == "ok"]
+        if answered:
             problems = [detail for verdict, detail in answered if verdict == "skip"]
-            if answered:  # a timeout or crash says nothing about the reference
-                plan.gold_problem = problems[0] if problems else ""
-                self._remember_gold(plan.gold, plan.gold_problem)
+            plan.gold_problem = problems[0] if problems else ""
+            self._remember_gold(plan.gold, plan.gold_problem)
+
+    def _evidence(self, plans: list[_Plan], outcomes: list[list[Outcome]], in_budget: bool) -> bool:
+        """Whether a check finished within its time in this batch. When a timeout or a memory
+        error is to be judged and that is not known, or its group's reference is not known to be
+        usable, the references of those groups are checked (a canary: they must finish in time);
+        their findings settle the references."""
+        faulted = [
+            plan
+            for plan, mine in zip(plans, outcomes)
+            if not plan.gold_problem and any(outcome.status in _FAULTS for outcome in mine)
+        ]
+        unknown = list(dict.fromkeys(plan.gold for plan in faulted if plan.gold_problem is None))
+        if not faulted or (in_budget and not unknown):
+            return in_budget
+        canaries = unknown or [faulted[0].gold]
+        checked = self.pool.map([("gold", gold) for gold in canaries], self.timeout_s)
+        for gold, outcome in zip(canaries, checked):
+            if outcome.status != "ok":
+                continue
+            in_budget = True
+            problem = outcome.value[1] or ""
+            self._remember_gold(gold, problem)
+            for plan in faulted:
+                if plan.gold == gold and plan.gold_problem is None:
+                    plan.gold_problem = problem
+        return in_budget
+
+    def _finish(self, plan: _Plan, outcomes: list[Outcome], in_budget: bool) -> list[RewardProviderResult]:
+        count = len(plan.results)
         if plan.gold_problem:
             reason = f"{plan.gold_problem} (reference {plan.gold[:80]!r})"
             return [RewardProviderResult.skip(reason)] * count
+        if plan.gold_problem is None:
+            unproven: str | None = "the reference is not known to be usable (its check did not finish)"
+        elif not in_budget:
+            unproven = "no check finished within its time in this batch (a canary neither)"
+        else:
+            unproven = None
         for index, outcome in zip(plan.slow, outcomes):
-            plan.results[index] = _from_outcome(outcome)
+            plan.results[index] = _from_outcome(outcome, unproven)
         lost = RewardProviderResult.fail("no verdict was produced")
         return [result if result is not None else lost for result in plan.results]
 

@@ -8,6 +8,13 @@ worker without a deadline, so a hang in a worker is never a hang in the trainer.
 
 Workers are fresh interpreters (``python -m rewardkit_rl.verifiers.worker``), started lazily on
 first use, in background threads, and stopped by ``close()`` or at interpreter exit.
+
+Each outcome other than ``ok`` says how much of its wall time the worker spent on a CPU
+(``cpu_share``, from ``/proc/<pid>/stat`` at send time and at the reply or the kill; None where
+``/proc`` cannot be read): a request that timed out while its worker computed is the request's
+doing, one that timed out while the worker waited for a CPU is not. A reply (an error) in under
+``_MEASURABLE_S`` is too short to tell (clock ticks are 10 ms) and counts as computed. A worker
+that dies of a signal the pool did not send (the kernel's OOM killer) is an ``error``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,22 @@ from pathlib import Path
 from typing import Any, Literal
 
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
+_MEASURABLE_S = 0.1  # shorter replies are too short for the CPU clock (10 ms ticks) to tell
+try:
+    _TICKS_PER_S = float(os.sysconf("SC_CLK_TCK"))
+except (AttributeError, ValueError, OSError):
+    _TICKS_PER_S = 100.0
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds a process has used (None where /proc cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+        fields = data[data.rindex(b")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S  # utime, stime: fields 14 and 15
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class PoolUnavailableError(RuntimeError):
@@ -36,11 +59,15 @@ class PoolUnavailableError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What happened to one request: the worker's value, its error, or a timeout."""
+    """What happened to one request: the worker's value, its error, its ``MemoryError``
+    (``memory``: the worker's memory limit was reached, the worker lives on) or a timeout.
+    ``cpu_share``: CPU seconds over wall seconds the worker spent on it (not for ``ok``; None
+    when unknown)."""
 
-    status: Literal["ok", "error", "timeout"]
+    status: Literal["ok", "error", "memory", "timeout"]
     value: Any = None
     reason: str = ""
+    cpu_share: float | None = None
 
 
 class _Worker:
@@ -244,38 +271,60 @@ class KillablePool:
         self._ensure_started()
         results: list[Outcome | None] = [None] * len(requests)
         pending = deque(range(len(requests)))
-        inflight: dict[Connection, tuple[_Worker, int, float]] = {}
+        # connection -> (worker, request index, deadline, sent at, worker CPU seconds then)
+        inflight: dict[Connection, tuple[_Worker, int, float, float, float | None]] = {}
         while pending or inflight:
             while pending:
                 worker = self._acquire(block=not inflight)
                 if worker is None:
                     break
                 index = pending.popleft()
+                cpu = _cpu_seconds(worker.process.pid)
+                sent = time.monotonic()
                 try:
                     worker.outbox.send(requests[index])
                 except (OSError, ValueError) as error:
                     results[index] = Outcome("error", reason=f"worker pipe failed: {error!r}")
                     self._discard(worker)
                     continue
-                inflight[worker.inbox] = (worker, index, time.monotonic() + timeout_s)
+                inflight[worker.inbox] = (worker, index, sent + timeout_s, sent, cpu)
             if not inflight:
                 continue
-            next_deadline = min(deadline for _, _, deadline in inflight.values())
+            next_deadline = min(entry[2] for entry in inflight.values())
             for connection in wait(list(inflight), timeout=max(0.0, next_deadline - time.monotonic())):
-                worker, index, _ = inflight.pop(connection)  # type: ignore[call-overload]
+                worker, index, _, sent, cpu = inflight.pop(connection)  # type: ignore[call-overload]
                 try:
                     tag, value = connection.recv()  # type: ignore[union-attr]
                 except (EOFError, OSError):
-                    code = worker.process.poll()
+                    code = worker.process.poll()  # a signal the pool did not send (the OOM killer)
                     results[index] = Outcome("error", reason=f"worker died (exit code {code})")
                     self._discard(worker)
                     continue
-                results[index] = Outcome("ok", value) if tag == "ok" else Outcome("error", reason=str(value))
+                if tag == "ok":
+                    results[index] = Outcome("ok", value)
+                else:
+                    status = "memory" if str(value).startswith("MemoryError") else "error"
+                    share = _cpu_share(worker, sent, cpu, reply=True)
+                    results[index] = Outcome(status, reason=str(value), cpu_share=share)  # type: ignore[arg-type]
                 self._release(worker)
             now = time.monotonic()
-            for connection, (worker, index, deadline) in list(inflight.items()):
+            for connection, (worker, index, deadline, sent, cpu) in list(inflight.items()):
                 if deadline <= now and not connection.poll(0):
                     del inflight[connection]
-                    results[index] = Outcome("timeout", reason=f"timeout: no verdict within {timeout_s:g}s")
+                    share = _cpu_share(worker, sent, cpu, reply=False)
+                    results[index] = Outcome(
+                        "timeout", reason=f"timeout: no verdict within {timeout_s:g}s", cpu_share=share
+                    )
                     self._discard(worker)
         return [result if result is not None else Outcome("error", reason="lost") for result in results]
+
+
+def _cpu_share(worker: _Worker, sent: float, cpu_then: float | None, *, reply: bool) -> float | None:
+    """CPU seconds over wall seconds of the worker since ``sent`` (see the module docstring)."""
+    wall = time.monotonic() - sent
+    if reply and wall < _MEASURABLE_S:
+        return 1.0
+    cpu_now = _cpu_seconds(worker.process.pid)
+    if cpu_then is None or cpu_now is None:
+        return None
+    return max(0.0, cpu_now - cpu_then) / wall

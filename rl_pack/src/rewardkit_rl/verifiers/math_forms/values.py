@@ -6,7 +6,11 @@ reward may be:
 
 - a number written in a base (``1101_4``) is compared digit for digit, base included;
 - when both sides give units in ``\\text{}`` (``440\\text{ cm}^2``), the numbers and exponents in
-  the units must agree;
+  the units must agree; a ``\\text{}`` group is taken off only when it holds a unit (``UNIT_WORDS``),
+  so ``3\\text{ or 4}`` is not ``3``;
+- a percent answer (``50\\%``) equals a reference written as that percent or as the same number
+  (``50``), never one 100 times smaller (``0.5``): math-verify's rule that ``50\\%`` equals both
+  ``50`` and ``0.5`` only applies when the reference is itself a percent;
 - two numeric values math-verify calls equal must also agree to a relative 1e-12 (math-verify
   rounds to 6 decimal places, so ``1/2004!`` "equals" ``1/1004!``); when a decimal is involved,
   they must agree to half a unit in the last place of the most precise decimal, and at least to
@@ -47,11 +51,63 @@ class Unparseable(Exception):
     """A leaf of the answer (or the reference) could not be parsed as mathematics."""
 
 
+# What a ``\\text{}`` group may hold to be taken off as a unit: each of its words (split at
+# spaces, ``/``, ``-`` and ``^``, a trailing dot dropped, exponents in digits allowed) is one of
+# these. Anything else (``\\text{ or 4}``, ``\\text{ (or maybe 4)}``) stays in the leaf, which
+# then does not equal a bare number. ``\\text{ percent}`` is the number it follows (as a percent
+# answer is, see ``leaf_equal``).
+UNIT_WORDS = frozenset(
+    str.split(
+        """
+    m meter meters metre metres km kilometer kilometers kilometre kilometres cm centimeter
+    centimeters centimetre centimetres mm millimeter millimeters millimetre millimetres nm um
+    in inch inches ft foot feet yd yard yards mi mile miles nautical league leagues
+    square sq cubic cu units unit per
+    l liter liters litre litres ml milliliter milliliters millilitre millilitres cl dl
+    gal gallon gallons qt quart quarts pt pint pints cup cups oz ounce ounces fl tbsp tsp
+    g gm gram grams kg kilogram kilograms mg milligram milligrams lb lbs pound pounds ton tons
+    tonne tonnes
+    s sec secs second seconds min mins minute minutes h hr hrs hour hours day days week weeks
+    month months year years yr yrs decade decades century centuries ms millisecond milliseconds
+    a.m p.m am pm o'clock
+    mph kph kmh knot knots rpm
+    deg degree degrees radian radians rad rads °
+    dollar dollars cent cents \\$ $ usd euro euros € £ yen ¥ yuan rupee rupees
+    pence penny pennies dime dimes nickel nickels quarter quarters
+    acre acres hectare hectares
+    n newton newtons j joule joules w watt watts kw kwh v volt volts a amp amps ampere amperes
+    ohm ohms hz hertz pa kpa atm bar cal calorie calories kcal
+    k kelvin c f celsius fahrenheit
+    byte bytes kb mb gb tb bit bits
+    way ways people person persons student students teacher teachers child children adult adults
+    man men woman women boy boys girl girls member members player players team teams
+    point points edge edges vertex vertices face faces side sides diagonal diagonals
+    digit digits integer integers number numbers term terms multiple multiples divisor divisors
+    factor factors
+    meal meals ticket tickets book books apple apples coin coins card cards marble marbles ball
+    balls car cars page pages box boxes egg eggs item items piece pieces game games times
+    handshake handshakes line lines triangle triangles squares cube cubes
+    percent percentage pct
+    """
+    )
+)
+_UNIT_SPLIT = re.compile(r"[\s/\-]+|\^\s*\{?\s*-?\d+\s*\}?|\\,|\\;|\\ ")
+
+
+def is_unit(content: str) -> bool:
+    """Whether the content of a ``\\text{}`` group is a unit (see ``UNIT_WORDS``)."""
+    words = [word.rstrip(".") for word in _UNIT_SPLIT.split(content.strip().lower())]
+    words = [word for word in words if word]
+    return bool(words) and all(word in UNIT_WORDS for word in words)
+
+
 def _without_units(latex: str) -> str:
-    """``latex`` less its ``\\text{...}`` groups (and an exponent after one), unless nothing
-    else is left; degrees inside a trigonometric function become radians."""
+    """``latex`` less its ``\\text{...}`` groups that hold a unit (and an exponent after one),
+    unless nothing else is left; degrees inside a trigonometric function become radians."""
     stripped = latex
-    for start, end, _ in reversed(text_groups(latex)):
+    for start, end, content in reversed(text_groups(latex)):
+        if not is_unit(content):
+            continue
         exponent = _UNIT_EXPONENT.match(stripped, end)
         stripped = stripped[:start] + " " + stripped[exponent.end() if exponent else end :]
     stripped = stripped.strip()
@@ -185,6 +241,7 @@ _BASE_NUMERAL = re.compile(
 _PLAIN_NUMERAL = re.compile(r"[-+]?[0-9A-Z]*[0-9][0-9A-Z]*(?:\.[0-9A-Z]+)?")
 _BASE_MARK = re.compile(r"[0-9A-Z]\}?_\{?\s*(\d+)")
 _UNIT_EXPONENT = re.compile(r"\s*\^\s*\{?\s*([-+]?\d+)\s*\}?")
+_PERCENT = re.compile(r"\\text\s*\{\s*\\?%\s*\}|\\?%")
 
 
 def _numeral(latex: str) -> tuple[str, str | None] | None:
@@ -271,6 +328,11 @@ def leaf_equal(gold: str, answer: str) -> bool:
     parse; the reference is parse-checked before any answer is compared)."""
     if gold == answer:
         return True
+    if "%" in answer and "%" not in gold:
+        # 50\\% answers 50 (the same number, with %), never 0.5 nor 5000: one answer may not cover
+        # two values 100 apart. Only a reference that is itself a percent has math-verify's rule.
+        number = _PERCENT.sub(" ", answer).strip()
+        return bool(number) and "%" not in number and leaf_equal(gold, number)
     gold_numeral, answer_numeral = _numeral(gold), _numeral(answer)
     if (gold_numeral and gold_numeral[1]) or (answer_numeral and answer_numeral[1]):
         if gold_numeral is None or answer_numeral is None:
@@ -288,6 +350,6 @@ def leaf_equal(gold: str, answer: str) -> bool:
         return False
     if not verify([gold_value], [answer_value], timeout_seconds=None):  # type: ignore[arg-type]
         return False
-    if "%" in gold or "%" in answer:
+    if "%" in gold:
         return True  # math-verify's own rule: 10\\% equals 10 and 0.1
     return _numbers_agree(gold_value, answer_value, max(decimal_places(gold), decimal_places(answer)))
