@@ -282,14 +282,16 @@ def test_get_reward_speaks_openrlhf_remote_rm_protocol(server):
 
 
 def test_get_reward_refuses_a_reward_that_needs_candidate_fields_it_cannot_carry(tmp_path: Path):
-    # overlong reads each completion's token count; OpenRLHF's body has none, so every query would
-    # be skipped without a word. The service says so instead, naming the field.
+    # `counted-or-skip` reads each completion's token count and skips a candidate without one, as
+    # the rl pack's `overlong` does; OpenRLHF's body has none, so every query would be skipped
+    # without a word. The service says so instead, naming the field.
     served = "\n".join(
         [
+            "rl.reward.catalog: charges_fixtures:catalog",
             "rl.reward.spec:",
             "  components:",
-            "    - {provider: gsm8k}",
-            "    - {provider: overlong, params: {max_tokens: 64, buffer_tokens: 16}, weight: 0.5}",
+            "    - {provider: nonempty}",
+            "    - {provider: counted-or-skip, weight: 0.5}",
         ]
     )
     with start_server(tmp_path, served) as server:
