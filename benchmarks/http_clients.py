@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _report import report
 
-from rewardkit.service.process import ServerProcess, write_config
+from rewardkit_service.testing import ServerProcess, write_config
 
 REQUESTS = 2000
 CONCURRENCY = 64

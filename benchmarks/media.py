@@ -4,7 +4,7 @@
 
 The sample is the seed's production shape, uint8 [1, 3, 121, 704, 1280] (about 312 MiB). Each
 way runs in a fresh process that first builds the sample, then scores it against the reference
-server (``rewardkit.media.reference`` in count-only mode, in its own process so that its memory is
+server (``rewardkit_media.testing`` in count-only mode, in its own process so that its memory is
 not counted): enqueue, then pull.
 
 - ``streamed``: ``MediaServiceClient.score`` — ``numpy.save`` into a private spool file, the body
@@ -53,8 +53,8 @@ def child(way: str, url: str, shape: tuple[int, ...], spool_dir: str) -> dict:
     """One measurement, in this (fresh) process."""
     import numpy as np
 
-    from rewardkit.media.service import MediaServiceClient
     from rewardkit.transport import HttpClient
+    from rewardkit_media.service import MediaServiceClient
 
     sample = np.empty(shape, dtype=np.uint8)
     sample[...] = np.arange(shape[-1], dtype=np.uint8)  # every page written: resident
@@ -109,7 +109,7 @@ def main() -> None:
 
     os.environ.setdefault(TOKEN_ENV, "benchmark-token")
     server = subprocess.Popen(
-        [sys.executable, "-m", "rewardkit.media.reference", "--count-only", "--keys", json.dumps(KEYS)],
+        [sys.executable, "-m", "rewardkit_media.testing", "--count-only", "--keys", json.dumps(KEYS)],
         stdout=subprocess.PIPE,
         text=True,
     )

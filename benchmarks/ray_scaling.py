@@ -82,7 +82,7 @@ def main() -> None:
 
     from rewardkit import Reward
     from rewardkit.config import load_config
-    from rewardkit.distributed.ray import RayReward
+    from rewardkit_ray.backend import RayReward
 
     def config(actors: int) -> object:
         return load_config(

@@ -31,7 +31,7 @@ from _report import report
 from _verifier_data import shared_data
 
 import rewardkit
-from rewardkit.service.process import ServerProcess, write_config
+from rewardkit_service.testing import ServerProcess, write_config
 
 GROUP_SIZE = 16
 GROUPS_PER_CALL = 64

@@ -39,10 +39,13 @@ from rewardkit.errors import (
 from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
 from rewardkit.function_providers import provider
 from rewardkit.hookspecs import hookimpl
+from rewardkit.moved import install as _install_moved_paths
 from rewardkit.plugins import DEFAULT_PLUGINS, load_plugins, reset_plugins
 from rewardkit.pointwise import map_candidates
 from rewardkit.reward import Reward, load
 from rewardkit.worker import RewardWorker, ScoredBatch
+
+_install_moved_paths()
 
 __all__ = [
     "DEFAULT_PLUGINS",

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import RewardkitError
-from rewardkit.extras import missing_extra
+from rewardkit.extras import import_optional, install_line, missing_extra
 from rewardkit.plugins import load_plugins
 from rewardkit.tables import format_table
 
@@ -146,49 +146,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     )
 
 
+# The verbs below live in their own distributions and are imported when they run (the core imports
+# no distribution): their options are declared here so `--help` works in every install, and a
+# missing distribution is one line saying how to install it.
+
+
 @command("serve")
 def cmd_serve(args: argparse.Namespace) -> int:
-    from rewardkit.service.cli import run_serve
-
-    return run_serve(args)
+    run_serve = import_optional("rewardkit_service.cli", "run_serve", "`rewardkit serve`", extra="server")
+    return int(run_serve(args))
 
 
 @command("checkpoints")
 def cmd_checkpoints(args: argparse.Namespace) -> int:
-    if args.action == "curve":
-        from rewardkit.checkpoints.curve import curve_rows, plot_curve
-
-        rows = curve_rows(args.target)
-        if args.plot:
-            plot_curve(rows, args.plot)
-        if args.json:
-            print(json.dumps(rows, indent=2))
-            return 0
-
-        def number(value: object, signed: bool = False) -> str:
-            if value is None:
-                return "-"
-            return f"{value:+.4f}" if signed else f"{value:.4f}"
-
-        table = [
-            (str(row["step"]), number(row["value"]), number(row["diff"], True),
-             "-" if row["low"] is None else f"[{row['low']:+.4f}, {row['high']:+.4f}]", row["gate"])
-            for row in rows
-        ]  # fmt: skip
-        print(format_table(table, ("step", "metric", "vs base", "95% interval", "gate")))
-        return 0
-    from rewardkit.checkpoints.watcher import Watcher
-    from rewardkit.config import load_config
-    from rewardkit.reward import load
-
-    config = load_config(args.target, args.overrides)
-    reward = load(config)
-    watcher = Watcher(config, reward)
-    try:
-        return watcher.run(once=args.once, timeout_s=args.timeout)
-    finally:
-        watcher.close()
-        reward.close()
+    run = import_optional("rewardkit_checkpoints.cli", "run_checkpoints", "`rewardkit checkpoints`")
+    return int(run(args))
 
 
 class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -201,12 +173,13 @@ class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+SERVER_INSTALL = install_line("rewardkit-service", "server")
 SERVE_MAX_BODY_HELP = "largest request body accepted (default: 67108864, 64 MiB)"
 
 
 def _version() -> str:
     try:
-        return importlib.metadata.version("rewardkit")
+        return importlib.metadata.version("rewardkit-core")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
         return "(not installed)"
 
@@ -268,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser(
         "serve",
         help="run the Reward Service (HTTP/JSON)",
-        description="Run the Reward Service (HTTP/JSON); needs pip install 'rewardkit[service]'.",
+        description=f"Run the Reward Service (HTTP/JSON); needs {SERVER_INSTALL}.",
         formatter_class=_DefaultsFormatter,
     )
     serve.add_argument("config", help="YAML or TOML configuration")

@@ -35,7 +35,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "rewardkit.bindings.plugin",
     "rewardkit.serving.endpoint",
 )
-CORE_DISTRIBUTION = "rewardkit"
+CORE_DISTRIBUTION = "rewardkit-core"
 
 
 @dataclass(frozen=True)

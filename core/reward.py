@@ -28,7 +28,7 @@ from rewardkit.composition import RewardSpec, RewardSpecError
 from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline, load_config
 from rewardkit.contracts import IN_PROCESS_NEEDS, KNOWN_NEEDS
 from rewardkit.errors import ConfigError, PreflightError, RewardkitError
-from rewardkit.extras import missing_extra
+from rewardkit.extras import import_optional
 from rewardkit.provenance import ProviderRecord, check_resume_all
 from rewardkit.worker import GroupLike, RewardWorker, ScoredBatch, as_batch
 
@@ -320,9 +320,9 @@ def load(
             "score providers that need them in-process"
         )
     if config.rl.reward.service is not None:
-        reward = _optional("rewardkit.remote", "RemoteReward", "rl.reward.service")(config)
+        reward = import_optional("rewardkit_service.client", "RemoteReward", "rl.reward.service")(config)
     elif config.rewards.backend == "ray":
-        reward = _optional("rewardkit.distributed.ray", "RayReward", "rewards.backend: ray")(config)
+        reward = import_optional("rewardkit_ray.backend", "RayReward", "rewards.backend: ray")(config)
     else:
         reward = Reward(config, runtime=runtime)
     validation = config.rl.validation
@@ -335,15 +335,3 @@ def load(
             reward.close()
             raise
     return reward
-
-
-def _optional(module: str, attribute: str, key: str) -> Any:
-    import importlib
-
-    try:
-        return getattr(importlib.import_module(module), attribute)
-    except ImportError as error:
-        missing = missing_extra(error, key)
-        if missing is not None:
-            raise missing from error
-        raise PreflightError(f"{key} needs {module}, which is not available here: {error}") from error

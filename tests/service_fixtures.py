@@ -13,7 +13,7 @@ from typing import Any
 
 from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
 from rewardkit.contracts import RewardCandidate, RewardContext
-from rewardkit.service.process import ServerProcess, write_config
+from rewardkit_service.testing import ServerProcess, write_config
 
 HERE = Path(__file__).resolve().parent
 MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")

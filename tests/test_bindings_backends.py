@@ -19,9 +19,9 @@ import rewardkit.bindings.trl as trl_binding
 import rewardkit.bindings.verl as verl_binding
 from rewardkit.bindings.groups import BindingError
 from rewardkit.bindings.loading import forget_rewards
-from rewardkit.remote import RemoteReward, RemoteServiceError
 from rewardkit.reward import Reward
-from rewardkit.service.process import ServerProcess
+from rewardkit_service.client import RemoteReward, RemoteServiceError
+from rewardkit_service.testing import ServerProcess
 
 SPEC = {"components": [{"provider": "exact-match", "weight": 2.0}, {"provider": "nonempty", "weight": 0.5}]}
 SERVER_CONFIG = """\

@@ -26,8 +26,8 @@ from service_fixtures import slow_groups, start_server
 import rewardkit
 from rewardkit.cancellation import CancelScope, current, entered, run_bounded, timeout_of
 from rewardkit.errors import ConfigError, RequestCancelled, RequestTimeout
-from rewardkit.service.process import ServerProcess
 from rewardkit.transport import run_sync
+from rewardkit_service.testing import ServerProcess
 
 SLOW = """
 rl.reward.provider: slow-exact

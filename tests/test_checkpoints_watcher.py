@@ -15,12 +15,12 @@ import time
 import pytest
 from checkpoint_fixtures import ScriptedModels, ServerThread, write_checkpoint, write_prompts
 
-from rewardkit.checkpoints.curve import curve_rows, plot_curve
-from rewardkit.checkpoints.discovery import discover
-from rewardkit.checkpoints.evaluate import record_value
-from rewardkit.checkpoints.watcher import EXIT_GATE, Watcher
 from rewardkit.config import load_config
 from rewardkit.reward import load
+from rewardkit_checkpoints.curve import curve_rows, plot_curve
+from rewardkit_checkpoints.discovery import discover
+from rewardkit_checkpoints.evaluate import record_value
+from rewardkit_checkpoints.watcher import EXIT_GATE, Watcher
 
 
 @pytest.fixture

@@ -62,7 +62,7 @@ def test_version(capsys: pytest.CaptureFixture):
     with pytest.raises(SystemExit) as exited:
         main(["--version"])
     assert exited.value.code == 0
-    assert capsys.readouterr().out.strip() == f"rewardkit {importlib.metadata.version('rewardkit')}"
+    assert capsys.readouterr().out.strip() == f"rewardkit {importlib.metadata.version('rewardkit-core')}"
 
 
 def test_a_misspelt_provider_name_gets_a_suggestion(capsys: pytest.CaptureFixture, tmp_path: Path):
@@ -93,7 +93,7 @@ def test_serve_help_shows_the_defaults(capsys: pytest.CaptureFixture):
         "pip install 'rewardkit[service]'",
     ):
         assert shown in out, shown
-    app = pytest.importorskip("rewardkit.service.app")
+    app = pytest.importorskip("rewardkit_service.app")
     assert app.DEFAULT_MAX_BODY_BYTES == 67108864
 
 
@@ -145,8 +145,8 @@ def test_a_missing_extra_is_one_line_naming_the_install(
 
 
 def test_plotting_without_matplotlib_names_the_plot_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    from rewardkit.checkpoints.curve import plot_curve
     from rewardkit.errors import RewardkitError
+    from rewardkit_checkpoints.curve import plot_curve
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(RewardkitError, match=r"pip install 'rewardkit\[plot\]'"):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from rewardkit.media import decoded as decoded_module
-from rewardkit.media.decoded import (
+from rewardkit_media import decoded as decoded_module
+from rewardkit_media.decoded import (
     DecodedMediaError,
     attest,
     check_decoded,

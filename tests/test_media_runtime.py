@@ -133,7 +133,7 @@ def test_runtime_objects_cannot_go_to_a_service_or_ray():
 def test_the_reward_service_refuses_a_provider_that_needs_media():
     pytest.importorskip("starlette")
     from rewardkit.config import load_config
-    from rewardkit.service.app import RewardService, ServiceSettings
+    from rewardkit_service.app import RewardService, ServiceSettings
 
     service = RewardService(load_config(CONFIG), ServiceSettings())
     with pytest.raises(PreflightError, match=r"in-process media.*not through the Reward Service"):

@@ -17,15 +17,15 @@ import time
 import numpy as np
 import pytest
 
-from rewardkit.media.reference import Faults, ReferenceMediaService, brightness
-from rewardkit.media.service import (
+from rewardkit_media.service import (
     EnqueueError,
     MediaServiceClient,
     ScoringTrace,
     ServiceDeadlineError,
     ServiceProtocolError,
 )
-from rewardkit.media.spool import SpoolError
+from rewardkit_media.spool import SpoolError
+from rewardkit_media.testing import Faults, ReferenceMediaService, brightness
 
 KEYS = {"dance_grpo": ["overall_reward", "vq_reward"]}
 TOKEN_ENV = "RK_TEST_MEDIA_TOKEN"

@@ -10,8 +10,8 @@ from collections import namedtuple
 import numpy as np
 import pytest
 
-from rewardkit.media import spool as spool_module
-from rewardkit.media.spool import Spool, SpoolError, check_capacity, npy_header_bytes, spool_bytes, spooled
+from rewardkit_media import spool as spool_module
+from rewardkit_media.spool import Spool, SpoolError, check_capacity, npy_header_bytes, spool_bytes, spooled
 
 
 def test_the_file_is_the_prefix_then_numpy_save_bytes(tmp_path):

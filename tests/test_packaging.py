@@ -41,7 +41,7 @@ def test_fresh_install_lists_built_ins_and_example_plugin_comes_and_goes(fresh_v
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
     assert {"constant", "nonempty", "exact-match"} <= rows.keys()
     for row in rows.values():
-        assert len(row["identity"]) == 64 and row["distribution"] == "rewardkit"
+        assert len(row["identity"]) == 64 and row["distribution"] == "rewardkit-core"
         assert {"name", "distribution", "version", "revision", "identity", "needs", "terms"} <= row.keys()
 
     installed = run([python, "-m", "pip", "install", "-q", str(ROOT / "examples" / "acme_rewards")])

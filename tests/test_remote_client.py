@@ -18,7 +18,7 @@ from service_fixtures import start_server
 import rewardkit
 from rewardkit.backpressure import BackpressureTimeout
 from rewardkit.errors import ConfigError
-from rewardkit.remote import RemoteServiceError
+from rewardkit_service.client import RemoteServiceError
 
 HERE = Path(__file__).parent
 CATALOG = "remote_fixtures:catalog"
@@ -178,7 +178,10 @@ class StartingService:
 
 
 def test_a_service_still_starting_is_waited_for_with_a_log_line(caplog: pytest.LogCaptureFixture):
-    with StartingService(unavailable=3) as url, caplog.at_level(logging.WARNING, logger="rewardkit.remote"):
+    with (
+        StartingService(unavailable=3) as url,
+        caplog.at_level(logging.WARNING, logger="rewardkit_service.client"),
+    ):
         cfg = {"rl": {"reward": {"provider": "constant", "service": url}}, "rewards": {"deadline_s": 60}}
         remote = load_in_thread(cfg)
         assert not isinstance(remote, BaseException), remote

@@ -14,8 +14,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 from service_fixtures import start_server
 
-from rewardkit.service.models import openapi_document
-from rewardkit.service.process import ServerProcess
+from rewardkit_service.models import openapi_document
+from rewardkit_service.testing import ServerProcess
 
 TOKEN = "fuzz-token-5b1e"
 SCHEMA = schemathesis.openapi.from_dict(openapi_document("0"))

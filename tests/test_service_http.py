@@ -17,8 +17,8 @@ import rewardkit
 from rewardkit.catalog import resolve_catalog
 from rewardkit.composition_vectors import check_vector, load_reward_vectors
 from rewardkit.errors import PreflightError, RewardContractError
-from rewardkit.remote import RemoteReward, RemoteServiceError
-from rewardkit.service.process import ServerProcess
+from rewardkit_service.client import RemoteReward, RemoteServiceError
+from rewardkit_service.testing import ServerProcess
 
 CONFIG = """
 rl.reward.provider: gsm8k

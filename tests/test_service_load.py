@@ -17,7 +17,7 @@ import aiohttp
 from service_fixtures import gsm8k_groups, slow_groups, start_server
 
 import rewardkit
-from rewardkit.remote import RemoteReward
+from rewardkit_service.client import RemoteReward
 
 LIMIT = 16
 SLOW = f"""

@@ -30,9 +30,9 @@ from rewardkit.composition import RewardSpec
 from rewardkit.config import ServiceAllow, load_config
 from rewardkit.errors import ConfigError, PreflightError, SelectionRefused
 from rewardkit.params import UNSANDBOXED_ENV, derive_params_model, operator_only_reason, schema_document
-from rewardkit.service.auth import is_loopback
-from rewardkit.service.policy import SelectionPolicy
-from rewardkit.service.process import ServerProcess
+from rewardkit_service.auth import is_loopback
+from rewardkit_service.policy import SelectionPolicy
+from rewardkit_service.testing import ServerProcess
 
 CATALOG = "policy_fixtures:guarded_catalog"
 CONFIGURED = {"scale": 2.0, "timeout_s": 10.0}
@@ -443,11 +443,11 @@ def test_a_single_provider_selection_may_not_replace_or_shed_configured_componen
 
 
 def test_an_allow_listed_provider_no_client_can_add_is_warned_about_at_start_up(caplog):
-    with caplog.at_level(logging.WARNING, logger="rewardkit.service"):
+    with caplog.at_level(logging.WARNING, logger="rewardkit_service"):
         policy({"providers": {"guarded": {}, "plain": {}}})
     assert "lists plain" in caplog.text and "components: any" in caplog.text
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="rewardkit.service"):
+    with caplog.at_level(logging.WARNING, logger="rewardkit_service"):
         policy({"providers": {"guarded": {}, "plain": {}}, "components": "any"})
         policy({"providers": {"guarded": {}}})
     assert caplog.text == ""
@@ -521,8 +521,8 @@ def test_loopback_addresses_are_recognised():
 
 
 def test_serving_in_process_on_any_address_without_tokens_is_refused_before_binding():
-    from rewardkit.service.app import ServiceSettings
-    from rewardkit.service.server import ServeRefused, serve
+    from rewardkit_service.app import ServiceSettings
+    from rewardkit_service.server import ServeRefused, serve
 
     config = load_config({"rl.reward.provider": "gsm8k"})
     for host in ("0.0.0.0", "::"):
@@ -567,7 +567,7 @@ needs_netns = pytest.mark.skipif(
 # Inside the namespace: start the server, wait for its start-up line, print it, stop it.
 _PROBE = """
 import sys
-from rewardkit.service.process import ServerProcess
+from rewardkit_service.testing import ServerProcess
 server = ServerProcess(sys.argv[1], host="10.77.0.1", args=sys.argv[2:]).start()
 print("LINE", server.url, server.auth)
 print("STOP", server.stop())

@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 from rewardkit.errors import ConfigError
-from rewardkit.service.app import ServiceSettings
-from rewardkit.service.auth import TokenChecker, load_tokens, read_tokens_file
-from rewardkit.service.limiter import AsyncInflightLimiter, BackpressureTimeout, RequestTooLarge
-from rewardkit.service.models import openapi_document
+from rewardkit_service.app import ServiceSettings
+from rewardkit_service.auth import TokenChecker, load_tokens, read_tokens_file
+from rewardkit_service.limiter import AsyncInflightLimiter, BackpressureTimeout, RequestTooLarge
+from rewardkit_service.models import openapi_document
 
 
 def test_waiters_are_admitted_in_arrival_order_and_a_big_head_is_not_overtaken():

@@ -97,7 +97,7 @@ def test_cli_lists_serving_strategies_with_their_distribution():
         check=True,
     ).stdout
     rows = {row["name"]: row for row in json.loads(out)}
-    assert rows["endpoint"]["distribution"] == "rewardkit"
+    assert rows["endpoint"]["distribution"] == "rewardkit-core"
     plugins = json.loads(
         subprocess.run(
             [sys.executable, "-m", "rewardkit.cli", "plugins", "--json"],

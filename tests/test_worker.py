@@ -462,7 +462,7 @@ def test_a_bad_spec_names_the_config_key():
 
 def test_the_reward_service_refuses_a_validation_catalog_it_would_ignore():
     from rewardkit.config import load_config
-    from rewardkit.service.app import RewardService, ServiceSettings
+    from rewardkit_service.app import RewardService, ServiceSettings
 
     config = {
         "rl": {

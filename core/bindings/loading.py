@@ -19,7 +19,7 @@ from typing import Any
 
 from rewardkit.bindings.groups import BindingError
 from rewardkit.config import RewardkitConfig, RewardSelection, load_config
-from rewardkit.extras import missing_extra
+from rewardkit.extras import import_optional
 from rewardkit.identity import canonical_json
 from rewardkit.reward import Reward
 
@@ -106,23 +106,11 @@ def build_reward(
     """
     service = selection.service or config.rl.reward.service
     if service is not None:
-        try:
-            from rewardkit.remote import RemoteReward
-        except ImportError as error:
-            missing = missing_extra(error, "rl.reward.service")
-            if missing is None:
-                raise
-            raise missing from error
-        return RemoteReward(config, selection, group_size=group_size)  # type: ignore[return-value]
+        remote = import_optional("rewardkit_service.client", "RemoteReward", "rl.reward.service")
+        return remote(config, selection, group_size=group_size)  # type: ignore[no-any-return]
     if config.rewards.backend == "ray":
-        try:
-            from rewardkit.distributed.ray import RayReward
-        except ImportError as error:
-            raise BindingError(
-                f"rewards.backend: ray needs Ray, which is not importable here ({error}); install "
-                "rewardkit[ray] or set rewards.backend: local"
-            ) from error
-        return RayReward(config, selection, group_size=group_size)
+        ray_reward = import_optional("rewardkit_ray.backend", "RayReward", "rewards.backend: ray")
+        return ray_reward(config, selection, group_size=group_size)  # type: ignore[no-any-return]
     return Reward(config, selection, group_size=group_size)
 
 

@@ -21,7 +21,7 @@ import pytest
 
 import rewardkit
 from rewardkit.errors import RequestTimeout
-from rewardkit.service.process import ServerProcess, write_config
+from rewardkit_service.testing import ServerProcess, write_config
 
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 CANDIDATE_UID_BASE = 1_000_000  # the sandbox's candidate and test uids start here (sandbox._UID_BASE)

@@ -23,11 +23,11 @@ import rewardkit
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import PreflightError, SelectionRefused
 from rewardkit.params import UNSANDBOXED_ENV, operator_only_reason
-from rewardkit.service.process import ServerProcess, write_config
 from rewardkit_rl.code import REVISION
 from rewardkit_rl.code.compare import COMPARE_MODES
 from rewardkit_rl.code.params import CodeTestsParams
 from rewardkit_rl.verifiers import MathParams
+from rewardkit_service.testing import ServerProcess, write_config
 
 SERVER = """
 rl.reward.provider: code-tests

@@ -24,7 +24,7 @@ import rewardkit
 import rewardkit.bindings.openrlhf as binding
 from rewardkit.bindings.loading import forget_rewards
 from rewardkit.errors import RewardkitError
-from rewardkit.service.process import ServerProcess
+from rewardkit_service.testing import ServerProcess
 
 WORDS = ["<pad>", "<unk>", "</s>", "what", "is", "two", "plus", "three", "five", "six", "ERR"]
 CONFIG = "rl.reward.spec: {onError: none, components: [{provider: exact-match}, {provider: nonempty}]}\n"

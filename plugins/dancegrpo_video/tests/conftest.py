@@ -7,8 +7,8 @@ import os
 import pytest
 from video_helpers import TOKEN, TOKEN_ENV
 
-from rewardkit.media.reference import ReferenceMediaService
 from rewardkit_dancegrpo import DANCEGRPO_REWARD_TYPES
+from rewardkit_media.testing import ReferenceMediaService
 
 
 @pytest.fixture(autouse=True)

@@ -12,11 +12,11 @@ from video_helpers import IdentityDecoder
 import rewardkit
 from rewardkit import PreflightError, RewardContractError, RewardkitError
 from rewardkit.catalog import resolve_catalog
-from rewardkit.media import REVISION_SENTINEL
-from rewardkit.media.decoded import to_uint8
-from rewardkit.media.reference import Faults, brightness
 from rewardkit.metrics import merge_metrics
 from rewardkit_dancegrpo import PROVIDER_NAME, VideoRewardConfig
+from rewardkit_media import REVISION_SENTINEL
+from rewardkit_media.decoded import to_uint8
+from rewardkit_media.testing import Faults, brightness
 
 TERMS = ["overall_reward", "vq_reward", "mq_reward", "ta_reward"]
 

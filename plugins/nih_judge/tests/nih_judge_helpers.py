@@ -10,10 +10,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rewardkit_nih_judge.testing import ScriptedJudge
-
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import resolve_catalog
+from rewardkit_nih_judge.testing import ScriptedJudge
 
 os.environ.setdefault("REWARDKIT_STRICT_PLUGINS", "1")
 

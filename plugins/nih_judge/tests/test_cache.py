@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from nih_judge_helpers import bind, judge_params, rollouts
-from rewardkit_nih_judge.testing import pair
 
 import rewardkit
+from rewardkit_nih_judge.testing import pair
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 

@@ -12,10 +12,10 @@ import json
 
 import pytest
 from nih_judge_helpers import bind, close, judge_params, rollouts
-from rewardkit_nih_judge.testing import Reply, graded, listed, pair
 
 import rewardkit
 from rewardkit.errors import RewardkitError
+from rewardkit_nih_judge.testing import Reply, graded, listed, pair
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 

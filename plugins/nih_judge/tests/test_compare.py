@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from nih_judge_helpers import bind, close, rollouts
+
 from rewardkit_nih_judge.compare import pair_schedule
 from rewardkit_nih_judge.testing import Reply, listed, pair
 

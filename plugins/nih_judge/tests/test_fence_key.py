@@ -16,11 +16,11 @@ import textwrap
 
 import pytest
 from nih_judge_helpers import bind, judge_params, rollouts
-from rewardkit_nih_judge.testing import announced
 
 import rewardkit
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import PreflightError, RewardkitError
+from rewardkit_nih_judge.testing import announced
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 

@@ -9,12 +9,12 @@ import logging
 import pytest
 import yaml
 from nih_judge_helpers import judge_params, rollouts
-from rewardkit_nih_judge.testing import Reply, graded
 
 import rewardkit
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import RewardkitError
 from rewardkit.score_job import run_score
+from rewardkit_nih_judge.testing import Reply, graded
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 

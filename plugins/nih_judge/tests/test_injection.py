@@ -20,6 +20,7 @@ import re
 
 import pytest
 from nih_judge_helpers import bind, close, rollouts
+
 from rewardkit_nih_judge.testing import announced, graded, pair, system_text, user_text
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture

@@ -14,10 +14,10 @@ import json
 
 import pytest
 from nih_judge_helpers import judge_params
-from rewardkit_nih_judge.testing import Reply, graded
 
 import rewardkit
 from rewardkit.composition import CompositionError
+from rewardkit_nih_judge.testing import Reply, graded
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from rewardkit_nih_judge.verdicts import OffScale, Unreadable, parse_ranking, parse_score, parse_winner
 
 SCALE = (1.0, 10.0)

@@ -7,7 +7,7 @@ import os
 import pytest
 from image_helpers import TOKEN_ENV
 
-from rewardkit.media.reference import ReferenceMediaService
+from rewardkit_media.testing import ReferenceMediaService
 from rewardkit_t2i import PICKSCORE_REWARD_TYPES
 
 

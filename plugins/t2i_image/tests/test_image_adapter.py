@@ -9,7 +9,7 @@ from image_helpers import ConditioningDecoder
 
 import rewardkit
 from rewardkit import PreflightError, RewardContractError
-from rewardkit.media.reference import Faults, ReferenceMediaService, brightness
+from rewardkit_media.testing import Faults, ReferenceMediaService, brightness
 from rewardkit_t2i import PROVIDER_NAME, ImageRewardConfig, image_spec
 
 

@@ -14,10 +14,10 @@ import struct
 import pytest
 from conftest import vllm_processes
 
-from rewardkit.checkpoints.curve import curve_rows, plot_curve
-from rewardkit.checkpoints.watcher import Watcher
 from rewardkit.config import load_config
 from rewardkit.reward import load
+from rewardkit_checkpoints.curve import curve_rows, plot_curve
+from rewardkit_checkpoints.watcher import Watcher
 from rewardkit_vllm.testing import WORDS, build_lora_adapter, build_tiny_llama
 
 

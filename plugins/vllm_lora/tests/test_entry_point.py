@@ -27,7 +27,11 @@ def test_cli_lists_them():
         ).stdout
     )
     owners = {row["name"]: row["distribution"] for row in rows}
-    assert owners == {"endpoint": "rewardkit", "vllm-lora": "rewardkit-vllm", "vllm-serve": "rewardkit-vllm"}
+    assert owners == {
+        "endpoint": "rewardkit-core",
+        "vllm-lora": "rewardkit-vllm",
+        "vllm-serve": "rewardkit-vllm",
+    }
     plugins = json.loads(
         subprocess.run(
             [sys.executable, "-m", "rewardkit.cli", "plugins", "--json"],

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from transformers import LlamaForCausalLM, Trainer, TrainingArguments
 
-from rewardkit.checkpoints.discovery import READY_MARKER, Settling, discover
-from rewardkit.checkpoints.trainer_callback import QueueCheckpoints
+from rewardkit_checkpoints.discovery import READY_MARKER, Settling, discover
+from rewardkit_checkpoints.trainer_callback import QueueCheckpoints
 from rewardkit_vllm.testing import build_tiny_llama
 
 

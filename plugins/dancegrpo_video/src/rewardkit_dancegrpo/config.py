@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from rewardkit.media.config import MediaServiceConfig
+from rewardkit_media.config import MediaServiceConfig
 
 # The DanceGRPO (VideoAlign) handler answers these four keys for reward type "dance_grpo".
 DANCEGRPO_REWARD_TYPES: dict[str, list[str]] = {

@@ -2,7 +2,7 @@
 
 The factory takes the model-owned decoder as a runtime object
 (``rewardkit.load(config, runtime={"decoder": decoder})``) and the ``VideoRewardConfig`` params;
-the provider maps every candidate through ``rewardkit.media.MediaScorer`` (one service request per
+the provider maps every candidate through ``rewardkit_media.MediaScorer`` (one service request per
 candidate, never a batch). In the distributed WFM topology each rank holds one trajectory and
 scores it as a group of one; the complete group exists only after the trainer's gather.
 """
@@ -17,11 +17,11 @@ import numpy as np
 
 from rewardkit import RewardProviderSpec, map_candidates
 from rewardkit.contracts import RewardContext
-from rewardkit.media import DIAGNOSTICS, UINT8_TRANSFORM, MediaScorer
-from rewardkit.media.decoded import decoder_identity
-from rewardkit.media.scorer import prompt_text
 from rewardkit.pointwise import MappedProvider
 from rewardkit_dancegrpo.config import DANCEGRPO_REWARD_TYPES, VideoRewardConfig
+from rewardkit_media import DIAGNOSTICS, UINT8_TRANSFORM, MediaScorer
+from rewardkit_media.decoded import decoder_identity
+from rewardkit_media.scorer import prompt_text
 
 PROVIDER_NAME = "dancegrpo-video"
 # The adapter's own revision: bump it whenever this code changes what is sent or read.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from rewardkit.media.config import MediaServiceConfig
+from rewardkit_media.config import MediaServiceConfig
 
 # The PickScore handler answers key "pickscore" for reward type "pickscore".
 PICKSCORE_REWARD_TYPES: dict[str, list[str]] = {"pickscore": ["pickscore"]}

@@ -15,10 +15,10 @@ import numpy as np
 
 from rewardkit import RewardProviderSpec, map_candidates
 from rewardkit.contracts import RewardContext
-from rewardkit.media import DIAGNOSTICS, UINT8_TRANSFORM, MediaScorer
-from rewardkit.media.decoded import decoder_identity
-from rewardkit.media.scorer import prompt_text
 from rewardkit.pointwise import MappedProvider
+from rewardkit_media import DIAGNOSTICS, UINT8_TRANSFORM, MediaScorer
+from rewardkit_media.decoded import decoder_identity
+from rewardkit_media.scorer import prompt_text
 from rewardkit_t2i.config import PICKSCORE_REWARD_TYPES, ImageRewardConfig
 
 PROVIDER_NAME = "t2i-image"

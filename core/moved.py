@@ -1,0 +1,107 @@
+"""Import paths that moved to their own distributions keep working for a while, with a warning.
+
+``rewardkit.remote``, ``rewardkit.service``, ``rewardkit.distributed``, ``rewardkit.checkpoints``
+and ``rewardkit.media`` left the core for ``rewardkit-service``, ``rewardkit-ray``,
+``rewardkit-checkpoints`` and ``rewardkit-media`` in 0.2. Importing an old path imports the new
+module (the very same module object, so ``isinstance`` and monkeypatching behave) and warns with a
+``DeprecationWarning`` naming the new path and the version that removes the old one. When the
+distribution is not installed, the import fails with the line that installs it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import warnings
+from collections.abc import Sequence
+from types import ModuleType
+
+from rewardkit.extras import MODULES, install_line
+
+__all__ = ["MOVED", "REMOVED_IN", "install"]
+
+REMOVED_IN = "0.3"
+
+# old dotted path (a module or a package prefix) -> new dotted path; the longest prefix wins
+MOVED: dict[str, str] = {
+    "rewardkit.remote": "rewardkit_service.client",
+    "rewardkit.service.process": "rewardkit_service.testing",
+    "rewardkit.service": "rewardkit_service",
+    "rewardkit.distributed.ray": "rewardkit_ray.backend",
+    "rewardkit.distributed": "rewardkit_ray",
+    "rewardkit.checkpoints": "rewardkit_checkpoints",
+    "rewardkit.media.reference": "rewardkit_media.testing",
+    "rewardkit.media": "rewardkit_media",
+}
+
+
+_LONGEST_FIRST = sorted(MOVED, key=len, reverse=True)
+
+
+def new_path(old: str) -> str | None:
+    """Where ``old`` lives now, or ``None`` when it did not move."""
+    if not old.startswith("rewardkit."):
+        return None
+    for prefix in _LONGEST_FIRST:
+        if old == prefix or old.startswith(prefix + "."):
+            return MOVED[prefix] + old[len(prefix) :]
+    return None
+
+
+class _Alias(importlib.abc.Loader):
+    """Hands out the already-imported new module under the old name."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self.module = module
+        self.original_spec = module.__spec__
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return self.module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # The import system set the old name's spec on the shared module: give it back its own.
+        module.__spec__ = self.original_spec
+
+
+class _MovedFinder(importlib.abc.MetaPathFinder):
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        target_name = new_path(fullname)
+        if target_name is None:
+            return None
+        top = target_name.split(".")[0]
+        try:
+            module = importlib.import_module(target_name)
+        except ModuleNotFoundError as error:
+            if error.name is not None and error.name.split(".")[0] == top:
+                distribution, _ = MODULES[top]
+                raise ModuleNotFoundError(
+                    f"{fullname} moved to {target_name} in the distribution {distribution}, which is not "
+                    f"installed: {install_line(distribution)}",
+                    name=fullname,
+                ) from error
+            raise
+        warnings.warn(
+            f"{fullname} moved to {target_name}; the old path is removed in rewardkit {REMOVED_IN}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.machinery.ModuleSpec(
+            fullname, _Alias(module), is_package=hasattr(module, "__path__")
+        )
+
+
+_FINDER = _MovedFinder()
+
+
+def install() -> None:
+    """Put the finder first on ``sys.meta_path`` (once); ``rewardkit/__init__`` calls it.
+
+    First, because the old package's alias carries the new package's ``__path__``: the path finder
+    would otherwise load ``rewardkit.media.spool`` from that folder as a second copy of the module.
+    """
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.insert(0, _FINDER)

@@ -1,0 +1,178 @@
+"""``rewardkit checkpoints watch``: evaluate the base, then every checkpoint once, in step order.
+
+Each scan discovers step folders, waits until each is complete (marker, then settled sizes),
+and evaluates the base model first, then ready steps in increasing step order: a later step
+never overtakes an earlier one that is still being written. A step whose serving or generation
+fails is reported (with the server's log tail) and retried on a later scan, at most
+``max_attempts`` times. Results already on disk are read, not recomputed, after a restart, and
+only when they were made under the same generation settings and reward identities (otherwise
+the watcher refuses and names both). After each step the regression gate compares it with the
+base, record by record; when it fires the watcher writes the stop file (if configured) and
+returns exit code 3.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rewardkit.catalog import serving_strategies
+from rewardkit.config import RewardkitConfig
+from rewardkit.errors import RewardkitError
+from rewardkit.reward import Reward
+from rewardkit.stats import RegressionGate
+from rewardkit_checkpoints.discovery import Found, Settling, discover
+from rewardkit_checkpoints.evaluate import evaluate, generation_identity, load_records, read_values
+
+EXIT_GATE = 3
+BASE = "base"
+
+
+def _step_name(step: int) -> str:
+    return f"step-{step}"
+
+
+class Watcher:
+    def __init__(
+        self, config: RewardkitConfig, reward: Reward, say: Callable[[str], None] | None = None
+    ) -> None:
+        if config.checkpoints is None:
+            raise RewardkitError("the configuration has no 'checkpoints' section (the run spec)")
+        self.config = config
+        self.spec = config.checkpoints
+        self.reward = reward
+        self.say = say or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.log_dir = Path(self.spec.log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.records = load_records(self.spec)
+        self.settling = Settling(self.spec.settle_s)
+        self.attempts: dict[str, int] = {}
+        self.gate = RegressionGate(
+            tolerance=self.spec.gate.tolerance,
+            alpha=self.spec.gate.alpha,
+            horizon=self.spec.gate.horizon,
+            method=self.spec.gate.method,
+            level=self.spec.gate.level,
+            base_samples=self.spec.generation.n,
+            step_samples=self.spec.generation.n,
+        )
+        entry = serving_strategies().get(self.spec.serving.strategy)
+        self.strategy = entry.value.factory(**self.spec.serving.params)
+        self.decisions: dict[str, dict[str, Any] | None] = {}
+
+    # -- results on disk -----------------------------------------------------------------------
+
+    def _done(self, name: str) -> bool:
+        path = self.log_dir / f"{name}.summary.json"
+        if not path.is_file():
+            return False
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        mine = json.loads(json.dumps(generation_identity(self.spec), default=str))
+        recorded_providers = [item["identity"] for item in summary.get("providers", [])]
+        current_providers = [record.identity for record in self.reward.providers]
+        if summary.get("generation") != mine or recorded_providers != current_providers:
+            raise RewardkitError(
+                f"{path} was made under other generation settings or reward identities "
+                f"(recorded providers {recorded_providers}, now {current_providers}); use another log_dir"
+            )
+        return True
+
+    # -- one checkpoint ------------------------------------------------------------------------
+
+    def _progress(self, name: str) -> Callable[[int], None] | None:
+        if not sys.stderr.isatty():
+            return None
+        total = len(self.records)
+        done = [0]
+
+        def tick(count: int) -> None:
+            done[0] += count
+            print(
+                f"\r[{name}] {done[0]}/{total} prompts", end="" if done[0] < total else "\n", file=sys.stderr
+            )
+
+        return tick
+
+    def _evaluate(self, name: str, checkpoint: str | None) -> bool:
+        attempts = self.attempts.get(name, 0)
+        if attempts >= self.spec.max_attempts:
+            return False
+        self.attempts[name] = attempts + 1
+        self.say(f"evaluating {name} ({checkpoint or 'the base model'}), attempt {attempts + 1}")
+        try:
+            with self.strategy.serve(checkpoint) as served:
+                summary = evaluate(name, served, self.reward, self.records, self.spec, self._progress(name))
+        except RewardkitError as error:
+            left = self.spec.max_attempts - attempts - 1
+            self.say(f"{name} failed ({'retried on a later scan' if left else 'no attempts left'}): {error}")
+            return False
+        self.say(f"{name}: {self.spec.metric} = {summary['value']:.4f} over {summary['records']} prompts")
+        return True
+
+    def _gate(self, look: int, found: Found) -> dict[str, Any] | None:
+        name = _step_name(found.step)
+        if name in self.decisions:
+            return self.decisions[name]
+        base_ids, base_values, clusters = read_values(self.log_dir, BASE)
+        step_ids, step_values, _ = read_values(self.log_dir, name)
+        if base_ids != step_ids:
+            raise RewardkitError(f"{name} and the base scored different records; cannot pair them")
+        use_clusters = clusters if all(cluster is not None for cluster in clusters) else None
+        decision = self.gate.decide(str(found.step), look, base_values, step_values, clusters=use_clusters)
+        if decision is None:
+            self.decisions[name] = None
+            return None
+        record = decision.as_dict()
+        (self.log_dir / f"{name}.gate.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+        self.say(decision.message())
+        self.decisions[name] = record
+        return record
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def scan(self) -> int | None:
+        """One pass: evaluate what is ready, in order. Returns EXIT_GATE when the gate fired."""
+        if not self._done(BASE) and not self._evaluate(BASE, self.spec.base):
+            return None
+        look = 0
+        for found in discover(self.spec.dir):
+            name = _step_name(found.step)
+            if found.kind in ("sharded",):
+                if self.attempts.get(name) is None:
+                    self.say(f"{name}: {found.why}")
+                    self.attempts[name] = self.spec.max_attempts
+                continue
+            look += 1
+            if not self._done(name):
+                if found.serve_path is None or not self.settling.complete(found):
+                    return None  # later steps wait for this one: steps are evaluated in order
+                if not self._evaluate(name, str(found.serve_path)):
+                    if self.attempts.get(name, 0) >= self.spec.max_attempts:
+                        continue
+                    return None
+            decision = self._gate(look, found)
+            if decision is not None and decision["fired"]:
+                if self.spec.gate.stop_file:
+                    Path(self.spec.gate.stop_file).write_text(
+                        json.dumps(decision, indent=2), encoding="utf-8"
+                    )
+                return EXIT_GATE
+        return None
+
+    def run(self, *, once: bool = False, timeout_s: float | None = None) -> int:
+        end = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            if self.scan() == EXIT_GATE:
+                return EXIT_GATE
+            if once or (end is not None and time.monotonic() > end):
+                return 0
+            time.sleep(self.spec.scan_interval_s)
+
+    def close(self) -> None:
+        close = getattr(self.strategy, "close", None)
+        if callable(close):
+            close()

@@ -1,0 +1,44 @@
+"""Decoded media for remote reward services: spool files, the service protocol, the uint8 transform.
+
+Shared by the decoded-media adapters (``rewardkit-dancegrpo`` for video, ``rewardkit-t2i`` for
+images): ``spool`` (private spool files, capacity checks), ``service`` (the enqueue/pull client),
+``decoded`` (decoder attestation, checks and the transform; needs torch when called), ``scorer``
+(one candidate, one deadline), ``config`` (the shared value contract) and ``reference`` (a
+reference server with fault injection, for tests and benchmarks).
+"""
+
+from __future__ import annotations
+
+from rewardkit_media.config import REVISION_SENTINEL, UINT8_TRANSFORM, MediaServiceConfig
+from rewardkit_media.decoded import OUTPUT_RANGE, DecodedMediaError, DecoderAttestation
+from rewardkit_media.scorer import DIAGNOSTICS, MediaScorer
+from rewardkit_media.service import (
+    EnqueueError,
+    MediaServiceClient,
+    MediaServiceError,
+    ServiceDeadlineError,
+    ServiceProtocolError,
+    ServiceScores,
+)
+from rewardkit_media.spool import Spool, SpoolError, check_capacity, spooled
+
+__all__ = [
+    "DIAGNOSTICS",
+    "OUTPUT_RANGE",
+    "REVISION_SENTINEL",
+    "UINT8_TRANSFORM",
+    "DecodedMediaError",
+    "DecoderAttestation",
+    "EnqueueError",
+    "MediaScorer",
+    "MediaServiceClient",
+    "MediaServiceConfig",
+    "MediaServiceError",
+    "ServiceDeadlineError",
+    "ServiceProtocolError",
+    "ServiceScores",
+    "Spool",
+    "SpoolError",
+    "check_capacity",
+    "spooled",
+]
