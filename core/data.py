@@ -209,7 +209,7 @@ class _NonJSONConstant(ValueError):
 
 try:  # a C parser ~3x faster than json's on rollout rows; json decides whatever it refuses
     from orjson import loads as _fast_loads
-except ImportError:  # pragma: no cover - orjson comes with rewardkit[service]
+except ImportError:  # pragma: no cover - orjson comes with rewardkit-service
     _fast_loads = None
 
 

@@ -37,14 +37,11 @@ MOVED: dict[str, str] = {
 }
 
 
-_LONGEST_FIRST = sorted(MOVED, key=len, reverse=True)
-
-
 def new_path(old: str) -> str | None:
     """Where ``old`` lives now, or ``None`` when it did not move."""
     if not old.startswith("rewardkit."):
         return None
-    for prefix in _LONGEST_FIRST:
+    for prefix in sorted(MOVED, key=len, reverse=True):
         if old == prefix or old.startswith(prefix + "."):
             return MOVED[prefix] + old[len(prefix) :]
     return None

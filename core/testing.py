@@ -1,4 +1,4 @@
-"""Conformance kit for reward providers, shipped as a pytest plugin (``pip install 'rewardkit[testing]'``).
+"""Conformance kit for reward providers, a pytest plugin (``pip install 'rewardkit-core[testing]'``).
 
 A provider package tests its provider by subclassing ``RewardProviderTests`` and giving sample
 inputs with what the provider should say about each::

@@ -13,7 +13,18 @@ directly above a block, change that:
 - ``<!-- doc-test: file PATH -->``: the block must equal the file at PATH (relative to the root).
 
 Each document is run in the tox env that has what its snippets need (``DOC_ENVS``); the core env
-runs the ``core`` ones and does every static check, ``rl_pack/tests`` runs the ``rl`` ones.
+runs the ``core`` ones and does every static check, and each env in ``RUNNER_ENVS`` has a test that
+runs its own documents' blocks (``rl_pack/tests``, ``plugins/service/tests``,
+``plugins/checkpoints/tests``). A block that calls ``curl`` on ``127.0.0.1:8000`` runs against its
+document's own ``rewardkit serve`` line, started on a free port (``run_checked``).
+
+Installs are checked against this repository's pyproject files: a local install (``pip install .
+./plugins/service[server]``) must name distribution folders and extras they declare, must not use
+an extra that fetches another of our distributions from an index (from a checkout, install its
+folder), and must bring the folders of the distributions it depends on (the core excepted); an
+install by name (``pip install 'rewardkit-core[service]'``) must name one of our distributions and
+its extras. ``rewardkit`` itself is not a name of ours: PyPI treats it as ``reward-kit``, another
+vendor's library.
 """
 
 from __future__ import annotations
@@ -22,11 +33,15 @@ import ast
 import configparser
 import contextlib
 import io
+import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,29 +57,32 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC_ENVS: dict[str, str] = {
     "README.md": "core",
     "docs/bindings.md": "core",
-    "docs/checkpoints.md": "core",
+    "docs/checkpoints.md": "checkpoints",
     "docs/code_rewards.md": "rl",
     "docs/composition.md": "core",
     "docs/configuration.md": "core",
     "docs/dancegrpo.md": "dancegrpo",
+    "docs/media.md": "media",
     "docs/nih_judge.md": "nih_judge",
     "docs/performance.md": "core",
     "docs/plugins.md": "core",
     "docs/ray.md": "ray",
     "docs/reward_models.md": "rm",
-    "docs/service.md": "core",
+    "docs/service.md": "service",
     "docs/serving.md": "vllm",
     "docs/t2i.md": "t2i",
     "docs/verifiers.md": "rl",
     "docs/writing_providers.md": "core",
 }
 # Envs with a test that runs their documents' blocks; a runnable block elsewhere is an error.
-RUNNER_ENVS = ("core", "rl")
+RUNNER_ENVS = ("core", "rl", "service", "checkpoints", "media")
 RUN_LANGS = ("bash", "sh", "console", "python")
 MARKER = re.compile(r"^<!-- doc-test: (skip|file) ?(.*?) -->$")
 FENCE = re.compile(r"^(`{3,})([\w+-]*)[^\n]*$")
 # Packages a doc may launch with `python -m` that are checked in their own tox envs, not here.
 TRAINER_PACKAGES = ("verl", "openrlhf", "vllm")
+# The address a document's `rewardkit serve` line listens on; curl blocks that name it run against it.
+SERVICE = "127.0.0.1:8000"
 
 
 @dataclass(frozen=True)
@@ -155,6 +173,63 @@ def run_block(block: Block, cwd: Path, timeout: float = 300) -> subprocess.Compl
     return subprocess.run(argv, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=timeout)
 
 
+@contextlib.contextmanager
+def service_for(doc: str, cwd: Path) -> Iterator[str]:
+    """Start the document's own `rewardkit serve` line on a free loopback port; yield host:port."""
+    lines = [
+        line.split("#")[0].strip()
+        for b in blocks(doc)
+        for line in shell_commands(b).splitlines()
+        if line.startswith("rewardkit serve ")
+    ]
+    assert len(lines) == 1, f"{doc}: a curl snippet needs exactly one `rewardkit serve` line, found {lines}"
+    command = lines[0].replace("--port 8000", "--port 0").split()
+    server = subprocess.Popen(
+        command, cwd=cwd, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    seen = []
+    try:
+        assert server.stdout is not None
+        deadline = time.monotonic() + 120
+        address = None
+        while address is None and time.monotonic() < deadline:
+            line = server.stdout.readline()
+            if not line and server.poll() is not None:
+                break
+            seen.append(line)
+            found = re.search(r"listening on http://(127\.0\.0\.1:\d+)", line)
+            address = found.group(1) if found else None
+        assert address, f"{doc}: `{' '.join(command)}` did not start:\n{''.join(seen)}"
+        yield address
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def run_checked(block: Block, tmp_path: Path) -> str:
+    """Run ``block`` from a scratch folder under ``tmp_path`` and fail on a non-zero exit; a curl
+    block naming ``SERVICE`` runs against its document's `rewardkit serve` line and must get an
+    answer that is not an error. Returns the block's stdout."""
+    cwd = scratch(tmp_path)
+    if SERVICE in block.text and "curl" in block.text:
+        with service_for(block.doc, cwd) as address:
+            moved = Block(block.doc, block.line, block.lang, block.text.replace(SERVICE, address), None, "")
+            done = run_block(moved, cwd)
+        assert done.returncode == 0, f"{block.where} failed:\n{done.stdout}\n{done.stderr}"
+        answer = json.loads(done.stdout)
+        assert "error" not in answer, f"{block.where}: the service answered an error: {answer}"
+        return done.stdout
+    done = run_block(block, cwd)
+    assert done.returncode == 0, (
+        f"{block.where} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
+    return done.stdout
+
+
 # -- static checks of blocks that are not run ---------------------------------------------------
 
 SUBSTITUTION = re.compile(r"\$\(((?:[^()]|\([^()]*\))*)\)")
@@ -173,31 +248,81 @@ def _distributions() -> dict[str, Path]:
     return found
 
 
+def _project(folder: Path) -> dict:
+    return tomllib.loads((folder / "pyproject.toml").read_text())["project"]
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[\[<>=!~ ;@]", requirement.strip(), maxsplit=1)[0]
+
+
+def _pypi_key(name: str) -> str:
+    """A project name as PyPI compares names for "too similar": lower case, without `-`, `_`, `.`."""
+    return re.sub(r"[-_.]", "", name).lower()
+
+
+def _shown(folder: Path) -> str:
+    relative = folder.relative_to(ROOT)
+    return "." if relative == Path(".") else f"./{relative}"
+
+
 def _check_pip(args: list[str]) -> list[str]:
     if not args or args[0] != "install":
         return [f"pip {' '.join(args)}: only `pip install` is checked"]
     problems = []
     ours = _distributions()
+    by_key = {_pypi_key(name): name for name in ours}
+    core = _project(ROOT)["name"]
+    local: dict[str, tuple[str, list[str]]] = {}  # installed from a folder: name -> (arg, its requirements)
     for arg in (a for a in args[1:] if not a.startswith("-")):
         target, _, extras = arg.partition("[")
-        wanted = [e.strip() for e in extras.rstrip("]").split(",") if e.strip()]
+        wanted = [e.strip() for e in extras.split("]")[0].split(",") if e.strip()]
         if target.startswith("."):
             folder = (ROOT / target).resolve()
             if not (folder / "pyproject.toml").is_file():
                 problems.append(f"pip install {arg}: {target} is not a distribution folder")
                 continue
-            declared = tomllib.loads((folder / "pyproject.toml").read_text())["project"].get(
-                "optional-dependencies", {}
-            )
+            project = _project(folder)
+            declared = project.get("optional-dependencies", {})
+            requirements = list(project.get("dependencies", []))
+            for extra in wanted:
+                if extra not in declared:
+                    problems.append(f"pip install {arg}: no extra {extra!r} in {target}")
+                    continue
+                for requirement in declared[extra]:
+                    name = _requirement_name(requirement)
+                    if name in ours and name != project["name"]:
+                        problems.append(
+                            f"pip install {arg}: the extra {extra!r} installs {name} from an index; "
+                            f"from a checkout install its folder ({_shown(ours[name])})"
+                        )
+                    else:
+                        requirements.append(requirement)
+            local[project["name"]] = (arg, requirements)
+            continue
+        name = _requirement_name(target)
+        if _pypi_key(name) in by_key:
+            declared = _project(ours[by_key[_pypi_key(name)]]).get("optional-dependencies", {})
             problems += [
-                f"pip install {arg}: no extra {e!r} in {target}" for e in wanted if e not in declared
+                f"pip install {arg}: no extra {e!r} in {by_key[_pypi_key(name)]}"
+                for e in wanted
+                if e not in declared
             ]
-        elif re.split(r"[<>=!~ ]", target)[0] in ours:
-            name = re.split(r"[<>=!~ ]", target)[0]
-            where = ours[name].relative_to(ROOT)
+        elif _pypi_key(name) == _pypi_key("rewardkit"):
             problems.append(
-                f"pip install {arg}: {name} is not on PyPI; install it from its folder (./{where})"
+                f"pip install {arg}: {name} is not ours (PyPI treats it as `reward-kit`, another vendor's "
+                f"reward library); the core's distribution is {core}"
             )
+    # From a checkout our distributions come from their folders: one installed from its folder
+    # must bring the folders of ours it depends on (the core is installed first, on its own line).
+    for name, (arg, requirements) in local.items():
+        for requirement in requirements:
+            needed = _requirement_name(requirement)
+            if needed in ours and needed not in local and needed not in (core, name):
+                problems.append(
+                    f"pip install {arg}: {name} needs {needed}, which is not installed from its folder "
+                    f"in the same command ({_shown(ours[needed])})"
+                )
     return problems
 
 

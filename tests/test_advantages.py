@@ -11,7 +11,6 @@ import math
 from collections.abc import Iterator
 
 import pytest
-from service_fixtures import start_server
 
 import rewardkit
 import rewardkit.bindings.openrlhf as openrlhf_binding
@@ -100,16 +99,3 @@ def test_each_binding_defaults_to_its_trainers_eps_unless_the_config_sets_one():
     set_here = {**base, "rl.advantage_eps": 0.25}
     assert trl_binding.binding(set_here).reward.config.rl.advantage_eps == 0.25
     assert rewardkit.load(base).worker.advantage_eps == 1e-6
-
-
-def test_a_reward_service_client_uses_its_own_advantage_settings(tmp_path):
-    server = start_server(tmp_path, "rl.reward.provider: nonempty\n")
-    try:
-        client = {"rl.reward.provider": "nonempty", "rl.reward.service": server.url, "rl.group_size": 3}
-        for extra in ({}, {"rl.advantage_std": "population", "rl.advantage_eps": 0.5}):
-            with rewardkit.load({**client, **extra}) as remote:
-                got = advantages(remote)
-            local = {key: value for key, value in {**client, **extra}.items() if key != "rl.reward.service"}
-            assert got == advantages(rewardkit.load(local)), extra
-    finally:
-        assert server.stop() == 0, server.output

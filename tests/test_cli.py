@@ -11,13 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from rewardkit import extras
 from rewardkit.cli import main
-from rewardkit.extras import EXTRAS
+from rewardkit.extras import DISTRIBUTIONS, MODULES, install_line
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_providers_table(capsys: pytest.CaptureFixture):
@@ -80,7 +83,9 @@ def test_no_suggestion_for_a_name_like_none(capsys: pytest.CaptureFixture):
     assert "did you mean" not in capsys.readouterr().err
 
 
-def test_serve_help_shows_the_defaults(capsys: pytest.CaptureFixture):
+def test_serve_help_shows_the_defaults_and_what_to_install(capsys: pytest.CaptureFixture):
+    # The options of verbs that live in other distributions are declared by the core, so their
+    # help works in every install; the server's own default is checked in plugins/service.
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
     out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
@@ -90,21 +95,45 @@ def test_serve_help_shows_the_defaults(capsys: pytest.CaptureFixture):
         "(default: rewards.max_inflight)",
         "(default: 67108864, 64 MiB)",
         "(default: no limit, all of them)",
-        "pip install 'rewardkit[service]'",
+        install_line("rewardkit-service", "server"),
     ):
         assert shown in out, shown
-    app = pytest.importorskip("rewardkit_service.app")
-    assert app.DEFAULT_MAX_BODY_BYTES == 67108864
 
 
-def test_every_extra_named_exists_in_pyproject_and_lists_its_distribution():
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    for module, (distribution, extra) in EXTRAS.items():
-        assert extra in extras, (module, extra)
-        listed = [
-            requirement.split("[")[0].split(">")[0].split("=")[0].strip() for requirement in extras[extra]
-        ]
-        assert distribution in listed, (module, extra, listed)
+def _pip_names(requirements: list[str]) -> list[str]:
+    return [requirement.split("[")[0].split(">")[0].split("=")[0].strip() for requirement in requirements]
+
+
+def test_every_module_named_is_brought_by_the_distribution_and_extra_named():
+    pip_name = {"prometheus_client": "prometheus-client"}
+    for module, (distribution, extra) in MODULES.items():
+        project = tomllib.loads((ROOT / DISTRIBUTIONS[distribution].folder / "pyproject.toml").read_text())
+        project = project["project"]
+        assert project["name"] == distribution, (module, distribution)
+        if module.startswith("rewardkit_"):
+            # the distribution's own package
+            assert (ROOT / DISTRIBUTIONS[distribution].folder / "src" / module / "__init__.py").is_file()
+            continue
+        listed = project["optional-dependencies"][extra] if extra else project["dependencies"]
+        assert pip_name.get(module, module) in _pip_names(listed), (module, distribution, extra)
+
+
+def test_the_cores_extras_name_the_distributions_for_an_index_install():
+    core = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert core["name"] == "rewardkit-core"
+    for name in ("service", "ray", "checkpoints", "media"):
+        assert _pip_names(core["optional-dependencies"][name]) == [f"rewardkit-{name}"]
+
+
+def test_install_lines_follow_the_install_mode(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    monkeypatch.chdir(ROOT)
+    assert install_line("rewardkit-service", "server") == "pip install './plugins/service[server]'"
+    assert install_line("rewardkit-core", "testing") == "pip install '.[testing]'"
+    monkeypatch.chdir(tmp_path)
+    assert install_line("rewardkit-ray") == f"pip install '{ROOT / 'plugins' / 'ray'}'"
+    monkeypatch.setattr(extras, "_checkout", lambda: None)  # installed from an index
+    assert install_line("rewardkit-service", "server") == "pip install 'rewardkit-service[server]'"
+    assert install_line("rewardkit-ray") == "pip install 'rewardkit-ray'"
 
 
 def run_without(module: str, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -120,20 +149,22 @@ def run_without(module: str, *argv: str, cwd: Path) -> subprocess.CompletedProce
 
 
 @pytest.mark.parametrize(
-    ("module", "argv", "extra"),
+    ("module", "argv", "install"),
     [
-        ("orjson", ["serve", "c.yaml"], "service"),
+        ("rewardkit_service", ["serve", "c.yaml"], "plugins/service[server]"),
+        ("uvicorn", ["serve", "c.yaml"], "plugins/service[server]"),
         (
-            "orjson",
+            "rewardkit_service",
             ["score", "c.yaml", "rl.reward.service=http://127.0.0.1:9", "--out", "o.jsonl"],
-            "service",
+            "plugins/service",
         ),
-        ("ray", ["score", "c.yaml", "rewards.backend=ray", "--out", "o.jsonl"], "ray"),
+        ("rewardkit_ray", ["score", "c.yaml", "rewards.backend=ray", "--out", "o.jsonl"], "plugins/ray"),
+        ("rewardkit_checkpoints", ["checkpoints", "curve", "logs"], "plugins/checkpoints"),
     ],
-    ids=["serve", "score-through-a-service", "score-on-ray"],
+    ids=["serve", "serve-without-uvicorn", "score-through-a-service", "score-on-ray", "checkpoints"],
 )
-def test_a_missing_extra_is_one_line_naming_the_install(
-    tmp_path: Path, module: str, argv: list[str], extra: str
+def test_a_missing_distribution_is_one_line_naming_the_install(
+    tmp_path: Path, module: str, argv: list[str], install: str
 ):
     (tmp_path / "c.yaml").write_text("rl: {data: {rollouts_path: r.jsonl}, reward: {provider: constant}}\n")
     (tmp_path / "r.jsonl").write_text('{"group_id": "g", "completion": "x"}\n')
@@ -141,13 +172,5 @@ def test_a_missing_extra_is_one_line_naming_the_install(
     assert completed.returncode == 2, completed.stderr
     assert "Traceback" not in completed.stderr
     lines = completed.stderr.strip().splitlines()
-    assert len(lines) == 1 and f"pip install 'rewardkit[{extra}]'" in lines[0], completed.stderr
-
-
-def test_plotting_without_matplotlib_names_the_plot_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    from rewardkit.errors import RewardkitError
-    from rewardkit_checkpoints.curve import plot_curve
-
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(RewardkitError, match=r"pip install 'rewardkit\[plot\]'"):
-        plot_curve([{"step": "base", "value": 0.5}], tmp_path / "p.png")
+    # run from outside the checkout, the line names the folder by its absolute path
+    assert len(lines) == 1 and f"pip install '{ROOT}/{install}'" in lines[0], completed.stderr

@@ -1,20 +1,16 @@
 """Every shell and Python snippet of README.md and docs/*.md runs, or is marked and checked.
 
 The conventions are in ``doc_snippets``' docstring. This file runs the blocks of the documents
-routed to the core env and does the static checks of every document; the rl pack's documents run
-in ``rl_pack/tests/test_docs_snippets_rl.py``.
+routed to the core env and does the static checks of every document; the documents of the other
+envs in ``RUNNER_ENVS`` run in their own runner (``rl_pack/tests/test_docs_snippets_rl.py``,
+``plugins/service/tests/test_docs_snippets_service.py``,
+``plugins/checkpoints/tests/test_docs_snippets_checkpoints.py``).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import signal
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,16 +24,15 @@ from doc_snippets import (
     check_python,
     check_shell,
     documents,
-    environment,
     provider_names_in_source,
     run_block,
+    run_checked,
     runnable,
     scratch,
     shell_commands,
 )
 
 BLOCKS = all_blocks()
-SERVICE = "127.0.0.1:8000"
 
 
 def ids(block: Block) -> str:
@@ -89,6 +84,54 @@ def test_python_blocks_parse_and_import_what_exists(block: Block):
     assert not problems, f"{block.where}:\n" + "\n".join(problems)
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pip install . ./plugins/service[server]",
+        "pip install . './plugins/checkpoints[plot]' ./plugins/ray",
+        "pip install . ./plugins/media ./plugins/dancegrpo_video ./plugins/t2i_image",
+        "pip install ./plugins/service    # a client only",
+        "pip install 'rewardkit-core[service,ray,checkpoints,media]'",
+        "pip install rewardkit-service 'rewardkit-checkpoints[plot]'",
+        "python -m pip install 'tox>=4.10'",
+    ],
+)
+def test_install_lines_the_docs_may_use(line: str):
+    assert check_shell(line) == []
+
+
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ("pip install 'rewardkit[service]'", "rewardkit is not ours (PyPI treats it as `reward-kit`"),
+        ("pip install rewardkit", "the core's distribution is rewardkit-core"),
+        ("pip install '.[service]'", "installs rewardkit-service from an index; from a checkout install its"),
+        ("pip install . ./plugins/service[client]", "no extra 'client' in ./plugins/service"),
+        ("pip install 'rewardkit-core[server]'", "no extra 'server' in rewardkit-core"),
+        ("pip install . ./plugins/dancegrpo_video", "rewardkit-dancegrpo needs rewardkit-media"),
+        ("pip install ./plugins/nope", "./plugins/nope is not a distribution folder"),
+    ],
+)
+def test_install_lines_the_checks_refuse(line: str, problem: str):
+    problems = check_shell(line)
+    assert any(problem in found for found in problems), problems
+
+
+@pytest.mark.parametrize("checkout", [True, False], ids=["checkout", "index"])
+def test_the_install_hints_the_core_prints_pass_the_check(monkeypatch: pytest.MonkeyPatch, checkout: bool):
+    """What `rewardkit serve` and friends print when a distribution is missing is a valid install."""
+    from rewardkit import extras
+
+    monkeypatch.chdir(ROOT)
+    if not checkout:
+        monkeypatch.setattr(extras, "_checkout", lambda: None)
+    for distribution, extra in {(d, e) for d, e in extras.MODULES.values()} | {
+        (d, None) for d in extras.DISTRIBUTIONS
+    }:
+        line = extras.install_line(distribution, extra)
+        assert line.startswith("pip install ") and check_shell(line) == [], line
+
+
 def test_yaml_blocks_name_providers_that_exist():
     known = provider_names_in_source()
     unknown = [
@@ -99,61 +142,6 @@ def test_yaml_blocks_name_providers_that_exist():
         if name not in known
     ]
     assert not unknown, f"providers that no distribution or example defines: {unknown}"
-
-
-@contextmanager
-def service_for(doc: str, cwd: Path) -> Iterator[str]:
-    """Start the document's own `rewardkit serve` line on a free loopback port; yield host:port."""
-    lines = [
-        line.split("#")[0].strip()
-        for b in BLOCKS
-        if b.doc == doc
-        for line in shell_commands(b).splitlines()
-        if line.startswith("rewardkit serve ")
-    ]
-    assert len(lines) == 1, f"{doc}: a curl snippet needs exactly one `rewardkit serve` line, found {lines}"
-    command = lines[0].replace("--port 8000", "--port 0").split()
-    server = subprocess.Popen(
-        command, cwd=cwd, env=environment(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    seen = []
-    try:
-        assert server.stdout is not None
-        deadline = time.monotonic() + 120
-        address = None
-        while address is None and time.monotonic() < deadline:
-            line = server.stdout.readline()
-            if not line and server.poll() is not None:
-                break
-            seen.append(line)
-            found = re.search(r"listening on http://(127\.0\.0\.1:\d+)", line)
-            address = found.group(1) if found else None
-        assert address, f"{doc}: `{' '.join(command)}` did not start:\n{''.join(seen)}"
-        yield address
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-
-
-def run_checked(block: Block, tmp_path: Path) -> str:
-    cwd = scratch(tmp_path)
-    if SERVICE in block.text and "curl" in block.text:
-        with service_for(block.doc, cwd) as address:
-            moved = Block(block.doc, block.line, block.lang, block.text.replace(SERVICE, address), None, "")
-            done = run_block(moved, cwd)
-        assert done.returncode == 0, f"{block.where} failed:\n{done.stdout}\n{done.stderr}"
-        answer = json.loads(done.stdout)
-        assert "error" not in answer, f"{block.where}: the service answered an error: {answer}"
-        return done.stdout
-    done = run_block(block, cwd)
-    assert done.returncode == 0, (
-        f"{block.where} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    )
-    return done.stdout
 
 
 @pytest.mark.parametrize(

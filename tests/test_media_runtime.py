@@ -128,14 +128,3 @@ def test_runtime_objects_cannot_go_to_a_service_or_ray():
     remote = {"rl": {**CONFIG["rl"], "reward": {**CONFIG["rl"]["reward"], "service": "http://127.0.0.1:9"}}}
     with pytest.raises(PreflightError, match=r"cannot travel to rl\.reward\.service"):
         rewardkit.load(remote, runtime={"decoder": ListDecoder()})
-
-
-def test_the_reward_service_refuses_a_provider_that_needs_media():
-    pytest.importorskip("starlette")
-    from rewardkit.config import load_config
-    from rewardkit_service.app import RewardService, ServiceSettings
-
-    service = RewardService(load_config(CONFIG), ServiceSettings())
-    with pytest.raises(PreflightError, match=r"in-process media.*not through the Reward Service"):
-        service.preflight()
-    assert not service.ready

@@ -1,5 +1,6 @@
-"""``rl.reward.term``: a multi-term provider selected by name optimises the chosen term in every
-backend (in process, the Reward Service and its client), not silently its first one."""
+"""``rl.reward.term``: a multi-term provider selected by name optimises the chosen term in process,
+not silently its first one (the same through the Reward Service and its client:
+``plugins/service/tests/test_service_parity.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_fixtures import start_server
 
 import rewardkit
 from rewardkit.reward import optimised_term_note
@@ -56,8 +56,3 @@ def test_the_note_names_the_optimised_term_and_the_others():
         "provider 'two-terms' declares terms ['correct', 'format']; optimising 'correct' "
         "(its first; choose another with rl.reward.term=format)"
     )
-
-
-def test_the_service_and_its_client_optimise_the_chosen_term(tmp_path: Path):
-    with start_server(tmp_path, SERVED + "\n") as server:
-        assert finals(selection(term="format", service=server.url)) == [0.5, 0.5]

@@ -458,19 +458,3 @@ def test_a_validation_selection_without_catalog_uses_the_training_catalog():
 def test_a_bad_spec_names_the_config_key():
     with pytest.raises(rewardkit.ConfigError, match=r"rl\.reward\.spec.*wieght"):
         rewardkit.load({"rl": {"reward": {"spec": {"components": [{"provider": "keyed", "wieght": 1}]}}}})
-
-
-def test_the_reward_service_refuses_a_validation_catalog_it_would_ignore():
-    from rewardkit.config import load_config
-    from rewardkit_service.app import RewardService, ServiceSettings
-
-    config = {
-        "rl": {
-            "reward": {"provider": "keyed", "catalog": CATALOG},
-            "validation": {"reward": {"provider": "constant", "catalog": "catalog_fixtures:team_catalog"}},
-        }
-    }
-    service = RewardService(load_config(config), ServiceSettings())
-    with pytest.raises(PreflightError, match="validation selects from the training catalog"):
-        service.preflight()
-    assert not service.ready

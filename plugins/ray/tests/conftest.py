@@ -3,6 +3,9 @@
 The tests must run in a private network namespace, where loopback is the only interface, so no
 Ray traffic can leave the machine: ``tox -e ray`` does that with ``unshare -n``. Run outside one,
 the session fails at once with the command to use.
+
+Actors import the test catalog (ray_catalog.py, here) by its dotted path: the cluster fixture puts
+this folder on the workers' PYTHONPATH, wherever pytest is started from.
 """
 
 from __future__ import annotations
@@ -17,15 +20,23 @@ from pathlib import Path
 import pytest
 import ray
 
+from rewardkit.plugins import reset_plugins
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
 CPUS = 2
-CONFINE = "unshare -n sh -c 'ip link set lo up && pytest tests_ray'"
+CONFINE = "unshare -n sh -c 'ip link set lo up && pytest plugins/ray/tests'"
+
+# The suite treats a plugin that fails to load as a failure, never as a warning.
+os.environ.setdefault("REWARDKIT_STRICT_PLUGINS", "1")
 
 
-def shared_data() -> Path:
-    override = os.environ.get("REWARDKIT_SHARED_DATA")
-    return Path(override) if override else REPO / "testdata" / "shared"
+@pytest.fixture
+def fresh_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Reload plugins for one test (after changing the plugin environment), and again after it."""
+    reset_plugins()
+    yield
+    monkeypatch.undo()
+    reset_plugins()
 
 
 def _interfaces() -> list[str]:

@@ -9,11 +9,11 @@ import random
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 import ray
-from conftest import shared_data
 from ray_catalog import REVISION_ENV, catalog
 
 import rewardkit
@@ -26,6 +26,7 @@ from rewardkit.errors import IdentityMismatchError
 from rewardkit.identity import provider_identity
 from rewardkit_ray.backend import ActorsLostError, RayReward
 
+REPO = Path(__file__).resolve().parents[3]
 CATALOG = "ray_catalog:catalog"
 SCRIPTED_SPEC = {
     "components": [
@@ -37,6 +38,11 @@ SCRIPTED_SPEC = {
     "onError": "zero",
     "clip": [-2.0, 2.5],
 }
+
+
+def shared_data() -> Path:
+    override = os.environ.get("REWARDKIT_SHARED_DATA")
+    return Path(override) if override else REPO / "testdata" / "shared"
 
 
 def config(reward: dict[str, Any], **rewards: Any) -> Any:

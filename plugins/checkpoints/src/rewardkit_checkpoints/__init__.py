@@ -1,1 +1,6 @@
-"""Checkpoint evaluation: discover, serve, generate, score, compare with the base, gate."""
+"""``rewardkit-checkpoints``: evaluate checkpoints as a model trains (``rewardkit checkpoints``).
+
+Discover ready checkpoints, serve each with a registered serving strategy, generate, score with
+the configured reward, compare with the base and gate (the statistics are the core's
+``rewardkit.stats``).
+"""

@@ -3,7 +3,7 @@
 Shared by the decoded-media adapters (``rewardkit-dancegrpo`` for video, ``rewardkit-t2i`` for
 images): ``spool`` (private spool files, capacity checks), ``service`` (the enqueue/pull client),
 ``decoded`` (decoder attestation, checks and the transform; needs torch when called), ``scorer``
-(one candidate, one deadline), ``config`` (the shared value contract) and ``reference`` (a
+(one candidate, one deadline), ``config`` (the shared value contract) and ``testing`` (a
 reference server with fault injection, for tests and benchmarks).
 """
 

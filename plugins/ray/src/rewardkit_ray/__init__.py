@@ -1,5 +1,6 @@
-"""Scoring beyond one process: ``rewardkit_ray.backend.RayReward`` (reward actors on Ray).
+"""``rewardkit-ray``: scoring on reward actors (``rewards.backend: ray``).
 
-Importing this package needs nothing beyond the core; ``rewardkit_ray.backend`` needs
-``pip install rewardkit[ray]``.
+``rewardkit_ray.backend.RayReward`` is what the core's ``rewardkit.load`` and the trainer bindings
+build for ``rewards.backend: ray``; ``actor`` is the unit of work (it does not import Ray) and
+``wire`` the plain data that crosses to and from the actors.
 """

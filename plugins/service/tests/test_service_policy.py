@@ -22,7 +22,7 @@ from typing import Any
 import aiohttp
 import pytest
 from policy_fixtures import GuardedParams
-from service_fixtures import HERE, start_server
+from service_fixtures import fixtures_pythonpath, start_server
 
 import rewardkit
 from rewardkit.catalog import resolve_catalog
@@ -555,7 +555,7 @@ def _in_private_network(argv: list[str], env: dict[str, str], timeout: float) ->
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(HERE), **env},
+        env={**os.environ, "PYTHONPATH": fixtures_pythonpath(), **env},
     )
 
 

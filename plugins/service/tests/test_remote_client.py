@@ -13,14 +13,13 @@ from typing import Any
 import pytest
 from aiohttp import web
 from remote_fixtures import mixed_groups
-from service_fixtures import start_server
+from service_fixtures import CORE_TESTS, start_server
 
 import rewardkit
 from rewardkit.backpressure import BackpressureTimeout
 from rewardkit.errors import ConfigError
 from rewardkit_service.client import RemoteServiceError
 
-HERE = Path(__file__).parent
 CATALOG = "remote_fixtures:catalog"
 SPEC = {
     "components": [{"provider": "mixed"}, {"provider": "constant", "params": {"value": 0.5}, "weight": 0.5}],
@@ -30,7 +29,7 @@ SPEC = {
 
 @pytest.fixture(autouse=True)
 def importable_fixtures(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(HERE))
+    monkeypatch.syspath_prepend(str(CORE_TESTS))  # remote_fixtures
 
 
 def config(url: str | None = None, **rl: Any) -> dict:

@@ -1,4 +1,5 @@
-"""Back-pressure, overload, restart and graceful shutdown against the real server on 127.0.0.1.
+"""Back-pressure, overload, restart, graceful shutdown and a cheap batch that must not hold the event
+loop, against the real server on 127.0.0.1.
 
 The provider here (``service_fixtures:slow_catalog``) sleeps per candidate, like a sandbox or a
 judge would, so requests really wait for in-flight capacity. Every loop is bounded in count and
@@ -11,6 +12,8 @@ import asyncio
 import json
 import threading
 import time
+import urllib.request
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -206,3 +209,37 @@ def test_remote_reward_waits_through_back_pressure(tmp_path):
 async def _get(url: str) -> str:
     async with aiohttp.ClientSession() as session, session.get(url) as reply:
         return await reply.text()
+
+
+def test_a_cheap_batch_in_the_service_never_holds_the_event_loop(tmp_path: Path):
+    config = (
+        "rl.reward.provider: busy-exact\nrl.reward.catalog: service_fixtures:slow_catalog\n"
+        "rewards.max_inflight: 8192\n"
+    )
+    server = start_server(tmp_path, config)
+    try:
+        body = json.dumps({"groups": slow_groups(600, size=4)}).encode()  # 2,400 x 0.5 ms of CPU
+        answer: list[int] = []
+
+        def score() -> None:
+            request = urllib.request.Request(
+                server.url + "/v1/score", body, {"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(request, timeout=60) as reply:
+                answer.append(reply.status)
+
+        scoring = threading.Thread(target=score)
+        scoring.start()
+        time.sleep(0.3)  # the batch is being scored now
+        slowest = 0.0
+        while scoring.is_alive():
+            started = time.monotonic()
+            with urllib.request.urlopen(server.url + "/healthz", timeout=10) as reply:
+                assert reply.status == 200
+            slowest = max(slowest, time.monotonic() - started)
+            time.sleep(0.05)
+        scoring.join()
+        assert answer == [200]
+        assert slowest < 0.25, f"/healthz took {slowest:.3f} s while a cheap batch was scored"
+    finally:
+        server.stop()

@@ -1,6 +1,8 @@
 """Shared pieces of the Reward Service tests: real GSM8K groups, a slow provider catalog (so that
-back-pressure is observable), and a helper that starts ``rewardkit serve`` with this folder
-importable (the catalog is loaded by dotted path ``service_fixtures:slow_catalog``)."""
+back-pressure is observable), and a helper that starts ``rewardkit serve`` with the test catalogs
+importable: this folder's (``service_fixtures:slow_catalog``, ``policy_fixtures:guarded_catalog``)
+and the core's ``tests/`` folder, whose fixture modules these tests share (``charges_fixtures``,
+``reasons_fixtures``, ``remote_fixtures``...)."""
 
 from __future__ import annotations
 
@@ -16,12 +18,14 @@ from rewardkit.contracts import RewardCandidate, RewardContext
 from rewardkit_service.testing import ServerProcess, write_config
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+CORE_TESTS = REPO / "tests"
 MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
 
 
 def shared_data() -> Path:
     override = os.environ.get("REWARDKIT_SHARED_DATA")
-    return Path(override) if override else HERE.parents[0] / "testdata" / "shared"
+    return Path(override) if override else REPO / "testdata" / "shared"
 
 
 def gsm8k_groups(count: int, offset: int = 0) -> list[dict[str, Any]]:
@@ -80,11 +84,16 @@ def slow_catalog() -> list[RewardProviderSpec]:
     ]
 
 
+def fixtures_pythonpath() -> str:
+    """``PYTHONPATH`` for a child process that imports the test catalogs by dotted path."""
+    return os.pathsep.join(filter(None, [str(HERE), str(CORE_TESTS), os.environ.get("PYTHONPATH", "")]))
+
+
 def start_server(
     tmp: Path, config: str, *args: str, env: dict[str, str] | None = None, port: int = 0
 ) -> ServerProcess:
     path = write_config(tmp, config, f"service-{time.monotonic_ns()}.yaml")
-    pythonpath = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH", "")]))
+    pythonpath = fixtures_pythonpath()
     return ServerProcess(path, port=port, args=args, env={"PYTHONPATH": pythonpath, **(env or {})}).start()
 
 

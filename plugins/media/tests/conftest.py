@@ -1,0 +1,26 @@
+"""rewardkit-media's tests run on the core and this distribution alone (tox env ``media``);
+test_media_decoded.py needs torch and runs in env ``dancegrpo``, which has it.
+
+The fixture modules they use live here; nothing is shared with the core's tests/.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from rewardkit.plugins import reset_plugins
+
+# The suite treats a plugin that fails to load as a failure, never as a warning.
+os.environ.setdefault("REWARDKIT_STRICT_PLUGINS", "1")
+
+
+@pytest.fixture
+def fresh_plugins(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Reload plugins for one test (after changing the plugin environment), and again after it."""
+    reset_plugins()
+    yield
+    monkeypatch.undo()
+    reset_plugins()

@@ -1,0 +1,70 @@
+"""Old import paths of what left the core: aliases with a warning, or the line that installs it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from rewardkit import moved
+
+
+def test_every_old_path_maps_to_a_module_of_its_distribution():
+    assert moved.new_path("rewardkit.remote") == "rewardkit_service.client"
+    assert moved.new_path("rewardkit.service.process") == "rewardkit_service.testing"
+    assert moved.new_path("rewardkit.service.app") == "rewardkit_service.app"
+    assert moved.new_path("rewardkit.distributed.ray") == "rewardkit_ray.backend"
+    assert moved.new_path("rewardkit.distributed.wire") == "rewardkit_ray.wire"
+    assert moved.new_path("rewardkit.checkpoints.watcher") == "rewardkit_checkpoints.watcher"
+    assert moved.new_path("rewardkit.media.reference") == "rewardkit_media.testing"
+    assert moved.new_path("rewardkit.media") == "rewardkit_media"
+    # what stayed, and names that only share a prefix, are left alone
+    assert moved.new_path("rewardkit.reward") is None
+    assert moved.new_path("rewardkit.mediator") is None
+    assert moved.new_path("rewardkit_media") is None
+
+
+def test_an_old_path_is_the_new_module_with_a_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    package = tmp_path / "newhome"
+    package.mkdir()
+    (package / "__init__.py").write_text("VALUE = 1\n")
+    (package / "part.py").write_text("PART = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(moved.MOVED, "rewardkit.oldhome", "newhome")
+    for name in ("rewardkit.oldhome", "rewardkit.oldhome.part", "newhome", "newhome.part"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+
+    with pytest.warns(DeprecationWarning) as caught:
+        import rewardkit.oldhome.part as old_part  # type: ignore[import-not-found]
+    assert [str(w.message) for w in caught] == [
+        "rewardkit.oldhome moved to newhome; the old path is removed in rewardkit 0.3",
+        "rewardkit.oldhome.part moved to newhome.part; the old path is removed in rewardkit 0.3",
+    ]
+    import newhome.part  # type: ignore[import-not-found]
+
+    assert old_part is newhome.part and old_part.PART == 2
+    assert sys.modules["rewardkit.oldhome"] is sys.modules["newhome"]
+    # the shared module keeps its own spec: not the alias's
+    assert newhome.part.__spec__.name == "newhome.part"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        import rewardkit.oldhome.part  # noqa: F401  (cached: no second warning)
+
+
+def test_an_old_path_without_its_distribution_names_the_install():
+    program = (
+        "import sys; sys.modules['rewardkit_service'] = None\n"
+        "try:\n"
+        "    import rewardkit.remote\n"
+        "except ModuleNotFoundError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "rewardkit.remote moved to rewardkit_service.client in the distribution rewardkit-service" in (
+        done.stdout
+    )
+    assert "pip install '" in done.stdout and "service'" in done.stdout, done.stdout
