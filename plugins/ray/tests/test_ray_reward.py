@@ -161,7 +161,7 @@ def test_ascore_equals_score(ray_cluster: dict) -> None:
 
 
 def test_shared_vectors_compose_on_an_actor(ray_cluster: dict) -> None:
-    cases = load_reward_vectors()
+    cases = load_reward_vectors(Path(__file__).resolve().parents[3] / "testdata" / "reward_vectors.json")
     assert len(cases) >= 50
     with RayReward(config({"provider": "revisioned"})) as remote:
         pids = set(ray.get([actor.pid.remote() for actor in remote.actors]))

@@ -229,7 +229,8 @@ def test_contract_and_preflight_failures_are_422_with_the_reason(server):
 # -- composition vectors through HTTP ------------------------------------------------------------
 
 
-VECTORS = load_reward_vectors()
+# the repository's vectors: the core may be installed from a wheel, away from testdata/
+VECTORS = load_reward_vectors(Path(__file__).resolve().parents[3] / "testdata" / "reward_vectors.json")
 
 
 @pytest.fixture(scope="module")
