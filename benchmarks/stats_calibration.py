@@ -1,4 +1,4 @@
-"""Calibration of rewardkit.stats by seeded simulation (the model of issue 16).
+"""Calibration of rewardkit.stats by seeded simulation (the model of rewardkit.stats.simulation).
 
 500 records in 50 clusters of 10; success probability logistic(N(0,1) cluster + N(0,0.5)
 record); 4 samples per record per checkpoint; a drop subtracts 0.05 from every probability;

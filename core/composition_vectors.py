@@ -1,6 +1,6 @@
 """The shared composition vectors and the checker every composition implementation runs them with.
 
-``testdata/reward_vectors.json`` pins the composition rules (seed 000): the in-process ``compose``,
+``testdata/reward_vectors.json`` pins the composition rules (floor, weights, onError, clip, finiteness): the in-process ``compose``,
 the Reward Service and the Ray path each pass their own ``compose_fn`` to ``check_vector`` so a
 mismatch between implementations is a test failure, not a silent difference in training rewards.
 

@@ -1,4 +1,4 @@
-"""RewardSpec validation and the composition rules of seed 000, one by one and as properties."""
+"""RewardSpec validation and the composition rules, one by one and as properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""In-process media on candidates and runtime objects handed to factories (seed 001's decoded-media path)."""
+"""In-process media on candidates and runtime objects handed to factories (the rank-local decoded-media path)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from rewardkit.composition_vectors import (
 
 CASES = load_reward_vectors()
 
-# Each rule of seed 000 and each validation family must be pinned by at least one vector.
+# Each composition rule and each validation family must be pinned by at least one vector.
 REQUIRED_RULES = {
     "weighted-sum",
     "negative-weight",

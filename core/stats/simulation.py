@@ -1,6 +1,6 @@
 """The seeded simulation that calibrates the intervals and the gate (benchmark and test share it).
 
-The model (issue 16): records in clusters; a record's success probability is
+The model: records in clusters; a record's success probability is
 ``logistic(cluster effect ~ N(0, 1) + record effect ~ N(0, 0.5))``; a checkpoint draws
 ``samples`` Bernoulli samples per record and a record's value is their mean; an identical
 checkpoint shares every probability; a drop subtracts ``drop`` from each (clipped to [0, 1]).

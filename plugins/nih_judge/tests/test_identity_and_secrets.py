@@ -1,4 +1,4 @@
-"""Identity covers the judge and every setting (seed 001); the key's value shows up nowhere."""
+"""Identity covers the judge and every setting that changes a verdict; the key's value shows up nowhere."""
 
 from __future__ import annotations
 

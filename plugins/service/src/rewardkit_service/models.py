@@ -22,7 +22,7 @@ class _Wire(BaseModel):
 
 
 class Rollout(TypedDict):
-    """One candidate completion of a group (the seed 001 rollout fields)."""
+    """One candidate completion of a group (the rollout fields of the binding contract)."""
 
     __pydantic_config__ = ConfigDict(extra="forbid", strict=True)  # type: ignore[misc]
 

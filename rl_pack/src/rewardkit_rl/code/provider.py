@@ -186,7 +186,7 @@ class CodeTestsProvider:
             output_limit_bytes=output_limit_bytes,
             cgroup=cgroup,  # type: ignore[arg-type]
         )
-        # Timeouts are wall-clock: more sandboxes than CPUs would fail correct programs (seed 000).
+        # Timeouts are wall-clock: more sandboxes than CPUs would fail correct programs, so the pool is bounded by CPUs.
         self.concurrency = min(concurrency or CPU_COUNT, CPU_COUNT)
         self.compare: CompareMode = compare  # type: ignore[assignment]
         self.tolerances = (float_rel_tol, float_abs_tol)

@@ -92,7 +92,7 @@ _UID_BASE = 1_000_000
 UIDS_PER_SLOT = 4096
 _UIDS_PER_PROCESS = 1 << 21
 _PROCESS_SPANS = 1024
-# Timeouts are wall-clock: more programs at once than CPUs would fail correct ones (seed 000).
+# Timeouts are wall-clock: more programs at once than CPUs would fail correct ones.
 CPU_COUNT = os.cpu_count() or 1
 _RUNNING = threading.BoundedSemaphore(CPU_COUNT)
 _slot_numbers = itertools.count()
