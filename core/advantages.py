@@ -78,3 +78,24 @@ def group_advantages(
             continue
         out.append([0.0 if total is None else (total - mean) / divisor for total in group])
     return out
+
+
+def batch_advantages(
+    totals: Sequence[float | None],
+    sizes: Sequence[int],
+    scaling: Scaling = "group",
+    *,
+    std: StdKind = "sample",
+    eps: float = EPSILON,
+) -> list[float]:
+    """``group_advantages`` of a batch held flat: every candidate's total in batch order, and each
+    group's candidate count in order; the advantages come back flat too."""
+    if all(size == 1 for size in sizes):  # groups of one (OpenRLHF's shape): nothing to be relative to
+        group_advantages((), scaling, std=std, eps=eps)  # the settings are still checked
+        return [0.0] * len(totals)
+    groups: list[Sequence[float | None]] = []
+    position = 0
+    for size in sizes:
+        groups.append(totals[position : position + size])
+        position += size
+    return [advantage for group in group_advantages(groups, scaling, std=std, eps=eps) for advantage in group]

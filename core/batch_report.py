@@ -12,7 +12,7 @@ from operator import add
 from typing import NamedTuple
 
 from rewardkit.contracts import MetricContribution
-from rewardkit.metrics import Report, WeightedMean, metric_name
+from rewardkit.metrics import Report, WeightedMean, advantage_abs_mean, metric_name
 
 STATUSES = ("scored", "skipped", "error")
 
@@ -92,7 +92,7 @@ def batch_report(
     if advantages:
         report.mean(
             metric_name(ns, "advantage", "abs_mean"),
-            sum(map(abs, advantages)) / len(advantages),
+            advantage_abs_mean(advantages),
             len(advantages),
         )
     return report

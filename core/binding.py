@@ -28,11 +28,9 @@ from rewardkit.contracts import (
 )
 from rewardkit.errors import ProviderError, RewardContractError
 from rewardkit.frozen import NotJSONError, freeze, strictly_equal
+from rewardkit.recent import LastTwo
 
 _trajectory_id = attrgetter("trajectory_id")
-# The memo of check_provider_results before any result is checked: an object no scorer returns
-# (None would let a scorer's missing `return` pass unchecked).
-NOTHING_CHECKED = object()
 
 _STATUSES = ("scored", "skipped", "error")
 isfinite = math.isfinite  # a module global: the per-result check calls it for every term
@@ -349,25 +347,24 @@ class BoundProvider:
         group_id: str,
         candidates: Sequence[RewardCandidate],
         results: Sequence[object],
-        recent: tuple[object, object] = (NOTHING_CHECKED, NOTHING_CHECKED),
-    ) -> tuple[object, object]:
+        recent: LastTwo[object, bool] | None = None,
+    ) -> None:
         """Check a pointwise scorer's results, one per candidate in order, as ``check_result``
         checks each item (raising the same error for the first that breaks the contract).
 
-        A result is immutable, and a yes/no rule returns one of two shared results for every
-        candidate: the last two distinct results found valid are returned, and a result that is one
-        of the ``recent`` passed in is not checked again. Pass what one call returns to the next
-        call for the same provider.
+        ``recent`` (from ``results_memo``, one per provider, passed to every call for it) spares a
+        yes/no rule's two shared results being checked again for every candidate.
         """
+        plain = (self.results_memo() if recent is None else recent).map(results)
+        if False in plain:
+            for candidate, result, valid in zip(candidates, results, plain):
+                if not valid:
+                    self._check_provider_result(group_id, candidate.trajectory_id, result)
+
+    def results_memo(self) -> LastTwo[object, bool]:
+        """The memo ``check_provider_results`` takes: whether each result is plainly valid."""
         declared, diagnostics = self._declared_terms, self._declared_diagnostics
-        last, before = recent
-        for candidate, result in zip(candidates, results):
-            if result is last or result is before:
-                continue
-            if not plainly_valid(result, declared, diagnostics):
-                self._check_provider_result(group_id, candidate.trajectory_id, result)
-            last, before = result, last
-        return last, before
+        return LastTwo(lambda result: plainly_valid(result, declared, diagnostics))
 
     def _check_provider_result(self, group_id: str, trajectory_id: str, result: object) -> None:
         def fail(message: str, rule: str) -> RewardContractError:

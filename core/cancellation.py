@@ -37,7 +37,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("rewardkit.cancellation")
-Callback = Callable[[], None]
+# What a callback returns is ignored (``future.cancel`` answers a bool); a remover returns nothing.
+Callback = Callable[[], object]
+Remover = Callable[[], None]
 T = TypeVar("T")
 
 
@@ -139,7 +141,7 @@ class CancelScope:
             )
         )
 
-    def add_callback(self, callback: Callback) -> Callback:
+    def add_callback(self, callback: Callback) -> Remover:
         """Run ``callback`` on cancellation (at once if already cancelled); returns its remover.
 
         Call the remover when the work it would stop has ended, so a late cancel does not kill
@@ -186,7 +188,7 @@ class _NeverCancelled(CancelScope):
     def cancel(self, reason: RequestCancelled | str = "") -> bool:
         raise RewardkitError("the default cancel scope (no request) cannot be cancelled")
 
-    def add_callback(self, callback: Callback) -> Callback:
+    def add_callback(self, callback: Callback) -> Remover:
         return _nothing
 
 

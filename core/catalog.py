@@ -30,6 +30,7 @@ from rewardkit.params import (
     unsandboxed_choices,
 )
 from rewardkit.plugins import PluginInfo, PluginManager, import_module_attribute, load_plugins
+from rewardkit.protocols import CatalogRegistrar
 from rewardkit.registry import Registry, owner_label
 
 CatalogFactory = Callable[[], Iterable[RewardProviderSpec]]
@@ -274,8 +275,8 @@ def catalog_factories(manager: PluginManager | None = None) -> Registry[Callable
     def build() -> Registry[Callable[[], Any]]:
         registry: Registry[Callable[[], Any]] = Registry("catalog", object)
 
-        def registrar(owner: PluginInfo) -> Callable[[str, Callable[[], Any]], None]:
-            def register(name: str, factory: Callable[[], Any]) -> None:
+        def registrar(owner: PluginInfo) -> CatalogRegistrar:
+            def register(name: str, factory: CatalogFactory) -> None:
                 check_name("catalog", name)
                 if not callable(factory):
                     raise RegistrationError(f"{owner_label(owner)}: catalog {name!r} factory is not callable")

@@ -132,6 +132,22 @@ def cmd_serving(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("bindings")
+def cmd_bindings(args: argparse.Namespace) -> int:
+    from rewardkit.bindings import describe
+
+    rows = describe()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = [
+        (row["name"], f"{row['distribution']} {row['version']}", row["target"], row["description"])
+        for row in rows
+    ]
+    print(format_table(table, ("binding", "distribution", "target", "description")))
+    return 0
+
+
 @command("score")
 def cmd_score(args: argparse.Namespace) -> int:
     from rewardkit.score_job import run_score
@@ -203,6 +219,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     serving = sub.add_parser("serving", help="list installed checkpoint serving strategies")
     serving.add_argument("--json", action="store_true")
+
+    bindings = sub.add_parser(
+        "bindings", help="list trainer bindings and the import path each trainer is given"
+    )
+    bindings.add_argument("--json", action="store_true")
 
     checkpoints = sub.add_parser("checkpoints", help="evaluate checkpoints as a model trains")
     checkpoints.add_argument("action", choices=("watch", "curve"))

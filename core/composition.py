@@ -22,7 +22,8 @@ import difflib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, NamedTuple
+from operator import add, itemgetter
+from typing import Annotated, Any, Literal, NamedTuple, cast
 
 from pydantic import (
     AllowInfNan,
@@ -40,6 +41,7 @@ from pydantic import (
 from rewardkit.contracts import NAME_PATTERN, RewardProviderResult
 from rewardkit.errors import RewardkitError
 from rewardkit.frozen import NotJSONError, freeze
+from rewardkit.recent import LastTwo
 
 OnError = Literal["raise", "zero", "none"]
 ON_ERROR_CHOICES: tuple[str, ...] = ("raise", "zero", "none")
@@ -187,8 +189,8 @@ class BreakerSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    min: int = Field(2, ge=0)
-    share: float = Field(0.2, ge=0, le=1, allow_inf_nan=False)
+    min: int = Field(default=2, ge=0)
+    share: float = Field(default=0.2, ge=0, le=1, allow_inf_nan=False)
 
 
 class RewardSpec(BaseModel):
@@ -454,7 +456,7 @@ def compose(
     # Straight to pydantic's private store: `model._plan` goes through BaseModel.__getattr__, which
     # costs microseconds per call (measured with benchmarks/compose_speed.py).
     parsed = spec if type(spec) is RewardSpec else RewardSpec.parse(spec)
-    plan: _Plan = parsed.__pydantic_private__["_plan"]
+    plan: _Plan = parsed.__pydantic_private__["_plan"]  # type: ignore[index]
     if not isinstance(components, Mapping):
         raise CompositionError(
             f"component outcomes must be a mapping of component name to outcome, "
@@ -477,8 +479,8 @@ def compose(
                     component=name,
                 )
             status, value, reason = outcome.get("status"), outcome.get("value"), outcome.get("reason")
-            _check_outcome(name, status, value, reason)
-            checked.append((status, value, reason))
+            _check_outcome(name, status, value, reason)  # so status is a known str, reason one or None
+            checked.append((cast(str, status), value, cast("str | None", reason)))
         else:
             raise CompositionError(
                 f"component {name!r}: outcome must be a mapping or ComponentOutcome, "
@@ -488,14 +490,17 @@ def compose(
     return compose_rows(parsed, (checked,))[0]
 
 
-_GATED, _ERRORED = 1, 2  # the marks an outcome may put on its candidate
+isfinite = math.isfinite  # a module global: read for every candidate
+_GATED, _ERRORED, _UNKNOWN = 1, 2, 4  # the marks an outcome may put on its candidate
+_NOTHING_SAID: tuple[dict[str, Any], float, int] = ({}, 0.0, _UNKNOWN)
 
 
 def _said(
     status: str, value: Any, reason: str | None, weight: float, gate: bool, threshold: float
-) -> tuple[dict[str, Any], float, int] | None:
+) -> tuple[dict[str, Any], float, int]:
     """What one checked outcome says under its component: the breakdown entry, the contribution to
-    the total, and its marks (``_GATED``, ``_ERRORED``); ``None`` for an unknown status."""
+    the total, and its marks (``_GATED``, ``_ERRORED``, and ``_UNKNOWN`` for a status that is none
+    of the three, which says nothing else)."""
     if status == "scored":
         value = float(value)
         contribution = weight * value
@@ -513,7 +518,7 @@ def _said(
         entry["passed"] = passed
         return entry, contribution, 0 if passed else _GATED
     if status != "skipped" and status != "error":
-        return None
+        return _NOTHING_SAID
     entry = {
         "status": status,
         "value": None,
@@ -529,69 +534,73 @@ def _said(
     return entry, 0.0, marks
 
 
+def _finished(
+    plan: _Plan, position: int, total: float, gated: bool, errored: bool, breakdown: dict[str, dict[str, Any]]
+) -> float | None:
+    """One candidate's total from its weighted sum and marks, under the spec-wide rules (1, 2, 4 and
+    5 of the module docstring, and a sum that overflowed); what every composition path ends a row
+    with. Raises ``CompositionRowError`` naming ``position``."""
+    on_error = plan.on_error
+    if errored and on_error == "raise":
+        errors = [name for name, entry in breakdown.items() if entry["status"] == "error"]
+        details = ", ".join(f"{n!r} ({breakdown[n]['reason'] or 'no reason given'})" for n in errors)
+        raise CompositionRowError(
+            position,
+            f"component {details} errored and onError is 'raise', so the batch fails; "
+            "set onError to 'zero' or 'none' to score through component errors",
+            component=errors[0],
+            breakdown=breakdown,
+        )
+    if gated:
+        result = plan.floor
+    elif errored and on_error == "none":
+        return None
+    elif isfinite(total):
+        result = total
+    else:
+        raise CompositionRowError(
+            position,
+            f"the weighted sum is not finite ({total!r}): it overflowed; contributions: "
+            + ", ".join(f"{n}={e['contribution']!r}" for n, e in breakdown.items()),
+            breakdown=breakdown,
+        )
+    clip = plan.clip
+    if clip is not None:
+        low, high = clip
+        result = low if result < low else high if result > high else result
+    return result
+
+
 def compose_rows(
     spec: RewardSpec, rows: Iterable[Sequence[tuple[str, Any, str | None]]]
 ) -> list[Composition]:
     """Compose many candidates at once: one row of checked ``(status, value, reason)`` outcomes per
-    candidate, one per component in the spec's order. The one implementation of the rules
-    (``compose`` checks its input, then comes here; the worker calls it with provider results it
-    has validated), pinned by ``testdata/reward_vectors.json``.
+    candidate, one per component in the spec's order. ``compose`` checks its input, then comes here;
+    every row ends in ``_finished``, as every row of ``compose_parts`` does. Pinned by
+    ``testdata/reward_vectors.json``.
 
     Raises ``CompositionRowError`` (a ``CompositionError`` with the failing row's ``position``).
     """
     plan: _Plan = spec.__pydantic_private__["_plan"]  # type: ignore[index]
-    columns, floor, on_error, clip = plan.columns, plan.floor, plan.on_error, plan.clip
-    isfinite = math.isfinite
+    columns = plan.columns
     out: list[Composition] = []
     for position, outcomes in enumerate(rows):
         breakdown: dict[str, dict[str, Any]] = {}
         total = 0.0
-        gated = False
-        errored: list[str] | None = None
+        marked = 0
         for (status, value, reason), (name, weight, gate, threshold) in zip(outcomes, columns, strict=True):
-            said = _said(status, value, reason, weight, gate, threshold)
-            if said is None:
+            entry, contribution, marks = _said(status, value, reason, weight, gate, threshold)
+            if marks & _UNKNOWN:
                 raise CompositionRowError(
                     position, f"component {name!r}: status {status!r} is not one of {', '.join(STATUSES)}"
                 )
-            entry, contribution, marks = said
             total += contribution  # 0.0 unless scored: a total that starts at 0.0 never changes by it
-            if marks & _GATED:
-                gated = True
-            if marks & _ERRORED:
-                errored = [*errored, name] if errored else [name]
+            marked |= marks
             breakdown[name] = entry
-        if errored and on_error == "raise":
-            details = ", ".join(f"{n!r} ({breakdown[n]['reason'] or 'no reason given'})" for n in errored)
-            raise CompositionRowError(
-                position,
-                f"component {details} errored and onError is 'raise', so the batch fails; "
-                "set onError to 'zero' or 'none' to score through component errors",
-                component=errored[0],
-                breakdown=breakdown,
-            )
-        if gated:
-            result: float | None = floor
-        elif errored and on_error == "none":
-            result = None
-        else:
-            if not isfinite(total):
-                raise CompositionRowError(
-                    position,
-                    f"the weighted sum is not finite ({total!r}): it overflowed; contributions: "
-                    + ", ".join(f"{n}={e['contribution']!r}" for n, e in breakdown.items()),
-                    breakdown=breakdown,
-                )
-            result = total
-        if result is not None and clip is not None:
-            low, high = clip
-            result = low if result < low else high if result > high else result
+        gated = bool(marked & _GATED)
+        result = _finished(plan, position, total, gated, bool(marked & _ERRORED), breakdown)
         out.append(_new_tuple(Composition, (result, gated, breakdown)))
     return out
-
-
-_NO_OUTCOME = object()  # compose_columns's memo before its first outcome
-_NOTHING_SAID: tuple[dict[str, Any], float, int] = ({}, 0.0, 0)
 
 
 def compose_columns(
@@ -603,8 +612,8 @@ def compose_columns(
     column.
 
     A candidate's total still adds its contributions left to right, so every total equals
-    ``compose_rows``'s. A batch that raises (an unknown status, an error under ``onError: raise``, a
-    total that overflows) is handed to ``compose_rows``, which names the first failing row.
+    ``compose_rows``'s, and every row ends in the same ``_finished``. A batch with an unknown status
+    is handed to ``compose_rows``, which names the first failing row.
     """
     totals, gated, breakdowns = compose_parts(spec, columns)
     return [_new_tuple(Composition, row) for row in zip(totals, gated, breakdowns)]
@@ -618,6 +627,18 @@ class ComposedParts(NamedTuple):
     breakdowns: list[dict[str, dict[str, Any]]]
 
 
+def _saying(
+    weight: float, gate: bool, threshold: float
+) -> Callable[[tuple[str, Any, str | None]], tuple[dict[str, Any], float, int]]:
+    def say(outcome: tuple[str, Any, str | None]) -> tuple[dict[str, Any], float, int]:
+        return _said(*outcome, weight, gate, threshold)
+
+    return say
+
+
+_entry, _contribution, _marks = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
 def compose_parts(
     spec: RewardSpec, columns: Sequence[Sequence[tuple[str, Any, str | None]]]
 ) -> ComposedParts:
@@ -629,77 +650,71 @@ def compose_parts(
     count = len(columns[0]) if columns else 0
     if any(len(column) != count for column in columns):
         raise CompositionError(f"component columns differ in length: {[len(column) for column in columns]}")
-    totals = [0.0] * count
+    sums = [0.0] * count
     entry_columns: list[list[dict[str, Any]]] = []
-    gated_rows: set[int] = set()
-    errored_rows: set[int] = set()
+    marked: dict[int, int] = {}  # row -> the marks its outcomes put on it
     for (_, weight, gate, threshold), column in zip(plan.columns, columns):
-        entries: list[dict[str, Any]] = []
-        contributions: list[float] = []
         # Outcomes are immutable tuples, and a yes/no rule's column holds two of them many times:
-        # the last two distinct ones are worked out once, and each repeat copies its entry.
-        last: object = _NO_OUTCOME
-        before: object = _NO_OUTCOME
-        last_said = before_said = _NOTHING_SAID
-        for outcome in column:
-            if outcome is last:
-                entry, contribution, marks = last_said
-                entry = entry.copy()
-            elif outcome is before:
-                entry, contribution, marks = before_said
-                entry = entry.copy()
-            else:
-                said = _said(*outcome, weight, gate, threshold)
-                if said is None or (said[2] & _ERRORED and plan.on_error == "raise"):
-                    return _parts(compose_rows(spec, zip(*columns)))  # raises, naming the first failing row
-                entry, contribution, marks = said
-                # The first row keeps this entry; repeats copy it before anyone can see it.
-                before, before_said = last, last_said
-                last, last_said = outcome, said
-            if marks:
-                if marks & _GATED:
-                    gated_rows.add(len(entries))
-                if marks & _ERRORED:
-                    errored_rows.add(len(entries))
-            entries.append(entry)
-            contributions.append(contribution)
-        totals = [total + contribution for total, contribution in zip(totals, contributions)]
-        entry_columns.append(entries)
+        # each is worked out once, and every row gets its own copy of the breakdown entry.
+        said = LastTwo(_saying(weight, gate, threshold)).map(column)
+        entry_columns.append(list(map(dict.copy, map(_entry, said))))
+        sums = list(map(add, sums, map(_contribution, said)))
+        marks = list(map(_marks, said))
+        if any(marks):
+            for position, mark in enumerate(marks):
+                if mark:
+                    marked[position] = marked.get(position, 0) | mark
+    if any(mark & _UNKNOWN for mark in marked.values()):
+        return _parts(compose_rows(spec, zip(*columns)))  # raises, naming the first failing row
     if len(entry_columns) == 1:
         (name,), (entries,) = plan.names, entry_columns
         breakdowns = [{name: entry} for entry in entries]
     else:
         names = plan.names
         breakdowns = [dict(zip(names, row)) for row in zip(*entry_columns)]
-    if not gated_rows and not errored_rows and plan.clip is None:
-        if not all(map(math.isfinite, totals)):
-            return _parts(compose_rows(spec, zip(*columns)))  # raises, naming the first failing row
-        return ComposedParts(totals, [False] * count, breakdowns)
-    results: list[float | None] = []
-    gated_flags: list[bool] = []
-    for position, total in enumerate(totals):
-        gated = position in gated_rows
-        result: float | None
+    totals: list[float | None] = list(sums)
+    gated_flags = [False] * count
+    # Only a marked row, an overflowed sum or a clip can make a total other than its sum.
+    if plan.clip is not None:
+        rows: Iterable[int] = range(count)
+    elif not all(map(isfinite, sums)):
+        rows = sorted({*marked, *(position for position, total in enumerate(sums) if not isfinite(total))})
+    else:
+        rows = sorted(marked)
+    for position in rows:
+        mark = marked.get(position, 0)
+        gated = bool(mark & _GATED)
+        totals[position] = _finished(
+            plan, position, sums[position], gated, bool(mark & _ERRORED), breakdowns[position]
+        )
         if gated:
-            result = plan.floor
-        elif position in errored_rows and plan.on_error == "none":
-            result = None
-        elif math.isfinite(total):
-            result = total
-        else:
-            return _parts(compose_rows(spec, zip(*columns)))  # raises, naming the first failing row
-        if result is not None and plan.clip is not None:
-            low, high = plan.clip
-            result = low if result < low else high if result > high else result
-        results.append(result)
-        gated_flags.append(gated)
-    return ComposedParts(results, gated_flags, breakdowns)
+            gated_flags[position] = True
+    return ComposedParts(totals, gated_flags, breakdowns)
 
 
 def _parts(compositions: list[Composition]) -> ComposedParts:
     return ComposedParts(
         [c.total for c in compositions], [c.gated for c in compositions], [c.breakdown for c in compositions]
     )
+
+
+Outcome = tuple[str, Any, "str | None"]  # a checked (status, value, reason), what composition reads
+
+
+def read_outcomes(results: Iterable[RewardProviderResult], term: str) -> list[Outcome]:
+    """What one component says about each of its provider's results, checked ones (the bound
+    adapter's checks): ``(status, value, reason)``, the value of ``term`` as a float when scored.
+    What every batch path builds its component columns from."""
+
+    def outcome(result: RewardProviderResult) -> Outcome:
+        status = result.status
+        if status == "scored":
+            value = result.terms[term]
+            return (status, value if type(value) is float else float(value), result.reason)
+        return (status, None, result.reason)
+
+    # A yes/no rule's results are two shared objects: each is read once.
+    return LastTwo(outcome).map(results)
 
 
 def _mismatched_names(plan: _Plan, components: Mapping[str, Any]) -> None:
@@ -714,7 +729,7 @@ def _mismatched_names(plan: _Plan, components: Mapping[str, Any]) -> None:
         "component outcomes do not match the spec: "
         + "; ".join(parts)
         + f" (the spec has {list(plan.names)})",
-        component=(unknown or missing or [None])[0],
+        component=next(iter(unknown or missing), None),
     )
 
 
@@ -730,4 +745,5 @@ __all__ = [
     "compose_columns",
     "compose_parts",
     "compose_rows",
+    "read_outcomes",
 ]

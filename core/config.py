@@ -506,7 +506,7 @@ def _put(
         if rest and sub_model is None and not free:
             raise ConfigError(
                 f"{dotted} is a single value, it has no key {rest[0]!r}",
-                key=".".join(path + rest[:1]),
+                key=".".join([*path, *rest[:1]]),
                 source=source,
             )
     if rest:
@@ -516,7 +516,7 @@ def _put(
         elif not isinstance(current, dict):
             raise ConfigError(
                 f"{dotted} is already set to {current!r}, so it cannot also take the key {rest[0]!r}",
-                key=".".join(path + rest[:1]),
+                key=".".join([*path, *rest[:1]]),
                 source=source,
             )
         _put(current, sub_model, path, rest, value, replace=replace, source=source)

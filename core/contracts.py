@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Literal, Protocol, runtime_checkable
+from types import MappingProxyType, MemberDescriptorType
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -178,11 +178,21 @@ class RewardProviderResult:
         )
 
 
-_set_terms = RewardProviderResult.terms.__set__  # type: ignore[attr-defined]
-_set_diagnostics = RewardProviderResult.diagnostics.__set__  # type: ignore[attr-defined]
-_set_status = RewardProviderResult.status.__set__  # type: ignore[attr-defined]
-_set_reason = RewardProviderResult.reason.__set__  # type: ignore[attr-defined]
-_set_charge = RewardProviderResult.charge.__set__  # type: ignore[attr-defined]
+def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
+    """The ``__set__`` of the slot ``name`` of ``cls``: writes that field even on a frozen value.
+
+    Read from the class's ``__dict__`` (the same descriptor ``cls.name`` returns): a type checker
+    sees ``cls.name`` as the field's value, not as its slot.
+    """
+    slot: MemberDescriptorType = cls.__dict__[name]
+    return slot.__set__
+
+
+_set_terms = _slot_setter(RewardProviderResult, "terms")
+_set_diagnostics = _slot_setter(RewardProviderResult, "diagnostics")
+_set_status = _slot_setter(RewardProviderResult, "status")
+_set_reason = _slot_setter(RewardProviderResult, "reason")
+_set_charge = _slot_setter(RewardProviderResult, "charge")
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,8 +333,8 @@ class RewardProviderSpec:
 # their descriptors builds the same object in about half the time, which matters at one candidate
 # per rollout. Never for values a provider hands in: those go through the classes themselves.
 _new = object.__new__
-_set_result_id = RewardCandidateResult.trajectory_id.__set__  # type: ignore[attr-defined]
-_set_result = RewardCandidateResult.result.__set__  # type: ignore[attr-defined]
+_set_result_id = _slot_setter(RewardCandidateResult, "trajectory_id")
+_set_result = _slot_setter(RewardCandidateResult, "result")
 
 
 class _OpenCandidate(RewardCandidate):
@@ -339,6 +349,12 @@ class _OpenCandidate(RewardCandidate):
     __slots__ = ()
     __setattr__ = object.__setattr__
     __delattr__ = object.__delattr__
+    if TYPE_CHECKING:  # writable while it is open (the frozen class declares them read-only)
+        trajectory_id: str
+        completion: str
+        completion_token_count: int | None
+        finish_reason: str | None
+        media: Any
 
 
 def build_candidate(
@@ -351,8 +367,9 @@ def build_candidate(
     candidate.completion_token_count = token_count
     candidate.finish_reason = finish_reason
     candidate.media = media
-    candidate.__class__ = RewardCandidate
-    return candidate
+    frozen: RewardCandidate = candidate
+    frozen.__class__ = RewardCandidate
+    return frozen
 
 
 def build_candidate_result(trajectory_id: str, result: RewardProviderResult) -> RewardCandidateResult:
@@ -363,13 +380,13 @@ def build_candidate_result(trajectory_id: str, result: RewardProviderResult) -> 
     return item
 
 
-_set_prompt = RewardContext.prompt.__set__  # type: ignore[attr-defined]
-_set_reference = RewardContext.reference.__set__  # type: ignore[attr-defined]
-_set_request_group = RewardGroupRequest.group_id.__set__  # type: ignore[attr-defined]
-_set_request_candidates = RewardGroupRequest.candidates.__set__  # type: ignore[attr-defined]
-_set_request_context = RewardGroupRequest.context.__set__  # type: ignore[attr-defined]
-_set_result_group = RewardGroupResult.group_id.__set__  # type: ignore[attr-defined]
-_set_result_items = RewardGroupResult.items.__set__  # type: ignore[attr-defined]
+_set_prompt = _slot_setter(RewardContext, "prompt")
+_set_reference = _slot_setter(RewardContext, "reference")
+_set_request_group = _slot_setter(RewardGroupRequest, "group_id")
+_set_request_candidates = _slot_setter(RewardGroupRequest, "candidates")
+_set_request_context = _slot_setter(RewardGroupRequest, "context")
+_set_result_group = _slot_setter(RewardGroupResult, "group_id")
+_set_result_items = _slot_setter(RewardGroupResult, "items")
 
 
 def build_context(prompt: Any, reference: Any) -> RewardContext:

@@ -43,6 +43,13 @@ class TrainerBindingSpec:
     target: Callable[..., Any] | str
     description: str = ""
 
+    @property
+    def target_path(self) -> str:
+        """The ``module:attribute`` path of the target (a callable's own module and qualified name)."""
+        if isinstance(self.target, str):
+            return self.target
+        return f"{self.target.__module__}:{self.target.__qualname__}"
+
     def __post_init__(self) -> None:
         check_name("trainer binding", self.name)
         if not (callable(self.target) or (isinstance(self.target, str) and ":" in self.target)):

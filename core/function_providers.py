@@ -86,7 +86,7 @@ class FunctionScorer:
                         f"{self.__qualname__} returned {type(item).__name__} {item!r} for term {key!r}; "
                         "a term is a real number (not a bool or a string)"
                     )
-                number = float(item)  # type: ignore[arg-type]
+                number = float(item)
                 if not math.isfinite(number):
                     return RewardProviderResult.fail(
                         f"{self.__qualname__} returned {number} for term {key!r}"

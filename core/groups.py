@@ -149,7 +149,7 @@ def located(
 
 
 def _weight(rollouts: object) -> int:
-    return len(rollouts) if hasattr(rollouts, "__len__") else 1  # type: ignore[arg-type]
+    return len(rollouts) if hasattr(rollouts, "__len__") else 1
 
 
 def chunks(

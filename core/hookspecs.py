@@ -2,16 +2,25 @@
 
 Every hook has the shape ``register_<things>(register)``: rewardkit calls it once per plugin while
 it builds its registries, and the plugin calls ``register`` once per thing it contributes.
-``register`` checks types and refuses a name that another plugin already registered, naming both.
-An implementation may leave out parameters, so specs can grow without breaking plugins.
+``register`` checks types and refuses a name that another plugin already registered, naming both;
+its type for each hook is a protocol of ``rewardkit.protocols`` (``ProviderRegistrar``, ...).
+Implementations are called through pluggy by argument name, so one may leave out parameters and a
+spec can grow without breaking plugins (``rewardkit.plugins.PluginManager.call_each``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pluggy
+
+if TYPE_CHECKING:
+    from rewardkit.protocols import (
+        CatalogRegistrar,
+        ProviderRegistrar,
+        ServingStrategyRegistrar,
+        TrainerBindingRegistrar,
+    )
 
 PROJECT_NAME = "rewardkit"
 
@@ -30,7 +39,7 @@ __all__ = [
 
 
 @hookspec
-def register_reward_providers(register: Callable[[Any], None]) -> None:
+def register_reward_providers(register: ProviderRegistrar) -> None:
     """Contribute reward providers.
 
     Called once per plugin when rewardkit first builds its provider catalog (``rewardkit
@@ -41,7 +50,7 @@ def register_reward_providers(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_catalogs(register: Callable[[str, Callable[[], Any]], None]) -> None:
+def register_catalogs(register: CatalogRegistrar) -> None:
     """Contribute named run-bound catalogs.
 
     Called once per plugin when a configuration or command selects a catalog by name
@@ -53,7 +62,7 @@ def register_catalogs(register: Callable[[str, Callable[[], Any]], None]) -> Non
 
 
 @hookspec
-def register_serving_strategies(register: Callable[[Any], None]) -> None:
+def register_serving_strategies(register: ServingStrategyRegistrar) -> None:
     """Contribute ways to serve a checkpoint for evaluation (vllm-serve, vllm-lora, endpoint).
 
     Called once per plugin when checkpoint evaluation resolves ``checkpoints.serving`` (and by
@@ -65,10 +74,11 @@ def register_serving_strategies(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_trainer_bindings(register: Callable[[Any], None]) -> None:
+def register_trainer_bindings(register: TrainerBindingRegistrar) -> None:
     """Contribute adapters that hand a resolved reward to a trainer (trl, verl, openrlhf).
 
-    Called once per plugin when a binding is looked up by name (``rewardkit plugins`` lists
-    them). ``register(spec)`` takes a ``rewardkit.TrainerBindingSpec``. Return value: ignored.
-    Since 0.1.
+    Called once per plugin when a binding is first looked up (``rewardkit.bindings.get(name)``,
+    ``rewardkit bindings``, ``rewardkit plugins``). ``register(spec)`` takes a
+    ``rewardkit.TrainerBindingSpec``; its ``target`` is imported only by ``get``. Return value:
+    ignored. Since 0.1.
     """

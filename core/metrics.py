@@ -9,7 +9,7 @@ Every segment is checked, so a name can never escape its place in the hierarchy.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rewardkit.contracts import NAME_PATTERN, MetricContribution
@@ -75,23 +75,26 @@ class Report:
 
 
 def merge_metrics(
-    parts: Iterable[tuple[Mapping[str, float], Mapping[str, float]]], default_weight: Iterable[float] = ()
+    parts: Iterable[tuple[Mapping[str, float], Mapping[str, float]]],
+    default_weight: Iterable[float | None] = (),
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The report of a whole batch from the reports of its parts: ``(metrics, weights)`` of each.
 
-    The parts are the pieces of one batch scored apart: split service calls, or the ranks of a
-    distributed trainer that each scored their own trajectories (seed 001's rank-local adapter).
-    Counts (names ending ``_count``) add up. A mean is weighted by what it averaged in each part
-    (its entry in that part's weights: scored values or summed diagnostic weights), so the merge
-    equals the report of the whole batch scored in one process. ``default_weight`` gives, per part,
-    the weight of a mean the part has no weight for (e.g. its rollouts, for an older service).
-    Returns the merged metrics and weights; a mean over group-relative values (the advantage) is
-    the caller's to recompute over the whole batch.
+    The parts are the pieces of one batch scored apart: split service calls, journaled chunks, or
+    the ranks of a distributed trainer that each scored their own trajectories. Counts (names
+    ending ``_count``) add up. A mean is weighted by what it averaged in each part (its entry in
+    that part's weights: scored values, candidates for an ``infra_error_rate``, or summed diagnostic
+    weights), so the merge equals the report of the whole batch scored in one process; a mean only
+    one part reports keeps that part's value exactly. ``default_weight`` gives, per part, the weight
+    of a mean the part has no weight for (e.g. its rollouts, for an older service). Returns the
+    merged metrics and weights; a mean over group-relative values (the advantage) is not mergeable:
+    ``rewardkit.split_batch`` recomputes it over the whole batch.
     """
     defaults = list(default_weight)
     counts: dict[str, float] = {}
     sums: dict[str, float] = {}
     weights: dict[str, float] = {}
+    only: dict[str, float | None] = {}  # a mean's value while one part reports it, else None
     for index, (metrics, part_weights) in enumerate(parts):
         fallback = defaults[index] if index < len(defaults) else None
         for name, value in metrics.items():
@@ -101,29 +104,26 @@ def merge_metrics(
             weight = part_weights.get(name, fallback)
             if weight is None:
                 raise RewardkitError(f"metric {name!r} of part {index} has no weight to merge it by")
+            only[name] = value if name not in sums else None
             sums[name] = sums.get(name, 0.0) + value * float(weight)
             weights[name] = weights.get(name, 0.0) + float(weight)
-    merged = {**counts, **{name: sums[name] / weights[name] for name in sums if weights[name]}}
+    means = {}
+    for name, total in sums.items():
+        if weights[name]:
+            kept = only[name]
+            means[name] = kept if kept is not None else total / weights[name]
+    merged = {**counts, **means}
     return dict(sorted(merged.items())), dict(sorted((name, w) for name, w in weights.items() if w))
 
 
 ADVANTAGE_MEAN_SUFFIX = "/advantage/abs_mean"
 
 
-def with_advantage_mean(metrics: Mapping[str, float], advantages: Iterable[float]) -> dict[str, float]:
-    """``metrics`` with each ``*/advantage/abs_mean`` recomputed over the whole batch's advantages.
+def advantage_abs_mean(advantages: Sequence[float]) -> float:
+    """The batch's mean absolute advantage (``<ns>/advantage/abs_mean``), from all its advantages.
 
-    An advantage is relative to its group (and, under ``batch`` scaling, to the whole batch), so a
-    part's mean of them cannot be merged: the finisher of a split batch recomputes it from the
-    advantages of the whole batch. Without advantages the metrics are returned as they are.
+    An advantage is relative to its group (and, under ``batch`` scaling, to the whole batch), so
+    the means of a batch's parts cannot be merged into it: it is computed here from the advantages
+    of the whole batch, by every path that reports one.
     """
-    total, count = 0.0, 0
-    for advantage in advantages:
-        total += abs(advantage)
-        count += 1
-    merged = dict(metrics)
-    if count:
-        for name in merged:
-            if name.endswith(ADVANTAGE_MEAN_SUFFIX):
-                merged[name] = total / count
-    return dict(sorted(merged.items()))
+    return sum(map(abs, advantages)) / len(advantages)

@@ -16,9 +16,10 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import importlib_metadata
 import pluggy
@@ -147,14 +148,7 @@ class PluginManager:
                 plugin = entry_point.load()
                 self.add(plugin, entry_point.name, dist_name, dist_version)
                 self._entry_point_owners[entry_point.name] = dist_name
-                unknown = sorted(c.name for c in self.pm.get_hookcallers(plugin) or [] if c.spec is None)
-                if unknown:
-                    self.pm.unregister(plugin)
-                    raise PluginLoadError(
-                        f"implements hooks rewardkit does not define: {unknown} (misspelt? the hooks are "
-                        "register_reward_providers, register_catalogs, register_serving_strategies, "
-                        "register_trainer_bindings)"
-                    )
+                self._check_hooks(plugin)
             except Exception as error:
                 failure = PluginFailure(
                     entry_point.name, dist_name, dist_version, f"{type(error).__name__}: {error}"
@@ -168,14 +162,43 @@ class PluginManager:
                 log.warning("%s (set REWARDKIT_STRICT_PLUGINS=1 to make this fatal)", message)
                 self.failures.append(failure)
 
+    def _check_hooks(self, plugin: object) -> None:
+        """Refuse (unregistering it) a plugin implementing a hook rewardkit does not define, or one
+        wrapping a hook: each plugin's hook is called alone, so a wrapper would wrap only itself."""
+        callers = self.pm.get_hookcallers(plugin) or []
+        unknown = sorted(caller.name for caller in callers if caller.spec is None)
+        wrapping = sorted(
+            caller.name
+            for caller in callers
+            for impl in caller.get_hookimpls()
+            if impl.plugin is plugin and (impl.wrapper or impl.hookwrapper)
+        )
+        if unknown or wrapping:
+            self.pm.unregister(plugin)
+        if unknown:
+            raise PluginLoadError(
+                f"implements hooks rewardkit does not define: {unknown} (misspelt? the hooks are "
+                f"{', '.join(hook_names())})"
+            )
+        if wrapping:
+            raise PluginLoadError(
+                f"implements {wrapping} as a wrapper; rewardkit calls each plugin's register_* hook on "
+                "its own, so there is nothing to wrap: drop wrapper=True / hookwrapper=True"
+            )
+
     def info(self, plugin: object) -> PluginInfo:
         return self.infos[id(plugin)]
 
-    def impls(self, hook_name: str) -> list[tuple[PluginInfo, object]]:
-        """Each implementation of a hook with its owner, built-ins first, then by plugin name."""
-        caller = getattr(self.pm.hook, hook_name)
-        pairs = [(self.info(impl.plugin), impl.function) for impl in caller.get_hookimpls()]
-        pairs.sort(key=lambda pair: (not pair[0].builtin, pair[0].name))
+    def impls(self, hook_name: str) -> list[tuple[PluginInfo, pluggy.HookImpl]]:
+        """Each implementation of a hook with its owner, in the order rewardkit calls them.
+
+        Built-ins come first; within built-ins and within installed plugins, implementations marked
+        ``tryfirst`` come first and ``trylast`` last, each of the three by plugin name. So the
+        order never depends on install order, and no installed plugin runs before a built-in.
+        """
+        caller: pluggy.HookCaller = getattr(self.pm.hook, hook_name)
+        pairs = [(self.info(impl.plugin), impl) for impl in caller.get_hookimpls()]
+        pairs.sort(key=lambda pair: call_order(*pair))
         return pairs
 
     def call_each(
@@ -183,21 +206,26 @@ class PluginManager:
         hook_name: str,
         make_register: Callable[[PluginInfo], Callable[..., None]],
         on_failure: Callable[[PluginInfo], object] | None = None,
+        arguments: Mapping[str, object] | None = None,
     ) -> None:
         """Call every implementation of a ``register_*`` hook with a ``register`` bound to its owner.
 
-        Calling implementations one by one (not through ``pm.hook``) is what lets a registry name
-        the plugin behind every entry, and so name both owners of a duplicate. A hook that raises
-        (or registers something invalid) fails its plugin alone, as an import failure does:
-        ``on_failure(owner)`` withdraws what it registered, the failure is logged and listed by
-        ``describe``, and the other plugins' entries stand. Under ``REWARDKIT_STRICT_PLUGINS=1``
+        Each plugin is called alone (through a pluggy caller that leaves the others out), which is
+        what lets a registry name the plugin behind every entry, and so name both owners of a
+        duplicate. pluggy passes each implementation the spec's arguments it names, so one may leave
+        out parameters and a spec may grow (``arguments`` holds those beyond ``register``). A hook
+        that raises (or registers something invalid) fails its plugin alone, as an import failure
+        does: ``on_failure(owner)`` withdraws what it registered, the failure is logged and listed
+        by ``describe``, and the other plugins' entries stand. Under ``REWARDKIT_STRICT_PLUGINS=1``
         it is fatal. A name conflict between two plugins (``NameConflictError``) is always fatal.
         """
-        for owner, function in self.impls(hook_name):
+        plugins = self.pm.get_plugins()
+        for owner, impl in self.impls(hook_name):
             if self.tracing:
                 sys.stderr.write(f"rewardkit-trace: {hook_name} -> {owner.name} ({owner.distribution})\n")
+            alone = self.pm.subset_hook_caller(hook_name, plugins - {impl.plugin})
             try:
-                function(register=make_register(owner))
+                alone(register=make_register(owner), **(arguments or {}))
             except NameConflictError:
                 raise
             except Exception as error:
@@ -218,13 +246,13 @@ class PluginManager:
         with self._lock:
             self.hook_failures.setdefault(owner.name, []).append(failure)
 
-    def describe(self) -> list[dict[str, object]]:
+    def describe(self) -> list[dict[str, Any]]:
         """What ``rewardkit plugins`` prints: every loaded plugin with its hooks, and failures."""
-        rows: list[dict[str, object]] = []
+        rows: list[dict[str, Any]] = []
         for name, plugin in sorted(self.pm.list_name_plugin(), key=lambda pair: pair[0]):
             info = self.info(plugin)
             hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
-            row: dict[str, object] = {
+            row: dict[str, Any] = {
                 "name": name,
                 "distribution": info.distribution,
                 "version": info.version,
@@ -249,6 +277,20 @@ class PluginManager:
             for failure in self.failures
         )
         return rows
+
+
+def call_order(owner: PluginInfo, impl: pluggy.HookImpl) -> tuple[bool, int, str]:
+    """Where an implementation comes in a hook call: built-ins, then installed plugins; within each,
+    ``tryfirst``, unmarked, ``trylast``; then by plugin name."""
+    rank = 0 if impl.tryfirst else 2 if impl.trylast else 1
+    return (not owner.builtin, rank, owner.name)
+
+
+def hook_names() -> list[str]:
+    """Every hook rewardkit defines."""
+    return sorted(
+        name for name, value in vars(hookspecs).items() if hasattr(value, f"{hookspecs.PROJECT_NAME}_spec")
+    )
 
 
 _manager: PluginManager | None = None

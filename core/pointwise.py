@@ -8,7 +8,8 @@ in preflight, not mid-training) and maps the scorer over the request in candidat
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
 from typing import Any
 
 from rewardkit.contracts import (
@@ -23,6 +24,7 @@ from rewardkit.contracts import (
 from rewardkit.errors import RewardContractError
 
 Scorer = Callable[..., RewardProviderResult]
+_trajectory_id = attrgetter("trajectory_id")
 
 
 class MappedProvider:
@@ -35,31 +37,47 @@ class MappedProvider:
         self.params = params
 
     def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
-        scorer, params, context = self.scorer, self.params, request.context
-        items = []
-        for candidate in request.candidates:
-            try:
-                result = scorer(candidate, context, **params)
-            except RewardContractError as error:
-                raise self.located(error, request.group_id, candidate)  # noqa: B904 - located chains it
-            except Exception as error:  # one candidate's crash is that candidate's error
-                result = RewardProviderResult.fail(f"{type(error).__name__}: {error}")
-            items.append(build_candidate_result(candidate.trajectory_id, result))
-        return build_group_result(request.group_id, tuple(items))
-
-    @staticmethod
-    def located(error: RewardContractError, group_id: str, candidate: RewardCandidate) -> RewardContractError:
-        """A scorer's contract error, naming the group and candidate unless it already names a group."""
-        if error.group_id is not None:
-            return error
-        wrapped = RewardContractError(
-            error.message, group_id=group_id, trajectory_id=candidate.trajectory_id, rule=error.rule
-        )
-        wrapped.__cause__ = error
-        return wrapped
+        candidates = request.candidates
+        results = score_candidates(self.scorer, self.params, request.group_id, candidates, request.context)
+        items = tuple(map(build_candidate_result, map(_trajectory_id, candidates), results))
+        return build_group_result(request.group_id, items)
 
     def __repr__(self) -> str:
         return f"MappedProvider({getattr(self.scorer, '__qualname__', self.scorer)!r}, {self.params!r})"
+
+
+def score_candidates(
+    scorer: Scorer,
+    params: Mapping[str, Any],
+    group_id: str,
+    candidates: Sequence[RewardCandidate],
+    context: RewardContext,
+) -> list[RewardProviderResult]:
+    """``scorer``'s result for each candidate, in order: what every path that runs a pointwise
+    scorer calls. A candidate the scorer crashes on fails (that candidate only, with the error as
+    its reason); a ``RewardContractError`` is the batch's, naming the group and the candidate."""
+    results: list[RewardProviderResult] = []
+    append = results.append
+    for candidate in candidates:
+        try:
+            # Without params, a plain call: `**{}` still builds a keyword dict per call.
+            append(scorer(candidate, context, **params) if params else scorer(candidate, context))
+        except RewardContractError as error:
+            raise _located(error, group_id, candidate)  # noqa: B904 - it chains the error itself
+        except Exception as error:
+            append(RewardProviderResult.fail(f"{type(error).__name__}: {error}"))
+    return results
+
+
+def _located(error: RewardContractError, group_id: str, candidate: RewardCandidate) -> RewardContractError:
+    """A scorer's contract error, naming the group and candidate unless it already names a group."""
+    if error.group_id is not None:
+        return error
+    wrapped = RewardContractError(
+        error.message, group_id=group_id, trajectory_id=candidate.trajectory_id, rule=error.rule
+    )
+    wrapped.__cause__ = error
+    return wrapped
 
 
 def map_candidates(scorer: Scorer, /, **params: Any) -> MappedProvider:

@@ -1,4 +1,4 @@
-"""``rewardkit.load(config) -> Reward``: the in-process way for a trainer to score rollouts.
+"""``rewardkit.load(config)``: the way for a trainer to score rollouts; ``Reward`` scores in process.
 
 A ``Reward`` resolves its catalog and constructs every selected provider up front (preflight:
 nothing is scored if any provider cannot be built or fed), then scores batches of complete groups
@@ -29,6 +29,7 @@ from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline, l
 from rewardkit.contracts import IN_PROCESS_NEEDS, KNOWN_NEEDS
 from rewardkit.errors import ConfigError, PreflightError, RewardkitError
 from rewardkit.extras import import_optional
+from rewardkit.protocols import RewardLike
 from rewardkit.provenance import ProviderRecord, check_resume_all
 from rewardkit.worker import GroupLike, RewardWorker, ScoredBatch, as_batch
 
@@ -129,6 +130,15 @@ class Reward:
     @property
     def needs(self) -> tuple[str, ...]:
         return self.worker.needs
+
+    @property
+    def namespace(self) -> str:
+        return self.worker.namespace
+
+    @property
+    def spec_identity(self) -> dict[str, Any]:
+        """What a run records of the spec and compares on resume: the spec with params normalised."""
+        return self.worker.spec_identity
 
     def check_resume(self, recorded: Sequence[ProviderRecord], strict: bool | None = None) -> None:
         """Refuse to resume pending work recorded under other provider identities."""
@@ -283,6 +293,8 @@ class Reward:
         self.close()
 
 
+_REWARD_IS_REWARD_LIKE: type[RewardLike] = Reward  # checked by the type checker
+
 # Rewards not yet closed; whatever a caller forgot is closed at interpreter exit, so no provider
 # process (a math worker, a sandbox) outlives the program.
 _LIVE: weakref.WeakSet[Reward] = weakref.WeakSet()
@@ -295,38 +307,63 @@ def _close_live_rewards() -> None:
             reward.close()
 
 
+def build_reward(
+    config: RewardkitConfig,
+    selection: RewardSelection | None = None,
+    *,
+    group_size: int | None = None,
+    runtime: Mapping[str, Any] | None = None,
+) -> RewardLike:
+    """The reward for ``selection`` (default ``rl.reward``) on the backend the configuration names.
+
+    The one backend dispatch: ``rewardkit.load`` and every trainer binding build here. The
+    selection's ``service`` or ``rl.reward.service`` scores in that Reward Service (``RemoteReward``),
+    ``rewards.backend: ray`` on reward actors (``RayReward``), otherwise in this process. Nothing
+    falls back: a missing distribution is ``MissingExtraError`` with its install line, a service
+    that cannot be reached or a cluster that cannot start actors fails here. ``runtime`` objects
+    live in this process, so with a service or Ray they are a ``PreflightError``.
+    """
+    selection = selection or config.rl.reward
+    service = selection.service or config.rl.reward.service
+    where = "rl.reward.service" if service is not None else "rewards.backend: ray"
+    remote = service is not None or config.rewards.backend == "ray"
+    if runtime is not None and remote:
+        raise PreflightError(
+            f"runtime objects {sorted(runtime)} live in this process and cannot travel to {where}; "
+            "score providers that need them in-process"
+        )
+    if not remote:
+        return Reward(config, selection, group_size=group_size, runtime=runtime)
+    module, name = (
+        ("rewardkit_service.client", "RemoteReward")
+        if service is not None
+        else ("rewardkit_ray.backend", "RayReward")
+    )
+    backend: Callable[..., RewardLike] = import_optional(module, name, where)
+    return backend(config, selection, group_size=group_size)
+
+
 def load(
     config: RewardkitConfig | Mapping[str, Any] | str | os.PathLike[str],
     overrides: Sequence[str] = (),
     *,
     runtime: Mapping[str, Any] | None = None,
-) -> Reward:
+) -> RewardLike:
     """Resolve and preflight the reward a configuration selects.
 
     ``config`` is a ``RewardkitConfig``, a mapping or a YAML/TOML path. With ``rl.reward.service``
-    the reward is scored by a Reward Service; with ``rewards.backend: ray``, by reward actors.
-    ``runtime`` passes in-process objects (``{"decoder": decoder}``) to the factories that declare
-    them, and lets rollouts carry in-process ``media``; both stay in this process, so they cannot
-    be combined with a service or Ray.
+    the reward is scored by a Reward Service; with ``rewards.backend: ray``, by reward actors
+    (``build_reward`` picks). ``runtime`` passes in-process objects (``{"decoder": decoder}``) to the
+    factories that declare them, and lets rollouts carry in-process ``media``; both stay in this
+    process, so they cannot be combined with a service or Ray.
     """
     if not isinstance(config, RewardkitConfig):
         config = load_config(config, overrides)
     elif overrides:
         raise PreflightError("overrides apply when loading a file or mapping, not to a RewardkitConfig")
-    if runtime is not None and (config.rl.reward.service is not None or config.rewards.backend == "ray"):
-        where = "rl.reward.service" if config.rl.reward.service is not None else "rewards.backend: ray"
-        raise PreflightError(
-            f"runtime objects {sorted(runtime)} live in this process and cannot travel to {where}; "
-            "score providers that need them in-process"
-        )
-    if config.rl.reward.service is not None:
-        reward = import_optional("rewardkit_service.client", "RemoteReward", "rl.reward.service")(config)
-    elif config.rewards.backend == "ray":
-        reward = import_optional("rewardkit_ray.backend", "RayReward", "rewards.backend: ray")(config)
-    else:
-        reward = Reward(config, runtime=runtime)
+    reward = build_reward(config, runtime=runtime)
     validation = config.rl.validation
-    if validation is not None and validation.reward is not None and hasattr(reward, "validation"):
+    if validation is not None and validation.reward is not None:
         # Preflight the held-out reward with the training one: a misspelt validation provider must
         # fail here, not when the trainer first validates, hours in.
         try:

@@ -35,22 +35,20 @@ import tempfile
 import time
 import uuid
 import warnings
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rewardkit.advantages import EPSILON, group_advantages, mean_std
 from rewardkit.catalog import resolve_catalog
 from rewardkit.config import RewardkitConfig, load_config
 from rewardkit.data import RESTART, RolloutGroup, iter_rollout_groups
 from rewardkit.errors import ConfigError, DataError, IdentityMismatchError, PreflightError, RewardkitError
 from rewardkit.identity import canonical_json, sha256_hex
-from rewardkit.metrics import merge_metrics as merge_core_metrics
-from rewardkit.metrics import with_advantage_mean
+from rewardkit.protocols import RewardLike
 from rewardkit.provenance import ProviderRecord, RevisionNotBumpedWarning, check_resume_all
 from rewardkit.reward import load, optimised_term_note
+from rewardkit.split_batch import SplitBatchFinisher
 from rewardkit.tables import format_table
 from rewardkit.worker import ScoredBatch, ScoredCandidate
 
@@ -144,14 +142,8 @@ def _job_settings(config: RewardkitConfig) -> dict[str, Any]:
     }
 
 
-def _spec_identity(reward: Any) -> dict[str, Any]:
-    worker = getattr(reward, "worker", None)
-    spec_identity = getattr(worker, "spec_identity", None)
-    return spec_identity if spec_identity is not None else reward.spec.to_json()
-
-
 def _manifest(
-    config: RewardkitConfig, reward: Any, status: str, run: str, started: str, **extra: Any
+    config: RewardkitConfig, reward: RewardLike, status: str, run: str, started: str, **extra: Any
 ) -> dict:
     return {
         "status": status,
@@ -162,7 +154,7 @@ def _manifest(
         "catalog": reward.selection.catalog,
         "service": config.rl.reward.service,
         "backend": config.rewards.backend,
-        "spec": _spec_identity(reward),
+        "spec": reward.spec_identity,
         "job": _job_settings(config),
         "providers": [record.to_json() for record in reward.providers],
         **extra,
@@ -202,7 +194,11 @@ def _pending_summary(out: Path, previous: dict[str, Any]) -> str:
 
 
 def _check_resume(
-    out: Path, previous: dict[str, Any], reward: Any, config: RewardkitConfig, allow_code_change: bool
+    out: Path,
+    previous: dict[str, Any],
+    reward: RewardLike,
+    config: RewardkitConfig,
+    allow_code_change: bool,
 ) -> list[dict[str, Any]]:
     """Refuse a resume that would mix scores of two rewards; returns the code changes it allows.
 
@@ -233,7 +229,7 @@ def _check_resume(
         if record.code_fingerprint != current[record.provider].code_fingerprint
     ]  # fmt: skip
     changes.extend(previous.get("code_changes") or [])
-    recorded_spec, current_spec = previous.get("spec"), _spec_identity(reward)
+    recorded_spec, current_spec = previous.get("spec"), reward.spec_identity
     if canonical_json(recorded_spec) != canonical_json(current_spec):
         raise IdentityMismatchError(
             f"the pending run in {path} composed its reward with spec "
@@ -326,7 +322,7 @@ class Journal:
         """The journal, cut to its whole records (or new, for a fresh run), positioned at the end."""
         if fresh or not self.path.exists() or self.end == 0:
             self.chunks.clear()
-            handle = self.path.open("wb")
+            handle: IO[bytes] = self.path.open("wb")
             header = json.dumps({"journal": JOURNAL_VERSION, "run": self.run}).encode() + b"\n"
             handle.write(header)
             handle.flush()
@@ -353,7 +349,7 @@ class Journal:
 
 
 def _error_example(
-    reward: Any, group_id: str, candidate: ScoredCandidate, component: str, entry: dict[str, Any]
+    reward: RewardLike, group_id: str, candidate: ScoredCandidate, component: str, entry: dict[str, Any]
 ) -> dict[str, Any]:
     """One errored component of one candidate, as the summary shows it: where, why, and the
     diagnostics its provider reported for that candidate (``timeout``, ``runtime_error``, ...)."""
@@ -367,7 +363,7 @@ def _error_example(
     }
 
 
-def _chunk_sums(reward: Any, batch: ScoredBatch) -> dict[str, Any]:
+def _chunk_sums(reward: RewardLike, batch: ScoredBatch) -> dict[str, Any]:
     """What the summary needs from one chunk: sums per component and for the final total, and
     the chunk's first ``ERRORS_SHOWN`` errors with their reasons."""
     components: dict[str, dict[str, float]] = {}
@@ -409,7 +405,7 @@ def _mean_std(sums: dict[str, float]) -> tuple[float, float]:
     return mean, math.sqrt(max(0.0, sums["sumsq"] / count - mean * mean))
 
 
-def summary_rows(reward: Any, chunks: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
+def summary_rows(reward: RewardLike, chunks: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """Per component (with its provider and term) and for the final total: mean, std and counts."""
     rows: list[tuple[Any, ...]] = []
     for component in reward.spec.components:
@@ -462,14 +458,6 @@ def error_lines(chunks: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def merge_metrics(records: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """The run's metrics from its chunks' (``rewardkit.metrics.merge_metrics``); a chunk journaled
-    without weights weighs each of its means by its rollouts."""
-    parts = [(record["metrics"], record.get("weights") or {}) for record in records]
-    merged, _ = merge_core_metrics(parts, [float(record["rollouts"]) for record in records])
-    return merged
-
-
 # -- the output ------------------------------------------------------------------------------------
 
 
@@ -489,44 +477,34 @@ def _chunk_rows(source: IO[bytes], chunk: Chunk) -> Iterator[dict[str, Any]]:
         yield json.loads(line)
 
 
-def _output_pieces(
-    journal: Journal, count: int, config: RewardkitConfig, metrics: dict[str, float]
-) -> Iterator[bytes]:
-    """The output, chunk by chunk from the journal; ``batch`` advantages are recomputed over the run."""
-    rl = config.rl
+def _output_pieces(journal: Journal, count: int, finisher: SplitBatchFinisher) -> Iterator[bytes]:
+    """The output, chunk by chunk from the journal; ``batch`` advantages are recomputed over the run.
+
+    A chunk holds whole groups, so under ``group`` or ``none`` scaling its advantages are final
+    and its lines are copied as they are (its ``abs_mean``, weighted by its count, merges to the run's).
+    """
     with journal.path.open("rb") as source:
-        if rl.advantage_scaling != "batch":
+        if finisher.scaling != "batch":
             for number in range(count):
                 chunk = journal.chunks[number]
                 yield from _copy_range(source, chunk.offset, chunk.length)
             return
-        totals = array("d")
-        for number in range(count):
-            for row in _chunk_rows(source, journal.chunks[number]):
-                if row["final"] is not None:
-                    totals.append(row["final"])
-        _, batch_std = mean_std(totals, rl.advantage_std)
-        eps = rl.advantage_eps if rl.advantage_eps is not None else EPSILON
-        del totals
-        every_advantage = array("d")
+        finisher.scale_by_batch(
+            row["final"] for number in range(count) for row in _chunk_rows(source, journal.chunks[number])
+        )
         for number in range(count):
             group: list[dict[str, Any]] = []
             lines: list[bytes] = []
             for row in [*_chunk_rows(source, journal.chunks[number]), None]:
                 if group and (row is None or row["group_id"] != group[0]["group_id"]):
-                    finals = [[candidate["final"] for candidate in group]]
-                    (advantages,) = group_advantages(
-                        finals, "batch", std=rl.advantage_std, eps=eps, batch_std=batch_std
-                    )
+                    (advantages,) = finisher.advantages([[candidate["final"] for candidate in group]])
                     for candidate, advantage in zip(group, advantages):
                         candidate["advantage"] = advantage
-                        every_advantage.append(advantage)
                         lines.append(json.dumps(candidate, separators=(",", ":")).encode() + b"\n")
                     group = []
                 if row is not None:
                     group.append(row)
             yield b"".join(lines)
-        metrics.update(with_advantage_mean(metrics, every_advantage))
 
 
 # -- progress ------------------------------------------------------------------------------------
@@ -574,13 +552,12 @@ def _count_lines(path: str) -> int | None:
 # -- the job ---------------------------------------------------------------------------------------
 
 
-def _term_note(config: RewardkitConfig, reward: Any) -> str | None:
+def _term_note(config: RewardkitConfig, reward: RewardLike) -> str | None:
     """Which term of a multi-term provider is optimised; ``None`` when the question does not arise
     or the provider is not installed here (a Reward Service scores it)."""
-    catalog = getattr(reward, "catalog", None)
     try:
         return optimised_term_note(
-            config.rl.reward, reward.spec, catalog or resolve_catalog(config.rl.reward.catalog)
+            config.rl.reward, reward.spec, reward.catalog or resolve_catalog(config.rl.reward.catalog)
         )
     except RewardkitError:
         return None
@@ -589,7 +566,8 @@ def _term_note(config: RewardkitConfig, reward: Any) -> str | None:
 def _chunks(groups: Iterator[Any]) -> Iterator[tuple[int, list[RolloutGroup], str] | None]:
     """Numbered chunks of about ``CHUNK_ROLLOUTS`` rollouts with the SHA-256 of their input rows;
     ``None`` when the reader starts over (the chunks before it are void)."""
-    number, members, digest, size = 0, [], hashlib.sha256(), 0
+    members: list[RolloutGroup] = []
+    number, digest, size = 0, hashlib.sha256(), 0
     for item in groups:
         if item is RESTART:
             number, members, digest, size = 0, [], hashlib.sha256(), 0
@@ -643,24 +621,24 @@ def run_score(
         if note is not None:
             print(f"rewardkit: {note}", file=stderr)
         previous, previous_raw = _read_manifest(out_path)
-        pending = previous is not None and previous.get("status") == "pending"
+        pending = previous if previous is not None and previous.get("status") == "pending" else None
         if resume and previous is None:
             raise PreflightError(f"--resume: no run manifest at {manifest_path(out_path)}")
-        if resume and not pending:
+        if resume and pending is None:
             raise PreflightError(
                 f"--resume: the run recorded in {manifest_path(out_path)} is complete; nothing to resume "
                 "(run without --resume to score again)"
             )
-        if pending and not resume and not overwrite:
+        if pending is not None and not resume and not overwrite:
             raise PreflightError(
-                f"{_pending_summary(out_path, previous)}. Pass --resume to finish it under the same provider "
+                f"{_pending_summary(out_path, pending)}. Pass --resume to finish it under the same provider "
                 "identities, or --overwrite to discard it and start over"
             )
         code_changes: list[dict[str, Any]] = []
-        if resume:
+        if resume and pending is not None:  # a resume without a pending run was refused above
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RevisionNotBumpedWarning)  # said below, once, plainly
-                code_changes = _check_resume(out_path, previous, reward, config, allow_code_change)
+                code_changes = _check_resume(out_path, pending, reward, config, allow_code_change)
             for change in code_changes:
                 old, new = change["code_fingerprints"]
                 print(
@@ -669,8 +647,8 @@ def run_score(
                     f"and scores the rest with {new[:12]}; the manifest records both",
                     file=stderr,
                 )
-            run = str(previous.get("run") or "")
-            started = str(previous.get("started") or "")
+            run = str(pending.get("run") or "")
+            started = str(pending.get("started") or "")
             journal = Journal.scan(journal_path(out_path), run)
         else:
             run, started = uuid.uuid4().hex, time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -723,7 +701,7 @@ def run_score(
                         on_chunk(number)
             except RewardkitError as error:
                 bar.close()
-                if not journal.chunks and previous_raw is not None and not pending:
+                if not journal.chunks and previous_raw is not None and pending is None:
                     write_atomically(manifest_path(out_path), [previous_raw])  # as it was: nothing to resume
                     journal.path.unlink(missing_ok=True)
                 elif not journal.chunks:
@@ -744,8 +722,13 @@ def run_score(
             elapsed = time.perf_counter() - start
             bar.close()
         records = [journal.chunks[number].record for number in range(count)]
-        metrics = merge_metrics(records)
-        write_atomically(out_path, _output_pieces(journal, count, config, metrics))
+        finisher = SplitBatchFinisher.for_config(config.rl)
+        for done in records:  # a chunk journaled without weights weighs its means by its rollouts
+            finisher.add_report(
+                done["metrics"], done.get("weights") or {}, default_weight=float(done["rollouts"])
+            )
+        write_atomically(out_path, _output_pieces(journal, count, finisher))
+        metrics, _ = finisher.report()
         _write_manifest(
             out_path,
             _manifest(

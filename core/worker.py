@@ -11,21 +11,28 @@ if any stage fails, so a batch is either fully scored or exactly as it was.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Executor, Future, wait
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from operator import attrgetter
+from typing import Any, NamedTuple
 
 from rewardkit import cancellation
-from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind, group_advantages
-from rewardkit.batch_report import ComponentColumn, batch_report
+from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind
 from rewardkit.binding import BoundProvider
 from rewardkit.catalog import Catalog
 from rewardkit.charges import voided_charges
 from rewardkit.collector import collector_paused
-from rewardkit.composition import Composition, CompositionRowError, RewardSpec, compose_columns
-from rewardkit.contracts import KNOWN_NEEDS, MetricContribution, RewardGroupResult
+from rewardkit.composition import (
+    ComposedParts,
+    Composition,
+    CompositionRowError,
+    RewardSpec,
+    compose_columns,
+    read_outcomes,
+)
+from rewardkit.contracts import KNOWN_NEEDS, RewardCandidateResult, RewardGroupResult, RewardProviderResult
 from rewardkit.errors import (
     PreflightError,
     ProviderError,
@@ -43,13 +50,14 @@ from rewardkit.groups import (
 )
 from rewardkit.identity import canonical_json
 from rewardkit.metrics import Report, metric_name
-from rewardkit.pointwise_batch import PointwiseBatch, is_pointwise
+from rewardkit.pointwise_batch import PointwiseBatch, scorable_in_one_pass
 from rewardkit.provenance import record_of
 from rewardkit.scored import ScoredBatch, ScoredCandidate, ScoredGroup
+from rewardkit.scored_columns import BatchOutputs, ScoredColumns
 
 REWARD_FIELDS = ("reward", "advantage")
 _ABSENT = object()
-_new_tuple = tuple.__new__
+_charge = attrgetter("charge")
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,25 @@ class _Component:
     name: str
     provider_key: str
     term: str
+
+
+class StagedGroup(NamedTuple):
+    """One group scored and composed by the general strategy, where its providers run."""
+
+    group_id: str
+    rollouts: Sequence[Mapping[str, Any]]
+    composed: list[tuple[str, Composition]]  # (trajectory id, composition) per candidate, in order
+    results: Mapping[str, RewardGroupResult | ProviderError]  # provider key -> what it returned
+
+
+# What ``finish`` and ``process_with`` take: a ``StagedGroup``, or the same four as a plain tuple
+# (reward actors rebuild them from the wire).
+Staged = tuple[
+    str,
+    Sequence[Mapping[str, Any]],
+    Sequence[tuple[str, Composition]],
+    Mapping[str, RewardGroupResult | ProviderError],
+]
 
 
 # Called with a group's rollout count before it is scored; waits for capacity (back-pressure).
@@ -149,19 +176,26 @@ class RewardWorker:
         # Every provider cheap: the whole batch is scored in the calling thread.
         self.cheap = all(bound.spec.cheap for bound in self.providers.values())
         self._diagnosing = any(bound.spec.diagnostics for bound in self.providers.values())
+        self._outputs = BatchOutputs(
+            namespace,
+            tuple(component.name for component in self._components),
+            {key: bound.name for key, bound in self.providers.items()},
+            scaling,
+            advantage_std,
+            advantage_eps,
+            self.records,
+            self._diagnosing,
+        )
         # Every provider a cheap pointwise scorer: batches are scored in one pass over columns.
         self._pointwise: PointwiseBatch | None = None
-        if all(is_pointwise(bound) for bound in self.providers.values()):
+        if all(scorable_in_one_pass(bound) for bound in self.providers.values()):
             self._pointwise = PointwiseBatch(
                 resolved,
                 self.providers,
                 [(component.name, component.provider_key, component.term) for component in self._components],
                 group_size=group_size,
-                namespace=namespace,
-                scaling=scaling,
-                advantage_std=advantage_std,
-                advantage_eps=advantage_eps,
-                records=self.records,
+                complete=self._complete,
+                void_charges=self._void_charges,
             )
         normal = resolved.to_json()
         for component in normal["components"]:
@@ -195,7 +229,7 @@ class RewardWorker:
         wanted = {need for bound in self.providers.values() for need in bound.spec.needs}
         return tuple(need for need in KNOWN_NEEDS if need in wanted)
 
-    # -- stage 1: scoring ----------------------------------------------------------------------
+    # -- the general strategy: group by group, through the bound adapter -------------------------
 
     def _score_admitted(
         self, group_id: str, rollouts: Sequence[Mapping[str, Any]]
@@ -221,7 +255,7 @@ class RewardWorker:
 
     def _compose_chunk(
         self,
-        scored: list[
+        scored: Sequence[
             tuple[str, Sequence[Mapping[str, Any]], Mapping[str, RewardGroupResult | ProviderError]]
         ],
     ) -> list[list[tuple[str, Composition]]]:
@@ -231,27 +265,24 @@ class RewardWorker:
         composing itself for small groups.
         """
         ids: list[str] = []
-        columns: list[list[tuple[str, Any, str | None]]] = [[] for _ in self._components]
-        components = list(zip(self._components, columns))
+        said: list[list[RewardProviderResult]] = [[] for _ in self._components]
+        components = list(zip(self._components, said))
         for _, rollouts, results in scored:
             first = True
             for component, column in components:
                 result = results[component.provider_key]
                 if isinstance(result, ProviderError):  # the provider failed the whole group
-                    column.extend([("error", None, str(result))] * len(rollouts))
+                    column.extend([RewardProviderResult.fail(str(result))] * len(rollouts))
                     continue
-                term = component.term
                 # check_result has held every item to the spec: declared terms, finite values, a
                 # known status, a string reason.
-                for item in result.items:
-                    said = item.result
-                    status = said.status
-                    column.append((status, said.terms[term] if status == "scored" else None, said.reason))
-                    if first:
-                        ids.append(item.trajectory_id)
+                column.extend([item.result for item in result.items])
+                if first:
+                    ids.extend([item.trajectory_id for item in result.items])
                 first = False
             if first:  # every provider failed this group
                 ids.extend([str(rollout.get("trajectory_id")) for rollout in rollouts])
+        columns = [read_outcomes(column, component.term) for component, column in components]
         try:
             compositions = compose_columns(self.spec, columns)
         except CompositionRowError as error:
@@ -262,7 +293,7 @@ class RewardWorker:
 
     def _stage_chunk(
         self, chunk: list[tuple[str, Sequence[Mapping[str, Any]]]], weight: int, admit: Admission
-    ) -> list:
+    ) -> list[StagedGroup]:
         scope = cancellation.current()
         scope.raise_if_cancelled()
         scored = []
@@ -273,7 +304,7 @@ class RewardWorker:
                 scored.append((group_id, rollouts, self._score_admitted(group_id, rollouts)))
         with self._collector_paused():
             return [
-                (group_id, rollouts, composed, results)
+                StagedGroup(group_id, rollouts, composed, results)
                 for (group_id, rollouts, results), composed in zip(scored, self._compose_chunk(scored))
             ]
 
@@ -283,7 +314,7 @@ class RewardWorker:
         executor: Executor | None,
         admit: Admission,
         max_chunk_weight: int | None = None,
-    ) -> list[tuple[str, Sequence[Mapping[str, Any]], list[tuple[str, Composition]], dict]]:
+    ) -> list[StagedGroup]:
         """Score and compose every group, in batch order.
 
         Groups travel in chunks: one admission, and with an executor one hand-off to a thread, per
@@ -293,7 +324,7 @@ class RewardWorker:
         """
         parts = batch_parts(groups)
         if executor is None or self.cheap or len(parts) < 2:
-            staged: list = []
+            staged: list[StagedGroup] = []
             for chunk, weight in chunks(parts, 1, max_chunk_weight):
                 staged.extend(self._stage_chunk(chunk, weight, admit))
             return staged
@@ -306,7 +337,7 @@ class RewardWorker:
             lambda: batch_scope.cancel(outer.error or RequestCancelled("the request was cancelled"))
         )
 
-        def stop_the_others(future: Future[list]) -> None:
+        def stop_the_others(future: Future[list[StagedGroup]]) -> None:
             if not future.cancelled() and future.exception() is not None:
                 batch_scope.cancel(_BatchFailed("another chunk of the batch failed"))
 
@@ -333,75 +364,134 @@ class RewardWorker:
         finally:
             unlink()
 
-    # -- stages 2-4: annotate, report ------------------------------------------------------------
+    def _breaker(self, staged: Sequence[Staged]) -> Sequence[Staged]:
+        """The staged groups with the charges ``rewardkit.charges`` voids made errors, recomposed."""
+        results = [entry[3] for entry in staged]
+        names = {key: bound.name for key, bound in self.providers.items()}
+        breaker = self.spec.breaker
+        voided = voided_charges(results, names, breaker.min, breaker.share)
+        changed = [index for index, (before, after) in enumerate(zip(results, voided)) if before is not after]
+        if not changed:
+            return staged
+        scored = [(staged[index][0], staged[index][1], voided[index]) for index in changed]
+        out = list(staged)
+        for index, composed in zip(changed, self._compose_chunk(scored)):
+            group_id, rollouts, _, _ = staged[index]
+            out[index] = StagedGroup(group_id, rollouts, composed, voided[index])
+        return out
 
-    def _annotate(self, staged: list) -> list[list[float]]:
-        totals = [[composition.total for _, composition in composed] for _, _, composed, _ in staged]
-        return group_advantages(totals, self.scaling, std=self.advantage_std, eps=self.advantage_eps)
+    def _void_charges(self, columns: ScoredColumns) -> ScoredColumns:
+        """The one-pass strategy's columns after the breaker, which the general strategy's staged
+        groups go through in ``_columns``: the same rule, on the same groups, when any candidate
+        was charged on non-deterministic evidence (else the columns as they are)."""
+        said = columns.said
+        if not any("nondeterministic" in map(_charge, results) for results in said.values()):
+            return columns
+        staged: list[StagedGroup] = []
+        position = 0
+        totals, gated, breakdowns = columns.composed
+        for group_id, size in zip(columns.group_ids, columns.sizes):
+            end = position + size
+            ids = columns.trajectory_ids[position:end]
+            composed = [
+                (trajectory_id, Composition(total, flag, breakdown))
+                for trajectory_id, total, flag, breakdown in zip(
+                    ids, totals[position:end], gated[position:end], breakdowns[position:end]
+                )
+            ]
+            results: dict[str, RewardGroupResult | ProviderError] = {
+                key: RewardGroupResult(
+                    group_id, tuple(map(RewardCandidateResult, ids, results[position:end]))
+                )
+                for key, results in said.items()
+            }
+            rollouts = [{"trajectory_id": trajectory_id} for trajectory_id in ids]
+            staged.append(StagedGroup(group_id, rollouts, composed, results))
+            position = end
+        return self._columns(staged)
 
-    def _report(self, staged: list, advantages: list[list[float]]) -> Report:
-        columns = [ComponentColumn(component.name, [], []) for component in self._components]
-        compositions: list[Composition] = []
-        for _, _, composed, _ in staged:
-            for _, composition in composed:
-                compositions.append(composition)
-                breakdown = composition.breakdown
-                for column in columns:
-                    entry = breakdown[column.name]
-                    column.statuses.append(entry["status"])  # type: ignore[attr-defined]
-                    if entry["status"] == "scored":
-                        column.values.append(entry["value"])  # type: ignore[attr-defined]
-        return batch_report(
-            self.namespace,
-            {key: bound.name for key, bound in self.providers.items()},
-            len(compositions),
-            self._staged_diagnostics(staged) if self._diagnosing else (),
-            columns,
+    def _columns(self, staged: Sequence[Staged]) -> ScoredColumns:
+        """Staged groups (after the breaker) as the columns both strategies finish from."""
+        staged = self._breaker(staged)
+        pairs = [pair for entry in staged for pair in entry[2]]
+        compositions = [composition for _, composition in pairs]
+        composed = ComposedParts(
             [composition.total for composition in compositions],
             [composition.gated for composition in compositions],
-            [advantage for group in advantages for advantage in group],
+            [composition.breakdown for composition in compositions],
+        )
+        statuses: list[list[str]] = []
+        values: list[list[float]] = []
+        for component in self._components:
+            entries = [breakdown[component.name] for breakdown in composed.breakdowns]
+            statuses.append([entry["status"] for entry in entries])
+            values.append([entry["value"] for entry in entries if entry["status"] == "scored"])
+        said: dict[str, list[RewardProviderResult | None]] = {}
+        if self._diagnosing:
+            for key in self.providers:
+                column: list[RewardProviderResult | None] = []
+                for entry in staged:
+                    result = entry[3][key]
+                    if isinstance(result, RewardGroupResult):
+                        column.extend([item.result for item in result.items])
+                    else:
+                        column.extend([None] * len(entry[2]))
+                said[key] = column
+        return ScoredColumns(
+            [entry[0] for entry in staged],
+            [len(entry[2]) for entry in staged],
+            [trajectory_id for trajectory_id, _ in pairs],
+            composed,
+            statuses,
+            values,
+            said,
         )
 
-    @staticmethod
-    def _staged_diagnostics(staged: list) -> Iterator[tuple[str, Sequence[MetricContribution]]]:
-        for _, _, _, results in staged:
-            for key, result in results.items():
-                if isinstance(result, RewardGroupResult):
-                    for item in result.items:
-                        yield key, item.result.diagnostics
+    # -- finishing, shared by both strategies --------------------------------------------------
 
-    def _diagnostics(
-        self, results: Mapping[str, RewardGroupResult | ProviderError], position: int
-    ) -> dict[str, dict[str, float]]:
-        """Each provider's diagnostics for the candidate at ``position`` (providers with none left out)."""
-        found: dict[str, dict[str, float]] = {}
-        for key, result in results.items():
-            if isinstance(result, RewardGroupResult):
-                diagnostics = result.items[position].result.diagnostics
-                if diagnostics:
-                    found[self.providers[key].name] = {item.name: item.value for item in diagnostics}
-        return found
+    def _annotate(self, columns: ScoredColumns) -> list[float]:
+        return self._outputs.advantages(columns)
 
-    def _result(self, staged: list, advantages: list[list[float]], report: Report) -> ScoredBatch:
-        diagnosing = self._diagnosing
-        groups = []
-        for (group_id, _, composed, results), group_advantages_ in zip(staged, advantages):
-            candidates = []
-            for position, ((trajectory_id, c), advantage) in enumerate(zip(composed, group_advantages_)):
-                diagnostics = self._diagnostics(results, position) if diagnosing else {}
-                candidates.append(
-                    _new_tuple(
-                        ScoredCandidate,
-                        (trajectory_id, c.total, c.gated, c.breakdown, advantage, diagnostics),
-                    )
-                )
-            groups.append(_new_tuple(ScoredGroup, (group_id, tuple(candidates))))
-        return ScoredBatch(tuple(groups), report.as_dict(), self.records, report.weights())
+    def _report(self, columns: ScoredColumns, advantages: list[float]) -> Report:
+        return self._outputs.report(columns, advantages)
+
+    def _complete(
+        self, columns: ScoredColumns, trajectories: Sequence[MutableMapping[str, Any]] | None = None
+    ) -> ScoredBatch:
+        """Annotate and report a scored batch; with ``trajectories`` (one per candidate, in batch
+        order), also write each one's reward, then its advantage, as it is worked out."""
+        if trajectories is not None:
+            for trajectory, total, gated, breakdown in zip(trajectories, *columns.composed, strict=True):
+                self._write_reward(trajectory, total, gated, breakdown)
+        advantages = self._annotate(columns)
+        if trajectories is not None:
+            for trajectory, advantage in zip(trajectories, advantages, strict=True):
+                self._write_advantage(trajectory, advantage)
+        return self._outputs.result(columns, advantages, self._report(columns, advantages))
 
     # -- entry points --------------------------------------------------------------------------
 
     def _collector_paused(self) -> AbstractContextManager[Any]:
         return collector_paused() if self.cheap else nullcontext()
+
+    def _run(
+        self,
+        batch: Sequence[GroupLike],
+        executor: Executor | None,
+        admit: Admission,
+        max_chunk_weight: int | None,
+        complete: Callable[[ScoredColumns], ScoredBatch],
+    ) -> ScoredBatch:
+        """Score a batch with the strategy its providers allow, and ``complete`` its columns.
+
+        The one place the strategy is chosen: the one-pass strategy when every provider is a cheap
+        pointwise scorer, the general one otherwise.
+        """
+        if self._pointwise is not None:
+            return self._pointwise.score(batch, admit, max_chunk_weight, self._collector_paused, complete)
+        staged = self._stage(batch, executor, admit, max_chunk_weight)
+        with self._collector_paused():
+            return complete(self._columns(staged))
 
     def evaluate(
         self,
@@ -415,11 +505,7 @@ class RewardWorker:
         ``admit(weight)`` is entered around each chunk of groups (waiting for in-flight capacity);
         ``max_chunk_weight`` keeps a chunk within that capacity.
         """
-        if self._pointwise is not None:
-            return self._pointwise.score(as_batch(groups), admit, max_chunk_weight, self._collector_paused)
-        staged = self._stage(as_batch(groups), executor, admit, max_chunk_weight)
-        with self._collector_paused():
-            return self.finish(staged)
+        return self._run(as_batch(groups), executor, admit, max_chunk_weight, self._complete)
 
     # Distributed execution (reward actors) splits the batch: each group is staged where the
     # providers run (``stage_group``), and the driver that holds the whole batch calls ``finish``.
@@ -431,27 +517,9 @@ class RewardWorker:
         results = self._score_admitted(group_id, rollouts)
         return self._compose_group(group_id, rollouts, results), results
 
-    def _breaker(self, staged: list) -> list:
-        """The staged groups with the charges ``rewardkit.charges`` voids made errors, recomposed."""
-        results = [entry[3] for entry in staged]
-        names = {key: bound.name for key, bound in self.providers.items()}
-        breaker = self.spec.breaker
-        voided = voided_charges(results, names, breaker.min, breaker.share)
-        changed = [index for index, (before, after) in enumerate(zip(results, voided)) if before is not after]
-        if not changed:
-            return staged
-        scored = [(staged[index][0], staged[index][1], voided[index]) for index in changed]
-        out = list(staged)
-        for index, composed in zip(changed, self._compose_chunk(scored)):
-            group_id, rollouts, _, _ = staged[index]
-            out[index] = (group_id, rollouts, composed, voided[index])
-        return out
-
-    def finish(self, staged: list) -> ScoredBatch:
+    def finish(self, staged: Sequence[Staged]) -> ScoredBatch:
         """Annotate and report staged groups ``(group_id, rollouts, compositions, results)``."""
-        staged = self._breaker(staged)
-        advantages = self._annotate(staged)
-        return self._result(staged, advantages, self._report(staged, advantages))
+        return self._complete(self._columns(staged))
 
     def process(
         self,
@@ -466,14 +534,38 @@ class RewardWorker:
         trajectory gets back exactly the reward-stage fields it had before, and the error propagates.
         """
         batch = as_batch(groups)
-        return self.process_with(batch, lambda: self._stage(batch, executor, admit, max_chunk_weight))
 
-    def process_with(self, groups: Sequence[GroupLike], stage: Callable[[], list]) -> ScoredBatch:
+        def run(trajectories: list[MutableMapping[str, Any]]) -> ScoredBatch:
+            return self._run(
+                batch,
+                executor,
+                admit,
+                max_chunk_weight,
+                lambda columns: self._complete(columns, trajectories),
+            )
+
+        return self._transaction(batch, run)
+
+    def process_with(self, groups: Sequence[GroupLike], stage: Callable[[], Sequence[Staged]]) -> ScoredBatch:
         """``process`` with the scoring stage supplied by the caller (e.g. reward actors).
 
         ``stage()`` returns the staged groups in batch order, as ``_stage`` does; ``groups`` must
         be the batch it stages (``as_batch`` of what the caller was given).
         """
+
+        def run(trajectories: list[MutableMapping[str, Any]]) -> ScoredBatch:
+            staged = stage()
+            with self._collector_paused():
+                return self._publish(staged, trajectories)
+
+        return self._transaction(groups, run)
+
+    def _transaction(
+        self,
+        groups: Sequence[GroupLike],
+        run: Callable[[list[MutableMapping[str, Any]]], ScoredBatch],
+    ) -> ScoredBatch:
+        """``run(trajectories)``, every trajectory of ``groups`` restored if it fails."""
         trajectories: list[MutableMapping[str, Any]] = []
         for group in groups:
             for rollout in group_parts(group)[1]:
@@ -487,9 +579,7 @@ class RewardWorker:
             {field: trajectory.get(field, _ABSENT) for field in REWARD_FIELDS} for trajectory in trajectories
         ]
         try:
-            staged = stage()
-            with self._collector_paused():
-                return self._publish(staged, trajectories)
+            return run(trajectories)
         except BaseException:
             for trajectory, fields in zip(trajectories, before):
                 for field, value in fields.items():
@@ -499,31 +589,19 @@ class RewardWorker:
                         trajectory[field] = value
             raise
 
-    def _publish(self, staged: list, trajectories: list[MutableMapping[str, Any]]) -> ScoredBatch:
+    def _publish(self, staged: Sequence[Staged], trajectories: list[MutableMapping[str, Any]]) -> ScoredBatch:
         """Write every reward and advantage into its trajectory, then report (``process_with``'s
         second half; its caller restores the trajectories if this fails)."""
-        staged = self._breaker(staged)
-        position = 0
-        for _, _, composed, _ in staged:
-            for _, composition in composed:
-                self._write_reward(trajectories[position], composition)
-                position += 1
-        advantages = self._annotate(staged)
-        position = 0
-        for group_advantages_ in advantages:
-            for advantage in group_advantages_:
-                self._write_advantage(trajectories[position], advantage)
-                position += 1
-        report = self._report(staged, advantages)
-        return self._result(staged, advantages, report)
+        return self._complete(self._columns(staged), trajectories)
 
     @staticmethod
-    def _write_reward(trajectory: MutableMapping[str, Any], composition: Composition) -> None:
-        trajectory["reward"] = {
-            "final": composition.total,
-            "gated": composition.gated,
-            "breakdown": composition.breakdown,
-        }
+    def _write_reward(
+        trajectory: MutableMapping[str, Any],
+        total: float | None,
+        gated: bool,
+        breakdown: dict[str, dict[str, Any]],
+    ) -> None:
+        trajectory["reward"] = {"final": total, "gated": gated, "breakdown": breakdown}
 
     @staticmethod
     def _write_advantage(trajectory: MutableMapping[str, Any], advantage: float) -> None:

@@ -5,8 +5,9 @@ binding cannot take a ``Reward`` object; it takes ``config=`` (a YAML/TOML path,
 ``RewardkitConfig``) or reads the ``REWARDKIT_CONFIG`` environment variable. Building a ``Reward``
 resolves plugins and preflights providers, so each distinct (configuration, selection, group size)
 is built once per process and reused for every later call. Every binding builds its rewards through
-``build_reward``, so ``rl.reward.service`` and ``rewards.backend`` mean the same for all of them,
-routed selections (``rl.reward.by_data_source``) included.
+``rewardkit.reward.build_reward``, as ``rewardkit.load`` does, so ``rl.reward.service`` and
+``rewards.backend`` mean the same for all of them, routed selections (``rl.reward.by_data_source``)
+included.
 """
 
 from __future__ import annotations
@@ -19,15 +20,15 @@ from typing import Any
 
 from rewardkit.bindings.groups import BindingError
 from rewardkit.config import RewardkitConfig, RewardSelection, load_config
-from rewardkit.extras import import_optional
 from rewardkit.identity import canonical_json
-from rewardkit.reward import Reward
+from rewardkit.protocols import RewardLike
+from rewardkit.reward import build_reward
 
 CONFIG_ENV = "REWARDKIT_CONFIG"
 
 ConfigSource = RewardkitConfig | Mapping[str, Any] | str | os.PathLike[str]
 
-_rewards: dict[tuple[str, str, int | None, float | None], Reward] = {}
+_rewards: dict[tuple[str, str | None, int | None, float | None], RewardLike] = {}
 _configs: dict[str, RewardkitConfig] = {}
 _lock = threading.Lock()
 
@@ -92,28 +93,6 @@ def selection_for(config: RewardkitConfig, data_source: str | None) -> RewardSel
     return chosen
 
 
-def build_reward(
-    config: RewardkitConfig,
-    selection: RewardSelection,
-    *,
-    group_size: int | None,
-) -> Reward:
-    """The reward for ``selection`` on the backend the configuration names; every binding builds here.
-
-    ``rl.reward.service`` (or the selection's own ``service``) scores in that Reward Service,
-    ``rewards.backend: ray`` on reward actors, otherwise in this process. A service that cannot be
-    reached, or a Ray cluster that cannot start actors, fails here: nothing falls back to another backend.
-    """
-    service = selection.service or config.rl.reward.service
-    if service is not None:
-        remote = import_optional("rewardkit_service.client", "RemoteReward", "rl.reward.service")
-        return remote(config, selection, group_size=group_size)  # type: ignore[no-any-return]
-    if config.rewards.backend == "ray":
-        ray_reward = import_optional("rewardkit_ray.backend", "RayReward", "rewards.backend: ray")
-        return ray_reward(config, selection, group_size=group_size)  # type: ignore[no-any-return]
-    return Reward(config, selection, group_size=group_size)
-
-
 def with_trainer_defaults(config: RewardkitConfig, *, advantage_eps: float) -> RewardkitConfig:
     """``config`` with ``rl.advantage_eps`` set to the trainer's own when the config leaves it unset."""
     if config.rl.advantage_eps is not None:
@@ -128,8 +107,8 @@ def reward_for(
     data_source: str | None = None,
     group_size: int | None = None,
     advantage_eps: float | None = None,
-) -> Reward:
-    """The (cached) ``Reward`` for ``source``, the selection ``data_source`` picks, and ``group_size``.
+) -> RewardLike:
+    """The (cached) reward for ``source``, the selection ``data_source`` picks, and ``group_size``.
 
     ``advantage_eps`` is the trainer's default for ``rl.advantage_eps`` (used when the config has none).
     """

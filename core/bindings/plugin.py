@@ -1,12 +1,14 @@
-"""The built-in trainer bindings, registered through ``register_trainer_bindings``."""
+"""The built-in trainer bindings, registered through ``register_trainer_bindings``.
+
+Each target is the import path docs/bindings.md gives its trainer (``tests/test_bindings_registry.py``
+compares the two); ``rewardkit bindings`` lists them and ``rewardkit.bindings.get(name)`` imports one.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from rewardkit.extensions import TrainerBindingSpec
 from rewardkit.hookspecs import hookimpl
+from rewardkit.protocols import TrainerBindingRegistrar
 
 BINDINGS: tuple[TrainerBindingSpec, ...] = (
     TrainerBindingSpec(
@@ -20,6 +22,12 @@ BINDINGS: tuple[TrainerBindingSpec, ...] = (
         "verl custom_reward_function: compute_score(data_source, solution_str, ground_truth, extra_info)",
     ),
     TrainerBindingSpec(
+        "verl-batch",
+        "rewardkit.bindings.verl:compute_score_batch",
+        "verl 0.5 batch reward manager: compute_score_batch(data_sources, solution_strs, ground_truths, "
+        "extra_infos)",
+    ),
+    TrainerBindingSpec(
         "openrlhf",
         "rewardkit.bindings.openrlhf:reward_func",
         "OpenRLHF --remote_rm_url file.py: reward_func(queries, prompts, labels)",
@@ -28,6 +36,6 @@ BINDINGS: tuple[TrainerBindingSpec, ...] = (
 
 
 @hookimpl
-def register_trainer_bindings(register: Callable[[Any], None]) -> None:
+def register_trainer_bindings(register: TrainerBindingRegistrar) -> None:
     for spec in BINDINGS:
         register(spec)

@@ -21,8 +21,15 @@ from typing import Any, Protocol
 class Ranks(Protocol):
     """This process's place among the trainer's processes, and the one collective bindings use."""
 
-    rank: int
-    world: int
+    @property
+    def rank(self) -> int:
+        """This process's rank, from 0."""
+        ...
+
+    @property
+    def world(self) -> int:
+        """How many processes the trainer runs."""
+        ...
 
     def gather(self, item: Any) -> list[Any]:
         """Every rank's ``item``, in rank order (a collective: every rank calls it)."""

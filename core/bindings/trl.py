@@ -39,13 +39,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rewardkit.advantages import EPSILON, group_advantages
 from rewardkit.bindings.groups import BindingError, FlatBatch, rebuild_groups
 from rewardkit.bindings.loading import ConfigSource, build_reward, config_source, resolve_config, reward_for
 from rewardkit.bindings.ranks import Ranks, current_ranks
-from rewardkit.metrics import merge_metrics, with_advantage_mean
 from rewardkit.pointwise import MappedProvider
+from rewardkit.protocols import RewardLike
 from rewardkit.reward import Reward
+from rewardkit.split_batch import finish_split_batch
 from rewardkit.worker import ScoredBatch, ScoredCandidate
 
 TOTAL_NAME = "rewardkit"
@@ -121,7 +121,7 @@ class TRLRewardBinding:
 
     def __init__(
         self,
-        reward: Reward,
+        reward: RewardLike,
         *,
         num_generations: int,
         reference_column: str | None,
@@ -141,10 +141,10 @@ class TRLRewardBinding:
                 f"rewards/{total_name}/mean. Pass total_name= to pick another"
             )
         self.pointwise = is_pointwise(reward)
-        self._slice_reward: Reward | None = None
+        self._slice_reward: RewardLike | None = None
         self._lock = threading.Lock()
-        self._last: tuple[list[Any], list[Any], _BatchScores] | None = None
-        self._pending: tuple[list[Any], list[Any], asyncio.Future[_BatchScores]] | None = None
+        self._last: tuple[Sequence[Any], Sequence[Any], _BatchScores] | None = None
+        self._pending: tuple[Sequence[Any], Sequence[Any], asyncio.Future[_BatchScores]] | None = None
         self._calls = itertools.count()
 
     # -- one scoring pass per batch ---------------------------------------------------------------
@@ -173,7 +173,7 @@ class TRLRewardBinding:
     def _publish(self, scores: _BatchScores, kwargs: dict[str, Any]) -> None:
         log_metric = kwargs.get("log_metric")
         if callable(log_metric):
-            prefix = f"{getattr(self.reward, 'namespace', None) or self.reward.worker.namespace}/"
+            prefix = f"{self.reward.namespace}/"
             for name, value in scores.metrics.items():
                 # TRL keeps train and eval metrics apart itself; the namespace would only repeat it.
                 log_metric(f"rewardkit/{name.removeprefix(prefix)}", value)
@@ -183,7 +183,7 @@ class TRLRewardBinding:
 
     # -- across ranks -----------------------------------------------------------------------------
 
-    def _slice_scorer(self) -> Reward:
+    def _slice_scorer(self) -> RewardLike:
         # A rank's slice holds pieces of groups, so the pointwise reward checks no group size.
         if self._slice_reward is None:
             config = self.reward.config
@@ -234,7 +234,7 @@ class TRLRewardBinding:
         return groups, size
 
     def _score_share(self, ranks: Ranks, groups: list[dict[str, Any]], size: int) -> tuple[str, Any]:
-        """Score this rank's share; returns what collective 2 carries (rows by global index, or a failure)."""
+        """Score this rank's share; returns what collective 2 carries (its scored part, or a failure)."""
         group_size = self.num_generations
         if self.pointwise:
             first, stop = ranks.rank * size, (ranks.rank + 1) * size
@@ -244,17 +244,9 @@ class TRLRewardBinding:
                 low, high = max(first, number * group_size), min(stop, (number + 1) * group_size)
                 rollouts = group["rollouts"][low - number * group_size : high - number * group_size]
                 pieces.append({"group_id": group["group_id"], "rollouts": rollouts})
-            indices = list(range(first, stop))
-            scored = self._slice_scorer().score(pieces)
-        else:
-            mine = [number for number in range(len(groups)) if number % ranks.world == ranks.rank]
-            indices = [number * group_size + offset for number in mine for offset in range(group_size)]
-            scored = self.reward.score([groups[number] for number in mine]) if mine else None
-        rows = (
-            [_row(candidate, self.component_names) for _, candidate in scored.candidates()] if scored else []
-        )
-        metrics, weights = (dict(scored.metrics), dict(scored.metric_weights)) if scored else ({}, {})
-        return ("ok", {"indices": indices, "rows": rows, "metrics": metrics, "weights": weights})
+            return ("ok", self._slice_scorer().score(pieces))
+        mine = [groups[number] for number in range(len(groups)) if number % ranks.world == ranks.rank]
+        return ("ok", self.reward.score(mine) if mine else ScoredBatch((), {}, ()))
 
     def _score_across(
         self, ranks: Ranks, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
@@ -267,34 +259,28 @@ class TRLRewardBinding:
             local, sent = error, _failure(ranks.rank, "scoring its share", error)
         gathered = ranks.gather(sent)  # collective 2, on every rank whatever happened above
         _raise_failures(gathered, ranks.world, local)
-        total = size * ranks.world
-        rows: list[Row | None] = [None] * total
-        for _, part in gathered:
-            for index, row in zip(part["indices"], part["rows"], strict=True):
-                rows[index] = row
-        missing = [index for index, row in enumerate(rows) if row is None]
-        if missing:
-            raise BindingError(f"no rank scored samples {missing[:8]} of the global batch")
-        complete: list[Row] = [row for row in rows if row is not None]
-        rl = self.reward.config.rl
-        eps = rl.advantage_eps if rl.advantage_eps is not None else EPSILON
-        totals = [
-            [total for total, _ in complete[start : start + self.num_generations]]
-            for start in range(0, total, self.num_generations)
-        ]
-        advantages = group_advantages(totals, rl.advantage_scaling, std=rl.advantage_std, eps=eps)
-        # Each mean is weighted by what it averaged on its rank (a component's scored rollouts, a
-        # diagnostic's summed weights), so uneven skips merge to the one-process report.
-        merged, _ = merge_metrics((part["metrics"], part["weights"]) for _, part in gathered)
-        metrics = with_advantage_mean(merged, (a for group in advantages for a in group))
-        return _BatchScores(
-            complete[ranks.rank * size : (ranks.rank + 1) * size], self.component_names, metrics
+        # The parts hold whole groups dealt round-robin, or slices that split groups: the finisher
+        # puts the global batch back in order, with advantages and the report of the whole batch.
+        whole = finish_split_batch(
+            [part for _, part in gathered],
+            self.reward.config.rl,
+            group_order=[group["group_id"] for group in groups],
         )
+        candidates = [candidate for _, candidate in whole.candidates()]
+        if len(candidates) != size * ranks.world:
+            raise BindingError(
+                f"the ranks scored {len(candidates)} samples of a global batch of {size * ranks.world}"
+            )
+        mine = candidates[ranks.rank * size : (ranks.rank + 1) * size]
+        rows = [_row(candidate, self.component_names) for candidate in mine]
+        return _BatchScores(rows, self.component_names, whole.metrics)
 
     # -- the pass ---------------------------------------------------------------------------------
 
     @staticmethod
-    def _same_batch(last: tuple[list[Any], list[Any], Any] | None, prompts: Any, completions: Any) -> bool:
+    def _same_batch(
+        last: tuple[Sequence[Any], Sequence[Any], Any] | None, prompts: Any, completions: Any
+    ) -> bool:
         # TRL hands every reward function the same list objects within one call; identity (with the
         # lists kept alive, so ids cannot be reused) plus equal contents rules out a stale hit.
         return (

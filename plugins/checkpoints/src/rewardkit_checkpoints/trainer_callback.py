@@ -23,7 +23,7 @@ from transformers import TrainerCallback
 from rewardkit_checkpoints.discovery import READY_MARKER
 
 
-class QueueCheckpoints(TrainerCallback):  # type: ignore[misc]
+class QueueCheckpoints(TrainerCallback):
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
         if getattr(state, "is_world_process_zero", True):
             folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"

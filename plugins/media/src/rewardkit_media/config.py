@@ -10,7 +10,7 @@ params are validated against it strictly at ``load``, and (normalised) they ente
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -20,7 +20,7 @@ from rewardkit.params import ParamsModel, operator_only
 # What a recipe carries until the operator sets the deployed scorer's immutable revision.
 REVISION_SENTINEL = "UNSET-deployed-scorer-revision"
 # round_half_to_even((clamp(x.float(), -1, 1) + 1) * 127.5), in fp32: -1 -> 0, 0 -> 128, 1 -> 255.
-UINT8_TRANSFORM = "fp32-clamp-then-scale-round-half-even"
+UINT8_TRANSFORM: Final = "fp32-clamp-then-scale-round-half-even"
 MAX_DEADLINE_S = 3600.0
 MAX_CALL_TIMEOUT_S = 600.0
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -238,7 +238,12 @@ def main(argv: list[str] | None = None) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(f"READY {judge.base_url}", flush=True)
-    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+
+    def stop_at_end_of_input() -> None:
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=stop_at_end_of_input, daemon=True).start()
     stop.wait()
     judge.stop()
 

@@ -13,9 +13,10 @@ Selected by ``rewards.backend: ray`` (``rewards.ray.address``, ``rewards.ray.num
 * Actor loss: scoring has no side effects, so a group whose actor dies is rescored on another live
   actor. When no actor is left the batch fails with ``ActorsLostError`` and nothing is returned or
   written: annotation and the report run on the driver only once every group is staged.
-* Equality: actors return each group's compositions and provider results; the driver computes
-  advantages and the report with the same ``RewardWorker`` code, so a batch equals in-process
-  scoring exactly, advantages and metrics included.
+* Equality: actors return each group's compositions and provider results; the driver finishes
+  the whole batch in one ``RewardWorker.finish`` call, the one in-process scoring makes, so a batch
+  equals in-process scoring exactly, advantages and metrics included. Nothing is merged from
+  parts, so the split-batch finisher (``rewardkit.split_batch``) has nothing to do here.
 
 A Ray session is started only when none is running (``ray.init`` with the configured address, or
 a local instance on 127.0.0.1 without a dashboard) and is shut down by the last ``close()`` of a
@@ -40,6 +41,7 @@ from rewardkit.cancellation import CancelScope, current, run_bounded
 from rewardkit.catalog import Catalog
 from rewardkit.config import RewardkitConfig, RewardSelection
 from rewardkit.errors import IdentityMismatchError, PreflightError, RewardkitError
+from rewardkit.protocols import RewardLike
 from rewardkit.reward import Reward, available_inputs
 from rewardkit.worker import GroupLike, ScoredBatch, as_batch, batch_parts
 from rewardkit_ray.actor import RewardActor
@@ -192,7 +194,7 @@ class RayReward(Reward):
         remote_class = ray.remote(RewardActor)
         worker = self.worker
         driver_records = [record.to_json() for record in self.providers]
-        handles = []
+        handles: list[Any] = []  # Ray's stubs type a handle's methods as plain functions, with no .remote
         for index in range(self.num_actors):
             # Providers are thread-safe (in-process scoring runs them in threads), so an actor takes
             # its queued groups concurrently: one group's Python work overlaps another's wait on
@@ -385,6 +387,9 @@ class RayReward(Reward):
 
     def __enter__(self) -> RayReward:
         return self
+
+
+_RAY_REWARD_IS_REWARD_LIKE: type[RewardLike] = RayReward  # checked by the type checker
 
 
 def _plain(rollouts: Sequence[Mapping[str, Any]]) -> Any:

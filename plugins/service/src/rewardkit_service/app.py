@@ -647,7 +647,7 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
         lifespan=lifespan,
     )
     guarded = _Guard(app, service)
-    guarded.service = service  # type: ignore[attr-defined]
+    guarded.service = service
     return guarded
 
 

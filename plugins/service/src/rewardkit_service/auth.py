@@ -60,7 +60,7 @@ def is_loopback(host: str) -> bool:
         found = socket.getaddrinfo(host, None)
     except OSError:
         return False
-    addresses = {info[4][0].split("%", 1)[0] for info in found}
+    addresses = {str(info[4][0]).split("%", 1)[0] for info in found}
     return bool(addresses) and all(ipaddress.ip_address(address).is_loopback for address in addresses)
 
 

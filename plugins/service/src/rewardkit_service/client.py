@@ -6,10 +6,10 @@ values. The selection, group size and advantage scaling come from the client's o
 and travel with every request, so the server's configured reward is only its default.
 
 Groups are packed many to a request, up to the server's per-call limit. A call that fits in one
-request is scored exactly as in process. A larger call is split by whole groups; advantages are
-then recomputed here over the whole call (they depend only on the totals), counts are summed and
-each mean is weighted by what it averaged in each request (the server's ``metric_weights``), so
-the metrics equal in-process ones with skips, errors and splits.
+request is scored exactly as in process. A larger call is split by whole groups and finished by
+``rewardkit.split_batch``: advantages recomputed over the whole call (they depend only on the
+totals), counts summed, each mean weighted by what it averaged in each request (the server's
+``metric_weights``), so the metrics equal in-process ones with skips, errors and splits.
 
 At ``load`` a service that cannot be reached fails at once, naming the URL: a host name that does
 not resolve, a refused connection, or no connection within 10 s (a wrong URL must not look like a
@@ -49,7 +49,6 @@ from typing import Any
 
 import orjson
 
-from rewardkit.advantages import EPSILON, group_advantages
 from rewardkit.backpressure import BackpressureTimeout, RequestTooLarge
 from rewardkit.composition import CompositionError, RewardSpec
 from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline
@@ -61,8 +60,9 @@ from rewardkit.errors import (
     RewardkitError,
     SelectionRefused,
 )
-from rewardkit.metrics import merge_metrics, with_advantage_mean
+from rewardkit.protocols import RewardLike
 from rewardkit.provenance import ProviderRecord
+from rewardkit.split_batch import finish_split_batch
 from rewardkit.worker import (
     REWARD_FIELDS,
     GroupLike,
@@ -200,6 +200,16 @@ class RemoteReward:
     @property
     def needs(self) -> tuple[str, ...]:
         return self._needs
+
+    @property
+    def spec_identity(self) -> dict[str, Any]:
+        """What a run records of the spec: the spec as the service resolved it."""
+        return self._spec.to_json()
+
+    @property
+    def catalog(self) -> None:
+        """``None``: the catalog is resolved in the service, not here."""
+        return None
 
     def score(
         self,
@@ -357,44 +367,21 @@ class RemoteReward:
         return self._batch(answers)
 
     def _batch(self, answers: Sequence[dict[str, Any]]) -> ScoredBatch:
-        groups = tuple(
-            ScoredGroup(
-                group["group_id"],
-                tuple(
-                    ScoredCandidate(
-                        c["trajectory_id"],
-                        c["final"],
-                        c["gated"],
-                        c["breakdown"],
-                        c["advantage"],
-                        c.get("diagnostics") or {},  # a service older than diagnostics sends none
-                    )
-                    for c in group["candidates"]
-                ),
+        providers = tuple(ProviderRecord.from_json(record) for record in answers[0]["providers"])
+        parts = [
+            ScoredBatch(
+                tuple(_scored_group(group) for group in answer["groups"]),
+                answer["metrics"],
+                providers,
+                answer.get("metric_weights") or {},
             )
             for answer in answers
-            for group in answer["groups"]
-        )
-        providers = tuple(ProviderRecord.from_json(record) for record in answers[0]["providers"])
-        # Advantages depend only on totals: recompute them here over the whole call (it may have been
-        # split across requests) with this client's rl.advantage_std and rl.advantage_eps.
-        totals = [[candidate.final for candidate in group.candidates] for group in groups]
-        rl = self.config.rl
-        eps = rl.advantage_eps if rl.advantage_eps is not None else EPSILON
-        advantages = group_advantages(totals, rl.advantage_scaling, std=rl.advantage_std, eps=eps)
-        groups = tuple(
-            ScoredGroup(
-                group.group_id,
-                tuple(
-                    ScoredCandidate(c.trajectory_id, c.final, c.gated, c.breakdown, advantage, c.diagnostics)
-                    for c, advantage in zip(group.candidates, group_advantages_)
-                ),
-            )
-            for group, group_advantages_ in zip(groups, advantages)
-        )
-        metrics, weights = _merged_report(answers)
-        metrics = with_advantage_mean(metrics, (a for group in advantages for a in group))
-        return ScoredBatch(groups, metrics, providers, weights)
+        ]
+        # Advantages depend only on totals: the finisher recomputes them over the whole call (it may
+        # have been split across requests) with this client's rl settings. A service older than
+        # metric_weights leaves each request's rollouts as the best weight known for its means.
+        rollouts = [float(sum(len(group["candidates"]) for group in answer["groups"])) for answer in answers]
+        return finish_split_batch(parts, self.config.rl, default_weights=rollouts)
 
     async def _ensure_session(self) -> Any:
         if self._session is None:
@@ -504,6 +491,9 @@ class RemoteReward:
         return {TIMEOUT_HEADER: str(max(1, int(left * 1000)))}, timeout
 
 
+_REMOTE_REWARD_IS_REWARD_LIKE: type[RewardLike] = RemoteReward  # checked by the type checker
+
+
 def _reason(data: bytes) -> str:
     try:
         error = json.loads(data)["error"]
@@ -550,18 +540,16 @@ def _deadline_error(data: bytes, url: str) -> BackpressureTimeout:
     )
 
 
-def _merged_report(answers: Sequence[dict[str, Any]]) -> tuple[dict[str, float], dict[str, float]]:
-    """The report of a call split across requests, equal to the whole call's, and its weights.
-
-    ``rewardkit.metrics.merge_metrics``: counts add up; a mean is weighted by what it averaged in
-    each request (``metric_weights``), not by the request's rollouts, so a component with skipped
-    candidates averages the same as in process. A server without ``metric_weights`` (older) leaves
-    the rollouts as the best weight known. One answer is its own report, unchanged.
-    """
-    rollouts = [float(sum(len(group["candidates"]) for group in answer["groups"])) for answer in answers]
-    parts = [(answer["metrics"], answer.get("metric_weights") or {}) for answer in answers]
-    if len(answers) != 1:
-        return merge_metrics(parts, rollouts)
-    metrics, weights = parts[0]
-    means = (name for name in metrics if not name.endswith("_count"))
-    return dict(metrics), dict(sorted((name, float(weights.get(name, rollouts[0]))) for name in means))
+def _scored_group(group: dict[str, Any]) -> ScoredGroup:
+    candidates = tuple(
+        ScoredCandidate(
+            c["trajectory_id"],
+            c["final"],
+            c["gated"],
+            c["breakdown"],
+            c["advantage"],
+            c.get("diagnostics") or {},  # a service older than diagnostics sends none
+        )
+        for c in group["candidates"]
+    )
+    return ScoredGroup(group["group_id"], candidates)

@@ -13,7 +13,7 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import uvicorn
@@ -27,11 +27,18 @@ log = logging.getLogger("rewardkit_service")
 
 
 class _DrainingServer(uvicorn.Server):
-    """uvicorn's server, telling the app it is draining as soon as a shutdown signal arrives."""
+    """uvicorn's server, telling the app it is draining as soon as a shutdown signal arrives, and
+    calling ``announce`` once it has started (providers preflighted, the socket accepting)."""
 
-    def __init__(self, config: uvicorn.Config, app: Any) -> None:
+    def __init__(self, config: uvicorn.Config, app: Any, announce: Callable[[], Awaitable[None]]) -> None:
         super().__init__(config)
         self._app = app
+        self._announce = announce
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if self.started:
+            await self._announce()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -100,12 +107,12 @@ def serve(
         log_level=log_level,
         access_log=access_log,
         lifespan="on",
-        timeout_graceful_shutdown=drain_timeout_s,
+        # uvicorn annotates int, but only passes it to asyncio.wait_for, which takes float seconds
+        timeout_graceful_shutdown=drain_timeout_s,  # type: ignore[arg-type]
         # The default (64 KiB) is far below a batch of rollouts; the app enforces the real limit.
         h11_max_incomplete_event_size=None,
         server_header=False,
     )
-    server = _DrainingServer(uv_config, app)
     shown = f"[{host}]" if ":" in host else host
 
     async def announce() -> None:
@@ -113,14 +120,7 @@ def serve(
         auth = "on" if settings.tokens else "OFF (no token configured: anyone who can connect may score)"
         print(f"rewardkit serve: listening on http://{shown}:{actual_port} (auth: {auth})", flush=True)
 
-    original_startup = server.startup
-
-    async def startup(sockets: list[socket.socket] | None = None) -> None:
-        await original_startup(sockets=sockets)
-        if server.started:
-            await announce()
-
-    server.startup = startup  # type: ignore[method-assign]
+    server = _DrainingServer(uv_config, app, announce)
     try:
         server.run(sockets=[sock])
     finally:

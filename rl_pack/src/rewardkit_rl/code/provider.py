@@ -21,7 +21,7 @@ import weakref
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from rewardkit.cancellation import NEVER, CancelScope, current
 from rewardkit.contracts import (
@@ -186,7 +186,8 @@ class CodeTestsProvider:
             output_limit_bytes=output_limit_bytes,
             cgroup=cgroup,  # type: ignore[arg-type]
         )
-        # Timeouts are wall-clock: more sandboxes than CPUs would fail correct programs, so the pool is bounded by CPUs.
+        # Timeouts are wall-clock: more sandboxes than CPUs would fail correct programs, so the pool
+        # is bounded by CPUs.
         self.concurrency = min(concurrency or CPU_COUNT, CPU_COUNT)
         self.compare: CompareMode = compare  # type: ignore[assignment]
         self.tolerances = (float_rel_tol, float_abs_tol)
@@ -394,7 +395,13 @@ class CodeTestsProvider:
         return "fail:wrong_output"
 
 
-def _io_flags(flags: dict[str, bool]) -> dict[str, bool]:
+class _IOFlags(TypedDict):
+    runtime_error: bool
+    timeout: bool
+    truncated: bool
+
+
+def _io_flags(flags: dict[str, bool]) -> _IOFlags:
     return {"runtime_error": flags["runtime"], "timeout": flags["timeout"], "truncated": flags["truncated"]}
 
 

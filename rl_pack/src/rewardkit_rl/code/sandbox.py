@@ -333,7 +333,7 @@ def bwrap_argv(config: SandboxConfig, bwrap: str) -> list[str]:
     return argv
 
 
-def _write_frame(fd: int, payload: Mapping[str, Any]) -> None:
+def _write_frame(fd: int, payload: object) -> None:
     body = json.dumps(payload).encode("utf-8")
     data = struct.pack(">I", len(body)) + body
     view = memoryview(data)

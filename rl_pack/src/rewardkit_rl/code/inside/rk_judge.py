@@ -42,7 +42,7 @@ class Link:
     def __init__(self, calls_fd: int, replies_fd: int) -> None:
         self.calls_fd = calls_fd
         self.replies_fd = replies_fd
-        self.broken = None
+        self.broken: str | None = None
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.broken:

@@ -43,7 +43,7 @@ def alive(pid: int) -> bool:
 
 def owners(pid: int) -> set[int]:
     """The real uids of every thread of ``pid`` (a thread may have changed its own uid)."""
-    found = set()
+    found: set[int] = set()
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:

@@ -459,7 +459,8 @@ def _run_io(zygote: Zygote, request: dict[str, Any], uids: list[int] | None, cou
     os.unlink(stdin_path)
     exit_fields = _exit_fields(statuses[run.pids[0]])
     code = exit_fields["exit_code"]
-    program = {0: "ok", EXIT_COMPILE_ERROR: "compile_error"}.get(code, "runtime_error")
+    programs: dict[int | None, str] = {0: "ok", EXIT_COMPILE_ERROR: "compile_error"}
+    program = programs.get(code, "runtime_error")
     return {
         "program": program,
         "timed_out": timed_out,

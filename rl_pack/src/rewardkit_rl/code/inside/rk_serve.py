@@ -24,8 +24,8 @@ _MUTABLE = (list, dict, set)
 
 class Server:
     def __init__(self, namespace: dict[str, Any]) -> None:
-        self.objects = {}
-        self.ids = {}
+        self.objects: dict[int, Any] = {}  # handle -> the object it names
+        self.ids: dict[int, int] = {}  # id(object) -> its handle
         self.encoder = rk_wire.Encoder(self.handle_of)
         self.namespace = namespace
 

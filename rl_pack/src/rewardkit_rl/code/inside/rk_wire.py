@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 MAX_FRAME_BYTES = 32 << 20
@@ -137,8 +137,8 @@ class Encoder:
                 out.append(self.encode(key, step))
                 out.append(self.encode(item, step))
             return out
-        tag = {list: "l", tuple: "t", set: "s", frozenset: "f"}[kind]
-        return [tag, *(self.encode(item, step) for item in kind.__iter__(value))]
+        tag, iterate = _COLLECTIONS[kind]
+        return [tag, *(self.encode(item, step) for item in iterate(value))]
 
     def _other(self, value: Any, depth: int) -> Any:
         # exact plain types were handled above; here come subclasses, then everything else
@@ -150,7 +150,15 @@ class Encoder:
         return self.handle_of(value)
 
 
-_BASE_READERS = (
+# The wire tag of each exact collection type but dict, and that type's own iterator.
+_COLLECTIONS: dict[type, tuple[str, Callable[[Any], Iterator[Any]]]] = {
+    list: ("l", list.__iter__),
+    tuple: ("t", tuple.__iter__),
+    set: ("s", set.__iter__),
+    frozenset: ("f", frozenset.__iter__),
+}
+# The base type of each plain type, and how to read a subclass's value through the base's methods.
+_BASE_READERS: tuple[tuple[type, Callable[[Any], Any]], ...] = (
     (bool, lambda v: bool(int.__int__(v))),
     (int, int.__int__),
     (float, float.__float__),

@@ -1,0 +1,205 @@
+"""The declared seams: what each plugin hook is handed, and what every reward backend offers.
+
+Each ``register_*`` hook receives a ``register`` callback of the registrar type named in its spec
+(``ProviderRegistrar`` for ``register_reward_providers``, ...); a plugin may annotate with them.
+
+``RewardLike`` is the surface the three backends share: the in-process ``rewardkit.Reward``, the
+Reward Service client ``rewardkit_service.client.RemoteReward`` and the Ray backend
+``rewardkit_ray.backend.RayReward``. The score job and the trainer bindings work on it and on
+nothing else, so a fourth backend needs only to implement it. Where the backends differ the
+protocol says so in the type: ``catalog`` is ``None`` when the catalog lives in another process
+(a Reward Service resolves it there).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from rewardkit.catalog import Catalog
+    from rewardkit.composition import RewardSpec
+    from rewardkit.config import RewardkitConfig, RewardSelection
+    from rewardkit.contracts import RewardProviderSpec
+    from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
+    from rewardkit.provenance import ProviderRecord
+    from rewardkit.worker import GroupLike, ScoredBatch
+
+__all__ = [
+    "CatalogRegistrar",
+    "ProviderRegistrar",
+    "RewardLike",
+    "ServingStrategyRegistrar",
+    "TrainerBindingRegistrar",
+    "protocol_gaps",
+]
+
+
+# -- what each hook is handed ----------------------------------------------------------------------
+
+
+class ProviderRegistrar(Protocol):
+    """``register`` of ``register_reward_providers``: one call per provider."""
+
+    def __call__(self, spec: RewardProviderSpec, /) -> None: ...
+
+
+class CatalogRegistrar(Protocol):
+    """``register`` of ``register_catalogs``: a name and a zero-argument factory of provider specs."""
+
+    def __call__(self, name: str, factory: Callable[[], Iterable[RewardProviderSpec]], /) -> None: ...
+
+
+class ServingStrategyRegistrar(Protocol):
+    """``register`` of ``register_serving_strategies``: one call per strategy."""
+
+    def __call__(self, spec: ServingStrategySpec, /) -> None: ...
+
+
+class TrainerBindingRegistrar(Protocol):
+    """``register`` of ``register_trainer_bindings``: one call per binding."""
+
+    def __call__(self, spec: TrainerBindingSpec, /) -> None: ...
+
+
+# -- what every reward backend offers -------------------------------------------------------------
+
+
+@runtime_checkable
+class RewardLike(Protocol):
+    """A resolved, preflighted reward, whichever backend scores it.
+
+    Read-only members are properties here so that a backend may hold them as plain attributes.
+    """
+
+    @property
+    def config(self) -> RewardkitConfig:
+        """The configuration the reward was loaded from."""
+
+    @property
+    def selection(self) -> RewardSelection:
+        """The selection this reward scores (``rl.reward``, a routed or a validation one)."""
+
+    @property
+    def namespace(self) -> str:
+        """The metric namespace: ``train``, or ``val`` for the held-out reward."""
+
+    @property
+    def spec(self) -> RewardSpec:
+        """The composed spec, with every component's term resolved."""
+
+    @property
+    def spec_identity(self) -> dict[str, Any]:
+        """What a run records of the spec and compares on resume (JSON)."""
+
+    @property
+    def providers(self) -> tuple[ProviderRecord, ...]:
+        """Every selected provider's record: reference, revision, identity, code fingerprint."""
+
+    @property
+    def needs(self) -> tuple[str, ...]:
+        """The canonical inputs the selected providers read."""
+
+    @property
+    def catalog(self) -> Catalog | None:
+        """The resolved catalog, or ``None`` where it is resolved in another process (a service)."""
+
+    def score(
+        self,
+        groups: Iterable[GroupLike],
+        *,
+        deadline_s: float | None = None,
+        timeout_s: float | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> ScoredBatch:
+        """Score complete groups: per-candidate ``final``, breakdown and advantage, and metrics."""
+
+    async def ascore(
+        self, groups: Iterable[GroupLike], *, deadline_s: float | None = None, timeout_s: float | None = None
+    ) -> ScoredBatch:
+        """``score`` for asyncio callers."""
+
+    def process(
+        self, groups: Iterable[GroupLike], *, deadline_s: float | None = None, timeout_s: float | None = None
+    ) -> ScoredBatch:
+        """Score and write ``reward``/``advantage`` into the trajectories, all or nothing."""
+
+    def validation(self) -> RewardLike:
+        """The held-out reward (``rl.validation.reward``), built once."""
+
+    def close(self) -> None:
+        """Release what the reward holds; idempotent."""
+
+    def __enter__(self) -> RewardLike: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+def protocol_gaps(candidate: object, protocol: type = RewardLike) -> list[str]:
+    """How ``candidate`` (an instance) falls short of ``protocol``: one line per missing member, and
+    per method that cannot be called the way the protocol promises (a parameter missing, of another
+    kind or without its default, an extra parameter without a default, sync where async is promised).
+
+    ``isinstance`` against a runtime-checkable protocol only checks that the names exist; this is
+    what a backend's tests assert is empty.
+    """
+    gaps: list[str] = []
+    for name, promised in _members(protocol).items():
+        if not hasattr(candidate, name):
+            gaps.append(f"{name}: missing")
+            continue
+        if not inspect.isfunction(promised):
+            continue
+        given = getattr(type(candidate), name, None)
+        if not inspect.isfunction(given):
+            gaps.append(f"{name}: not a method")
+            continue
+        if inspect.iscoroutinefunction(promised) != inspect.iscoroutinefunction(given):
+            gaps.append(f"{name}: {'async' if inspect.iscoroutinefunction(promised) else 'sync'} expected")
+        gaps.extend(f"{name}: {gap}" for gap in _signature_gaps(promised, given))
+    return gaps
+
+
+def _members(protocol: type) -> dict[str, Any]:
+    """The protocol's own members (and its protocol bases'), by name; dunders only for ``with``."""
+    members: dict[str, Any] = {}
+    for klass in reversed(protocol.__mro__):
+        if klass in (object, Protocol, Generic):
+            continue
+        for name, value in vars(klass).items():
+            if name in ("__enter__", "__exit__") or not name.startswith("_"):
+                members[name] = value
+    return members
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_KEYWORD = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _signature_gaps(promised: Callable[..., Any], given: Callable[..., Any]) -> list[str]:
+    expected = list(inspect.signature(promised).parameters.values())[1:]  # past self
+    actual = dict(list(inspect.signature(given).parameters.items())[1:])
+    kinds = {parameter.kind for parameter in actual.values()}
+    takes_args = inspect.Parameter.VAR_POSITIONAL in kinds
+    takes_kwargs = inspect.Parameter.VAR_KEYWORD in kinds
+    gaps = []
+    for parameter in expected:
+        match = actual.pop(parameter.name, None)
+        if match is None:
+            if not (
+                (takes_args and parameter.kind in _POSITIONAL)
+                or (takes_kwargs and parameter.kind in _KEYWORD)
+            ):
+                gaps.append(f"no parameter {parameter.name!r}")
+        elif match.kind != parameter.kind:
+            gaps.append(
+                f"parameter {parameter.name!r} is {match.kind.description}, not {parameter.kind.description}"
+            )
+        elif parameter.default is not inspect.Parameter.empty and match.default is inspect.Parameter.empty:
+            gaps.append(f"parameter {parameter.name!r} has no default")
+    for extra in actual.values():
+        variadic = extra.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        if extra.default is inspect.Parameter.empty and not variadic:
+            gaps.append(f"extra parameter {extra.name!r} has no default")
+    return gaps

@@ -1,0 +1,54 @@
+"""``LastTwo``: a function applied to a run of immutable items, each of the last two distinct ones
+worked out once.
+
+A yes/no rule returns one of two shared results for every candidate, and what is read from a result
+(its outcome, what that outcome says under a component, whether it is valid) is the same each time
+it comes back: remembering the last two answers by identity turns a batch's worth of calls into a
+few. Identity, not equality: the items are immutable, and an identity test costs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
+
+Item = TypeVar("Item")
+Answer = TypeVar("Answer")
+
+# What the memo holds before its first item: an object no caller passes (None would let a
+# scorer's missing `return` take the answer of an earlier, valid result).
+_NOTHING = object()
+
+
+class LastTwo(Generic[Item, Answer]):
+    """``function`` over items, remembering the answers for the last two distinct items seen.
+
+    The memo carries over from one ``map`` call to the next, so one per column (or per provider)
+    serves a whole batch.
+    """
+
+    __slots__ = ("_function", "_state")
+
+    def __init__(self, function: Callable[[Item], Answer]) -> None:
+        self._function = function
+        # (last item, its answer, the item before it, its answer): one attribute, read and written
+        # once per call, since a call is often for a single item.
+        self._state: tuple[object, Answer | None, object, Answer | None] = (_NOTHING, None, _NOTHING, None)
+
+    def map(self, items: Iterable[Item]) -> list[Answer]:
+        """``[function(item) for item in items]``, calling ``function`` only for an item that is
+        neither of the last two distinct items seen."""
+        last, last_answer, before, before_answer = self._state
+        out: list[Answer] = []
+        append = out.append
+        for item in items:
+            if item is last:
+                append(last_answer)  # type: ignore[arg-type]
+            elif item is before:
+                append(before_answer)  # type: ignore[arg-type]
+            else:
+                answer = self._function(item)
+                before, before_answer, last, last_answer = last, last_answer, item, answer
+                append(answer)
+        self._state = (last, last_answer, before, before_answer)
+        return out

@@ -1,0 +1,123 @@
+"""A scored batch as columns, what every scoring strategy hands over, and the one way it becomes a
+``ScoredBatch``.
+
+The worker scores a batch with one of two strategies (group by group through the bound adapter,
+or in one pass over columns for cheap pointwise scorers; ``rewardkit.worker``); either ends with a
+``ScoredColumns``: each candidate's composition in batch order, what each component and provider
+said about it, and the groups' sizes. ``BatchOutputs`` turns that into the result: group-relative
+advantages from ``final`` only, the batch report, each candidate's diagnostics and the
+``ScoredBatch`` itself, so both strategies return the same result for the same columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from rewardkit.advantages import Scaling, StdKind, batch_advantages
+from rewardkit.batch_report import ComponentColumn, batch_report
+from rewardkit.composition import ComposedParts
+from rewardkit.contracts import MetricContribution, RewardProviderResult
+from rewardkit.metrics import Report
+from rewardkit.provenance import ProviderRecord
+from rewardkit.scored import ScoredBatch, ScoredCandidate, ScoredGroup
+
+_new_tuple = tuple.__new__
+
+
+@dataclass(slots=True)
+class ScoredColumns:
+    """A batch scored and composed, candidates in batch order."""
+
+    group_ids: list[str]
+    sizes: list[int]  # each group's candidate count, in order
+    trajectory_ids: list[str]
+    composed: ComposedParts
+    # Per component, in the spec's order: each candidate's status, and the scored values alone.
+    statuses: Sequence[Sequence[str]]
+    values: Sequence[Sequence[float]]
+    # Per provider key: each candidate's checked result, None where the provider failed its group.
+    # The one-pass strategy always fills it; the general one, whose breaker has already run on its
+    # groups, only when some provider declares diagnostics (all that is read from it then).
+    said: Mapping[str, Sequence[RewardProviderResult | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutputs:
+    """How one worker turns its ``ScoredColumns`` into a ``ScoredBatch``."""
+
+    namespace: str
+    components: tuple[str, ...]  # component names in the spec's order
+    provider_names: Mapping[str, str]  # provider key -> provider name
+    scaling: Scaling
+    advantage_std: StdKind
+    advantage_eps: float
+    records: tuple[ProviderRecord, ...]
+    diagnosing: bool  # some provider declares diagnostics
+
+    def advantages(self, columns: ScoredColumns) -> list[float]:
+        """Every candidate's group-relative advantage, from its ``final`` only."""
+        return batch_advantages(
+            columns.composed.totals,
+            columns.sizes,
+            self.scaling,
+            std=self.advantage_std,
+            eps=self.advantage_eps,
+        )
+
+    def report(self, columns: ScoredColumns, advantages: Sequence[float]) -> Report:
+        composed = columns.composed
+        return batch_report(
+            self.namespace,
+            self.provider_names,
+            len(columns.trajectory_ids),
+            self._diagnostics(columns) if self.diagnosing else (),
+            [
+                ComponentColumn(name, statuses, values)
+                for name, statuses, values in zip(self.components, columns.statuses, columns.values)
+            ],
+            composed.totals,
+            composed.gated,
+            advantages,
+        )
+
+    def result(self, columns: ScoredColumns, advantages: Sequence[float], report: Report) -> ScoredBatch:
+        per_candidate = self._candidate_diagnostics(columns)
+        scored = [
+            _new_tuple(ScoredCandidate, (trajectory_id, total, gated, breakdown, advantage, diagnostics))
+            for trajectory_id, total, gated, breakdown, advantage, diagnostics in zip(
+                columns.trajectory_ids, *columns.composed, advantages, per_candidate
+            )
+        ]
+        groups = []
+        position = 0
+        for group_id, size in zip(columns.group_ids, columns.sizes):
+            groups.append(_new_tuple(ScoredGroup, (group_id, tuple(scored[position : position + size]))))
+            position += size
+        return ScoredBatch(tuple(groups), report.as_dict(), self.records, report.weights())
+
+    @staticmethod
+    def _diagnostics(columns: ScoredColumns) -> Iterator[tuple[str, Sequence[MetricContribution]]]:
+        """``(provider key, contributions)`` for each candidate a provider scored, in batch order
+        for each provider (what a report's means add up)."""
+        for key, results in columns.said.items():
+            for result in results:
+                if result is not None:
+                    yield key, result.diagnostics
+
+    def _candidate_diagnostics(self, columns: ScoredColumns) -> list[dict[str, dict[str, float]]]:
+        """Each candidate's ``{provider name: {diagnostic: value}}``, providers with none left out."""
+        count = len(columns.trajectory_ids)
+        if not self.diagnosing:
+            return [{} for _ in range(count)]
+        names = self.provider_names
+        providers = [(names[key], results) for key, results in columns.said.items()]
+        out = []
+        for index in range(count):
+            found: dict[str, dict[str, float]] = {}
+            for name, results in providers:
+                result = results[index]
+                if result is not None and result.diagnostics:
+                    found[name] = {item.name: item.value for item in result.diagnostics}
+            out.append(found)
+        return out
