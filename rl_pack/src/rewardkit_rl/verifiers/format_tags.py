@@ -17,23 +17,21 @@ _TAG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 
 def check_format(text: str, tags: tuple[str, ...], allow_outside_text: bool) -> tuple[bool, int]:
     """``(well_formed, tags_found)``: tags_found counts tags appearing as exactly one block."""
-    spans = []
+    spans: list[tuple[int, int]] = []  # the blocks found, in the order of ``tags``
     found = 0
     for tag in tags:
         opening, closing = f"<{tag}>", f"</{tag}>"
         if text.count(opening) != 1 or text.count(closing) != 1:
-            spans.append(None)
             continue
         start, end = text.find(opening), text.find(closing)
         if end < start:
-            spans.append(None)
             continue
         found += 1
         spans.append((start, end + len(closing)))
     if found != len(tags):
         return False, found
     cursor = 0
-    for start, end in spans:  # type: ignore[misc]
+    for start, end in spans:
         if start < cursor:
             return False, found
         if not allow_outside_text and text[cursor:start].strip():

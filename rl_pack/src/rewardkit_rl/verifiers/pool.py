@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
 _MEASURABLE_S = 0.1  # shorter replies are too short for the CPU clock (10 ms ticks) to tell
@@ -291,10 +291,14 @@ class KillablePool:
             if not inflight:
                 continue
             next_deadline = min(entry[2] for entry in inflight.values())
-            for connection in wait(list(inflight), timeout=max(0.0, next_deadline - time.monotonic())):
-                worker, index, _, sent, cpu = inflight.pop(connection)  # type: ignore[call-overload]
+            # wait() returns those of the objects it was given that are ready: here, connections
+            ready = cast(
+                "list[Connection]", wait(list(inflight), timeout=max(0.0, next_deadline - time.monotonic()))
+            )
+            for connection in ready:
+                worker, index, _, sent, cpu = inflight.pop(connection)
                 try:
-                    tag, value = connection.recv()  # type: ignore[union-attr]
+                    tag, value = connection.recv()
                 except (EOFError, OSError):
                     code = worker.process.poll()  # a signal the pool did not send (the OOM killer)
                     results[index] = Outcome("error", reason=f"worker died (exit code {code})")
@@ -303,9 +307,11 @@ class KillablePool:
                 if tag == "ok":
                     results[index] = Outcome("ok", value)
                 else:
-                    status = "memory" if str(value).startswith("MemoryError") else "error"
+                    status: Literal["memory", "error"] = (
+                        "memory" if str(value).startswith("MemoryError") else "error"
+                    )
                     share = _cpu_share(worker, sent, cpu, reply=True)
-                    results[index] = Outcome(status, reason=str(value), cpu_share=share)  # type: ignore[arg-type]
+                    results[index] = Outcome(status, reason=str(value), cpu_share=share)
                 self._release(worker)
             now = time.monotonic()
             for connection, (worker, index, deadline, sent, cpu) in list(inflight.items()):
