@@ -30,7 +30,7 @@ import types
 import typing
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlparse
 
 import yaml
@@ -112,6 +112,9 @@ class DataConfig(_Section):
     validation both hold the column): the column holding each row's gold reference.
     """
 
+    # Where the section sits in a configuration, for messages naming its keys.
+    SECTION: ClassVar[str] = "rl.data"
+
     path: str | None = None
     source: Literal["jsonl", "hf"] = "jsonl"
     prompt_column: str = "prompt"
@@ -135,13 +138,14 @@ class DataConfig(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> DataConfig:
-        column = _one_reference_column("rl.data", self.response_column, self.reference_column)
+        column = _one_reference_column(self.SECTION, self.response_column, self.reference_column)
         self.response_column = self.reference_column = column
         if self.source != "hf":
             hf_only = [name for name in ("items_fn", "split") if getattr(self, name) is not None]
             if hf_only:
                 raise ValueError(
-                    f"rl.data.{hf_only[0]} applies only to rl.data.source: hf (source is {self.source!r})"
+                    f"{self.SECTION}.{hf_only[0]} applies only to {self.SECTION}.source: hf "
+                    f"(source is {self.source!r})"
                 )
         if self.response_column is not None and self.response_column == self.prompt_column:
             raise ValueError(
@@ -311,20 +315,26 @@ class RewardsConfig(_Section):
         return value
 
 
-class PromptsConfig(_Section):
-    """``checkpoints.prompts``: the evaluation prompts (JSONL), mapped like ``rl.data``."""
+class PromptsConfig(DataConfig):
+    """``checkpoints.prompts``: the evaluation prompts, a data section read as ``rl.data`` is (a JSONL
+    file or a ``datasets`` source, the same column mapping and ``items_fn``), plus the columns that
+    name each record and its cluster. Without it, checkpoint evaluation reads ``rl.data`` itself."""
+
+    SECTION: ClassVar[str] = "checkpoints.prompts"
 
     path: str
-    prompt_column: str = "prompt"
-    response_column: str | None = None
-    reference_column: str | None = None  # the same key as response_column (see DataConfig)
     id_column: str | None = None
     cluster_column: str | None = None
 
+    @field_validator("id_column", "cluster_column")
+    @classmethod
+    def _column_not_blank(cls, value: str | None) -> str | None:
+        return _non_empty(value, "the column")
+
     @model_validator(mode="after")
-    def _one_reference(self) -> PromptsConfig:
-        column = _one_reference_column("checkpoints.prompts", self.response_column, self.reference_column)
-        self.response_column = self.reference_column = column
+    def _prompts_only(self) -> PromptsConfig:
+        if self.rollouts_path is not None:
+            raise ValueError("checkpoints.prompts holds prompts; rollouts_path belongs to rl.data")
         return self
 
 
@@ -366,7 +376,7 @@ class CheckpointsConfig(_Section):
     dir: str
     log_dir: str
     base: str | None = None
-    prompts: PromptsConfig
+    prompts: PromptsConfig | None = None  # None: the prompts of rl.data
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     serving: ServingChoice = Field(default_factory=ServingChoice)
     metric: Literal["mean", "pass@k"] = "mean"

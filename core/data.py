@@ -14,6 +14,10 @@ interprets them.
 * A Hugging Face ``datasets`` source (a folder written by ``Dataset.save_to_disk`` or a local data
   file, never the hub) may rewrite row values with ``rl.data.items_fn`` before mapping, but must keep
   each row's keys; its unmapped columns are kept in ``PreparedRow.representations``.
+* A job may keep further columns of every row (``keep``: checkpoint evaluation's record id and
+  cluster), in ``PreparedRow.kept``; they must be on every row, whichever the source.
+* ``checkpoints.prompts`` is a data section of the same shape (``PromptsConfig``); errors name the
+  keys of the section read.
 * Rollouts (the input of ``rewardkit score``) are JSONL rows with ``group_id``, optional
   ``trajectory_id``, the mapped prompt/reference columns, ``completion`` and optionally
   ``completion_token_count`` and ``finish_reason``. Rows of one group need not be adjacent: they
@@ -75,12 +79,14 @@ class PreparedRow:
     ``index`` is the row's 0-based position in the source (blank JSONL lines not counted).
     ``prompt`` and ``reference`` are JSON values (``reference`` is ``None`` when not mapped).
     ``representations`` holds a datasets row's unmapped columns as they were (empty for JSONL).
+    ``kept`` holds the columns the caller asked to keep (``keep``), by column name, for either source.
     """
 
     index: int
     prompt: Any
     reference: Any = None
     representations: Mapping[str, Any] = field(default_factory=dict)
+    kept: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +118,8 @@ def reference_column_of(response_column: str | None) -> str:
     return response_column if response_column is not None else "reference"
 
 
-# The configuration key that maps each canonical input, named in errors about its column.
-_KEYS = {"prompt": "rl.data.prompt_column", "reference": "rl.data.reference_column"}
+# The key (in its data section) that maps each canonical input, named in errors about its column.
+_KEYS = {"prompt": "prompt_column", "reference": "reference_column"}
 
 
 def _json_value(value: Any, *, path: str | None, row: int, column: str, label: str) -> Any:
@@ -135,9 +141,9 @@ def _json_value(value: Any, *, path: str | None, row: int, column: str, label: s
     return value
 
 
-def _missing_column(canonical: str, column: str, holder: str, shown: str) -> str:
+def _missing_column(canonical: str, column: str, holder: str, shown: str, section: str = "rl.data") -> str:
     """Why ``holder`` (a line, a row, the dataset) lacks ``column``, naming the key that maps it."""
-    key = _KEYS[canonical]
+    key = f"{section}.{_KEYS[canonical]}"
     if column == canonical:
         return (
             f"missing {canonical} column {column!r}: {key} is not set, so the {canonical} is read from "
@@ -156,6 +162,7 @@ def _mapped(
     row: int,
     label: str,
     canonical: str,
+    section: str = "rl.data",
 ) -> Any:
     """The value of ``column`` as the ``canonical`` input, or ``None`` when it may be left out.
 
@@ -167,7 +174,7 @@ def _mapped(
             return None
         shown = ", ".join(sorted(map(str, record))) or "(none)"
         raise DataError(
-            _missing_column(canonical, column, f"the {label}", shown),
+            _missing_column(canonical, column, f"the {label}", shown, section),
             path=path,
             row=row,
             column=column,
@@ -251,17 +258,23 @@ def _reject_constant(name: str) -> float:
 # Prompt rows.
 
 
-def load_prompt_rows(data: DataConfig, needs: Sequence[str] = ("prompt",)) -> list[PreparedRow]:
-    """Read ``rl.data`` into canonical rows, checking what ``needs`` requires.
+def load_prompt_rows(
+    data: DataConfig, needs: Sequence[str] = ("prompt",), *, keep: Mapping[str, str] | None = None
+) -> list[PreparedRow]:
+    """Read ``rl.data`` (or another data section, ``checkpoints.prompts``) into canonical rows,
+    checking what ``needs`` requires.
 
     The prompt column is required on every row. The reference column (``rl.data.reference_column``,
     else ``reference``) is required and non-null on every row when ``"reference"`` is in ``needs``;
     otherwise a mapped one must be on every row, and an unmapped ``reference`` is read where present.
+    ``keep`` maps further columns to keep (in ``PreparedRow.kept``) to the key that names each; they
+    must be on every row and hold JSON values.
     """
     if data.path is None:
-        raise DataError("rl.data.path is not set; point it at a JSONL file or a datasets folder/file")
+        raise DataError(f"{data.SECTION}.path is not set; point it at a JSONL file or a datasets folder/file")
     wanted = _check_needs(needs, data.path)
-    rows = _jsonl_rows(data, wanted) if data.source == "jsonl" else _hf_rows(data, wanted)
+    kept = dict(keep or {})
+    rows = _jsonl_rows(data, wanted, kept) if data.source == "jsonl" else _hf_rows(data, wanted, kept)
     if not rows:
         raise DataError("no rows: the data source is empty", path=data.path)
     return rows
@@ -273,7 +286,14 @@ def _prompt_and_reference(
     """The prompt (always required) and the reference (required when needed or mapped, else
     read when the row has a ``reference`` field)."""
     prompt = _mapped(
-        record, data.prompt_column, needed=True, path=where, row=row, label=label, canonical="prompt"
+        record,
+        data.prompt_column,
+        needed=True,
+        path=where,
+        row=row,
+        label=label,
+        canonical="prompt",
+        section=data.SECTION,
     )
     reference = _mapped(
         record,
@@ -283,31 +303,52 @@ def _prompt_and_reference(
         row=row,
         label=label,
         canonical="reference",
+        section=data.SECTION,
     )
     return prompt, reference
 
 
-def _jsonl_rows(data: DataConfig, needs: frozenset[str]) -> list[PreparedRow]:
+def _kept(
+    record: Mapping[str, Any], keep: Mapping[str, str], where: str, row: int, label: str
+) -> dict[str, Any]:
+    """The values of the columns in ``keep`` (column -> the key naming it), each required."""
+    values: dict[str, Any] = {}
+    for column, key in keep.items():
+        if column not in record:
+            shown = ", ".join(sorted(map(str, record))) or "(none)"
+            raise DataError(
+                f"missing column {column!r}, named by {key} (the {label} has columns: {shown})",
+                path=where,
+                row=row,
+                column=column,
+                row_label=label,
+            )
+        values[column] = _json_value(record[column], path=where, row=row, column=column, label=label)
+    return values
+
+
+def _jsonl_rows(data: DataConfig, needs: frozenset[str], keep: Mapping[str, str]) -> list[PreparedRow]:
     path = Path(data.path or "")
     where = str(path)
     rows: list[PreparedRow] = []
     for line, record in _json_lines(path):
         prompt, reference = _prompt_and_reference(record, data, needs, where, line, "line")
-        rows.append(PreparedRow(index=len(rows), prompt=prompt, reference=reference))
+        kept = _kept(record, keep, where, line, "line")
+        rows.append(PreparedRow(index=len(rows), prompt=prompt, reference=reference, kept=kept))
     return rows
 
 
-def _import_datasets() -> Any:
+def _import_datasets(section: str = "rl.data") -> Any:
     try:
         import datasets
     except ImportError as error:
-        raise DataError("rl.data.source: hf needs the 'datasets' library: pip install datasets") from error
+        raise DataError(f"{section}.source: hf needs the 'datasets' library: pip install datasets") from error
     return datasets
 
 
 def _open_dataset(data: DataConfig) -> Any:
     """The ``datasets.Dataset`` that ``rl.data`` names, read from local disk only."""
-    datasets = _import_datasets()
+    datasets = _import_datasets(data.SECTION)
     path = Path(data.path or "")
     where = str(path)
     if path.is_dir():
@@ -335,7 +376,7 @@ def _open_dataset(data: DataConfig) -> Any:
         if data.split is None:
             if len(splits) != 1:
                 raise DataError(
-                    f"the folder holds splits {splits}; choose one with rl.data.split", path=where
+                    f"the folder holds splits {splits}; choose one with {data.SECTION}.split", path=where
                 )
             return loaded[splits[0]]
         if data.split not in loaded:
@@ -343,18 +384,19 @@ def _open_dataset(data: DataConfig) -> Any:
         return loaded[data.split]
     if data.split is not None:
         raise DataError(
-            f"rl.data.split is {data.split!r} but the folder holds one dataset, not splits", path=where
+            f"{data.SECTION}.split is {data.split!r} but the folder holds one dataset, not splits",
+            path=where,
         )
     return loaded
 
 
-def _items_fn(dotted: str) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+def _items_fn(dotted: str, section: str = "rl.data") -> Callable[[dict[str, Any]], Mapping[str, Any]]:
     try:
         function = import_module_attribute(dotted)
     except (ImportError, AttributeError, ValueError) as error:
-        raise DataError(f"rl.data.items_fn {dotted!r} cannot be imported: {error}") from error
+        raise DataError(f"{section}.items_fn {dotted!r} cannot be imported: {error}") from error
     if not callable(function):
-        raise DataError(f"rl.data.items_fn {dotted!r} is not callable")
+        raise DataError(f"{section}.items_fn {dotted!r} is not callable")
     return function
 
 
@@ -364,16 +406,17 @@ def _apply_items_fn(
     row: dict[str, Any],
     index: int,
     where: str,
+    section: str = "rl.data",
 ) -> dict[str, Any]:
     try:
         rewritten = function(dict(row))
     except Exception as error:
         raise DataError(
-            f"rl.data.items_fn {dotted!r} raised {error!r}", path=where, row=index, row_label="row"
+            f"{section}.items_fn {dotted!r} raised {error!r}", path=where, row=index, row_label="row"
         ) from error
     if not isinstance(rewritten, Mapping):
         raise DataError(
-            f"rl.data.items_fn {dotted!r} returned {type(rewritten).__name__}, not a row mapping",
+            f"{section}.items_fn {dotted!r} returned {type(rewritten).__name__}, not a row mapping",
             path=where,
             row=index,
             row_label="row",
@@ -382,8 +425,8 @@ def _apply_items_fn(
     removed = sorted(set(row) - set(rewritten))
     if added or removed:
         raise DataError(
-            f"rl.data.items_fn {dotted!r} must keep the row's keys; it added {added} and removed {removed}. "
-            "Rewrite values only; map columns with rl.data.prompt_column/reference_column",
+            f"{section}.items_fn {dotted!r} must keep the row's keys; it added {added} and removed "
+            f"{removed}. Rewrite values only; map columns with {section}.prompt_column/reference_column",
             path=where,
             row=index,
             row_label="row",
@@ -391,29 +434,48 @@ def _apply_items_fn(
     return dict(rewritten)
 
 
-def _hf_rows(data: DataConfig, needs: frozenset[str]) -> list[PreparedRow]:
+def _hf_rows(data: DataConfig, needs: frozenset[str], keep: Mapping[str, str]) -> list[PreparedRow]:
     dataset = _open_dataset(data)
     where = str(data.path)
     columns = list(dataset.column_names)
+    shown = ", ".join(map(str, columns)) or "(none)"
     reference_column = reference_column_of(data.response_column)
     for column, canonical, needed in (
         (data.prompt_column, "prompt", True),
         (reference_column, "reference", "reference" in needs),
     ):
         if (needed or column != canonical) and column not in columns:
-            shown = ", ".join(map(str, columns)) or "(none)"
             raise DataError(
-                _missing_column(canonical, column, "the dataset", shown), path=where, column=column
+                _missing_column(canonical, column, "the dataset", shown, data.SECTION),
+                path=where,
+                column=column,
             )
-    function = _items_fn(data.items_fn) if data.items_fn else None
+    for column, key in keep.items():
+        if column not in columns:
+            raise DataError(
+                f"missing column {column!r}, named by {key} (the dataset has columns: {shown})",
+                path=where,
+                column=column,
+            )
+    function = _items_fn(data.items_fn, data.SECTION) if data.items_fn else None
     mapped = {data.prompt_column} | ({reference_column} & set(columns))
     rows: list[PreparedRow] = []
     for index, raw in enumerate(dataset):
-        record = _apply_items_fn(function, data.items_fn or "", raw, index, where) if function else raw
+        record = (
+            _apply_items_fn(function, data.items_fn or "", raw, index, where, data.SECTION)
+            if function
+            else raw
+        )
         prompt, reference = _prompt_and_reference(record, data, needs, where, index, "row")
         representations = {key: value for key, value in record.items() if key not in mapped}
         rows.append(
-            PreparedRow(index=index, prompt=prompt, reference=reference, representations=representations)
+            PreparedRow(
+                index=index,
+                prompt=prompt,
+                reference=reference,
+                representations=representations,
+                kept=_kept(record, keep, where, index, "row"),
+            )
         )
     return rows
 

@@ -1,8 +1,9 @@
 """What a run records about the providers it scored with, and the checks made on resume.
 
 A record holds the catalog reference, the provider name, its revision, its identity hash and its
-code fingerprint. Resuming pending work under a different identity is refused; code that changed
-while the revision did not is a warning, or an error under ``REWARDKIT_STRICT_IDENTITY=1``.
+code fingerprint. Resuming pending work (or comparing with kept results) under a different
+catalog, provider, revision or identity is refused, naming each field that differs; code that
+changed while the revision did not is a warning, or an error under ``REWARDKIT_STRICT_IDENTITY=1``.
 """
 
 from __future__ import annotations
@@ -73,14 +74,26 @@ def strict_identity() -> bool:
     return os.environ.get("REWARDKIT_STRICT_IDENTITY", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+# What names a reward: the same name from another catalog, or at another revision, is another one.
+_IDENTIFYING = ("catalog", "provider", "revision", "identity")
+
+
+def differences(recorded: ProviderRecord, current: ProviderRecord) -> list[str]:
+    """Each identifying field that differs, with both values (``revision: recorded '1', now '2'``)."""
+    return [
+        f"{name}: recorded {getattr(recorded, name)!r}, now {getattr(current, name)!r}"
+        for name in _IDENTIFYING
+        if getattr(recorded, name) != getattr(current, name)
+    ]
+
+
 def check_resume(recorded: ProviderRecord, current: ProviderRecord, strict: bool | None = None) -> None:
-    """Refuse to resume under another identity; flag code changed without a revision bump."""
-    if (
-        recorded.identity != current.identity
-        or recorded.provider != current.provider
-        or recorded.catalog != current.catalog  # the same name from another catalog is another reward
-    ):
+    """Refuse to resume under another catalog, provider, revision or identity (naming each that
+    differs, with both values); flag code changed without a revision bump."""
+    changed = differences(recorded, current)
+    if changed:
         raise IdentityMismatchError(
+            f"the reward differs ({'; '.join(changed)}): "
             f"pending results were recorded under provider {recorded.provider!r} revision "
             f"{recorded.revision!r} identity {recorded.identity} (catalog {recorded.catalog!r}) "
             f"but the current one is {current.provider!r} revision {current.revision!r} identity "

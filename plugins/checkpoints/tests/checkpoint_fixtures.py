@@ -12,15 +12,25 @@ from pathlib import Path
 from aiohttp import web
 
 
+def chat_reply(question: str, index: int) -> str:
+    """What the scripted chat endpoint answers as choice ``index`` to a last message ``question``."""
+    return f"answer {index} to {question}"
+
+
 @dataclass
 class ScriptedModels:
-    """Answers "a+b" prompts: right with probability ``accuracy``; 500s while ``failing``."""
+    """Answers "a+b" prompts: right with probability ``accuracy``; 500s while ``failing``.
+
+    The chat endpoint answers ``chat_reply(last message content, index)`` and keeps the messages of
+    every request in ``chat_messages``.
+    """
 
     accuracy: float = 0.7
     failing: bool = False
     requests: int = 0
     models: tuple[str, ...] = ("tiny",)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    chat_messages: list[list[dict]] = field(default_factory=list)
 
     async def list_models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": name} for name in self.models]})
@@ -39,6 +49,23 @@ class ScriptedModels:
             )
         return web.json_response({"choices": choices})
 
+    async def chat(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        if self.failing:
+            return web.json_response({"error": "engine died"}, status=500)
+        body = await request.json()
+        self.chat_messages.append(body["messages"])
+        question = body["messages"][-1]["content"]
+        choices = [
+            {
+                "index": index,
+                "message": {"role": "assistant", "content": chat_reply(question, index)},
+                "finish_reason": "stop",
+            }
+            for index in range(body.get("n", 1))
+        ]
+        return web.json_response({"choices": choices})
+
 
 class ServerThread:
     def __init__(self, script: ScriptedModels) -> None:
@@ -52,6 +79,7 @@ class ServerThread:
         app = web.Application()
         app.router.add_get("/v1/models", self.script.list_models)
         app.router.add_post("/v1/completions", self.script.completions)
+        app.router.add_post("/v1/chat/completions", self.script.chat)
         runner = web.AppRunner(app)
         self.loop.run_until_complete(runner.setup())
         site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,13 @@ _STEP = re.compile(r"^step-(\d+)\.summary\.json$")
 
 
 def curve_rows(log_dir: str | Path) -> list[dict[str, Any]]:
-    """One row per evaluated step: metric, difference from the base with its interval, the gate."""
-    from rewardkit_checkpoints.evaluate import read_values
+    """One row per evaluated step: metric, difference from the base with its interval, the gate.
+
+    A step is compared with the base only when both were made under the same generation settings,
+    prompts and reward (catalog, providers, revisions, identity hashes, spec); otherwise refused.
+    """
+    from rewardkit.provenance import ProviderRecord, RevisionNotBumpedWarning
+    from rewardkit_checkpoints.evaluate import check_same_reward, differing_keys, read_values
 
     root = Path(log_dir)
     base_summary = root / "base.summary.json"
@@ -29,7 +35,21 @@ def curve_rows(log_dir: str | Path) -> list[dict[str, Any]]:
     steps = sorted(int(match.group(1)) for path in root.iterdir() if (match := _STEP.match(path.name)))
     for step in steps:
         name = f"step-{step}"
-        summary = json.loads((root / f"{name}.summary.json").read_text(encoding="utf-8"))
+        path = root / f"{name}.summary.json"
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        changed = differing_keys(base.get("generation"), summary.get("generation"), "generation.")
+        if changed:
+            raise RewardkitError(
+                f"{path} was made under other generation settings or prompts than the base "
+                f"({'; '.join(changed)}); the two cannot be compared"
+            )
+        try:
+            step_providers = [ProviderRecord.from_json(item) for item in summary["providers"]]
+        except (KeyError, TypeError, ValueError) as error:
+            raise RewardkitError(f"{path} holds no readable provider record ({error})") from None
+        # the base is the record, the step what is compared with it ("recorded ..., now ...")
+        for note in check_same_reward(base_summary, base, step_providers, summary.get("spec")):
+            warnings.warn(f"{path}: {note}", RevisionNotBumpedWarning, stacklevel=2)
         _, values, _ = read_values(root, name)
         found = paired_interval(base_values, values, clusters=use_clusters)
         gate_path = root / f"{name}.gate.json"

@@ -29,7 +29,38 @@ class Generated:
     finish_reasons: tuple[str | None, ...]
 
 
-def _request(settings: GenerationConfig, model: str, prompt: Any) -> tuple[str, dict[str, Any]]:
+def prompt_problem(prompt: Any, mode: str) -> str | None:
+    """Why ``prompt`` cannot be sent in ``mode`` (``None`` when it can).
+
+    Chat mode sends a list of messages as it is (the form TRL hands a conversational prompt to the
+    reward) and wraps a text prompt in one user message; completions mode sends text only.
+    """
+    if mode == "completions":
+        if isinstance(prompt, str):
+            return None
+        shape = "chat messages" if isinstance(prompt, list) else type(prompt).__name__
+        return (
+            f"the prompt is {shape}, but checkpoints.generation.mode is completions, which sends text; "
+            "set checkpoints.generation.mode=chat"
+        )
+    if isinstance(prompt, str):
+        return None
+    if not isinstance(prompt, list) or not prompt:
+        return f"a chat prompt is text or a non-empty list of messages, not {type(prompt).__name__}"
+    for position, message in enumerate(prompt):
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("role"), str)
+            or "content" not in message
+        ):
+            return f"message {position} of the prompt is not a {{'role': ..., 'content': ...}} mapping"
+    return None
+
+
+def _request(settings: GenerationConfig, model: str, record: Record) -> tuple[str, dict[str, Any]]:
+    problem = prompt_problem(record.prompt, settings.mode)
+    if problem is not None:
+        raise RewardkitError(f"record {record.record_id}: {problem}")
     body: dict[str, Any] = {
         "model": model,
         "n": settings.n,
@@ -40,13 +71,10 @@ def _request(settings: GenerationConfig, model: str, prompt: Any) -> tuple[str, 
     if settings.seed is not None:
         body["seed"] = settings.seed
     if settings.mode == "chat":
-        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": str(prompt)}]
+        prompt = record.prompt
+        messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
         return "/v1/chat/completions", {**body, "messages": messages}
-    if not isinstance(prompt, str):
-        raise RewardkitError(
-            f"completions mode needs a text prompt, got {type(prompt).__name__}; use mode: chat"
-        )
-    return "/v1/completions", {**body, "prompt": prompt}
+    return "/v1/completions", {**body, "prompt": record.prompt}
 
 
 def _choices(answer: Any, settings: GenerationConfig, record: Record) -> Generated:
@@ -82,7 +110,7 @@ def generate(
         ) as client:
 
             async def one(record: Record) -> Generated:
-                path, body = _request(settings, served.model, record.prompt)
+                path, body = _request(settings, served.model, record)
                 async with limit:
                     answer = (await client.request("POST", path, json_body=body, deadline=deadline)).json()
                 if progress is not None:

@@ -4,11 +4,12 @@ Each scan discovers step folders, waits until each is complete (marker, then set
 and evaluates the base model first, then ready steps in increasing step order: a later step
 never overtakes an earlier one that is still being written. A step whose serving or generation
 fails is reported (with the server's log tail) and retried on a later scan, at most
-``max_attempts`` times. Results already on disk are read, not recomputed, after a restart, and
-only when they were made under the same generation settings and reward identities (otherwise
-the watcher refuses and names both). After each step the regression gate compares it with the
-base, record by record; when it fires the watcher writes the stop file (if configured) and
-returns exit code 3.
+``max_attempts`` times. Results already on disk (the base's included) are read, not recomputed,
+after a restart, and only when they were made under the same generation settings, prompts and
+reward: the same catalog, provider names, revisions and identity hashes, and the same spec
+(otherwise the watcher refuses, naming each field that differs with both values). After each
+step the regression gate compares it with the base, record by record; when it fires the watcher
+writes the stop file (if configured) and returns exit code 3.
 """
 
 from __future__ import annotations
@@ -23,10 +24,19 @@ from typing import Any
 from rewardkit.catalog import serving_strategies
 from rewardkit.config import RewardkitConfig
 from rewardkit.errors import RewardkitError
-from rewardkit.reward import Reward
+from rewardkit.protocols import RewardLike
 from rewardkit.stats import RegressionGate
 from rewardkit_checkpoints.discovery import Found, Settling, discover
-from rewardkit_checkpoints.evaluate import evaluate, generation_identity, load_records, read_values
+from rewardkit_checkpoints.evaluate import (
+    check_same_reward,
+    differing_keys,
+    evaluate,
+    generation_identity,
+    load_records,
+    read_values,
+    spec_json,
+)
+from rewardkit_checkpoints.generation import prompt_problem
 
 EXIT_GATE = 3
 BASE = "base"
@@ -38,7 +48,7 @@ def _step_name(step: int) -> str:
 
 class Watcher:
     def __init__(
-        self, config: RewardkitConfig, reward: Reward, say: Callable[[str], None] | None = None
+        self, config: RewardkitConfig, reward: RewardLike, say: Callable[[str], None] | None = None
     ) -> None:
         if config.checkpoints is None:
             raise RewardkitError("the configuration has no 'checkpoints' section (the run spec)")
@@ -48,7 +58,16 @@ class Watcher:
         self.say = say or (lambda text: print(text, file=sys.stderr, flush=True))
         self.log_dir = Path(self.spec.log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.records = load_records(self.spec)
+        self.data = config.rl.data
+        self.records = load_records(self.spec, reward.needs, self.data)
+        for record in self.records:
+            problem = prompt_problem(record.prompt, self.spec.generation.mode)
+            if problem is not None:  # before any server is started for it
+                raise RewardkitError(f"record {record.record_id}: {problem}")
+        self.identity = json.loads(
+            json.dumps(generation_identity(self.spec, self.records, self.data), default=str)
+        )
+        self.checked: set[str] = set()
         self.settling = Settling(self.spec.settle_s)
         self.attempts: dict[str, int] = {}
         self.gate = RegressionGate(
@@ -67,18 +86,22 @@ class Watcher:
     # -- results on disk -----------------------------------------------------------------------
 
     def _done(self, name: str) -> bool:
+        """Whether ``name`` has results on disk, made under this run spec and reward (else refused)."""
+        if name in self.checked:
+            return True
         path = self.log_dir / f"{name}.summary.json"
         if not path.is_file():
             return False
         summary = json.loads(path.read_text(encoding="utf-8"))
-        mine = json.loads(json.dumps(generation_identity(self.spec), default=str))
-        recorded_providers = [item["identity"] for item in summary.get("providers", [])]
-        current_providers = [record.identity for record in self.reward.providers]
-        if summary.get("generation") != mine or recorded_providers != current_providers:
+        changed = differing_keys(summary.get("generation"), self.identity, "generation.")
+        if changed:
             raise RewardkitError(
-                f"{path} was made under other generation settings or reward identities "
-                f"(recorded providers {recorded_providers}, now {current_providers}); use another log_dir"
+                f"{path} was made under other generation settings or prompts ({'; '.join(changed)}); "
+                "use another log_dir"
             )
+        for note in check_same_reward(path, summary, self.reward.providers, spec_json(self.reward)):
+            self.say(f"warning: {path}: {note}")
+        self.checked.add(name)
         return True
 
     # -- one checkpoint ------------------------------------------------------------------------
@@ -105,12 +128,15 @@ class Watcher:
         self.say(f"evaluating {name} ({checkpoint or 'the base model'}), attempt {attempts + 1}")
         try:
             with self.strategy.serve(checkpoint) as served:
-                summary = evaluate(name, served, self.reward, self.records, self.spec, self._progress(name))
+                summary = evaluate(
+                    name, served, self.reward, self.records, self.spec, self._progress(name), data=self.data
+                )
         except RewardkitError as error:
             left = self.spec.max_attempts - attempts - 1
             self.say(f"{name} failed ({'retried on a later scan' if left else 'no attempts left'}): {error}")
             return False
         self.say(f"{name}: {self.spec.metric} = {summary['value']:.4f} over {summary['records']} prompts")
+        self.checked.add(name)
         return True
 
     def _gate(self, look: int, found: Found) -> dict[str, Any] | None:
