@@ -16,18 +16,39 @@ train on 0.
 ``extra_logs`` holds each component's value (NaN when it did not score).
 
 For a Reward Service, point ``--remote_rm_url`` at its ``/get_reward`` endpoint instead.
+
+``reward_func`` receives no token counts and no finish reasons. A reward whose providers need
+either (``overlong``) is refused when OpenRLHF loads this file, naming the field, because OpenRLHF
+only logs an exception raised by ``reward_func`` and trains on. Set both of these and the binding
+derives them instead, from the response part of the decoded query:
+
+- ``REWARDKIT_OPENRLHF_TOKENIZER``: the tokenizer OpenRLHF generates with (a folder or a hub name
+  for ``AutoTokenizer.from_pretrained``; the run's ``--pretrain``);
+- ``REWARDKIT_OPENRLHF_MAX_NEW_TOKENS``: the generation limit, OpenRLHF's ``--rollout.max_new_tokens``.
+
+``completion_token_count`` is the response re-encoded (EOS included, as vLLM counts it), and
+``finish_reason`` is ``"length"`` when that count reached the limit without the response ending in
+the tokenizer's EOS token, else ``"stop"``.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
 from rewardkit.bindings.groups import BindingError, FlatBatch, singleton_groups
-from rewardkit.bindings.loading import ConfigSource, config_source, reward_for
+from rewardkit.bindings.loading import CONFIG_ENV, ConfigSource, config_source, reward_for
+from rewardkit.bindings.truncation import budget_finish_reason, refuse_missing
+from rewardkit.contracts import CANDIDATE_NEEDS
 
 BINDING = "rewardkit.bindings.openrlhf"
+TOKENIZER_ENV = "REWARDKIT_OPENRLHF_TOKENIZER"
+MAX_NEW_TOKENS_ENV = "REWARDKIT_OPENRLHF_MAX_NEW_TOKENS"
+# openrlhf 0.11.2 (utils/agent.py, SingleTurnAgentExecutor) imports the --remote_rm_url file as a
+# module of this name and calls reward_func inside ``except Exception: logger.info(...)``.
+OPENRLHF_MODULE_NAME = "reward_func"
 # OpenRLHF's group_norm divides by (std + 1e-9); rl.advantage_eps overrides it.
 ADVANTAGE_EPS = 1e-9
 # End-of-sequence markers of common chat templates; OpenRLHF decodes with special tokens kept.
@@ -83,6 +104,11 @@ def response_of(query: str, prompt: str, index: int, eos_markers: Sequence[str] 
     compared loosely, see ``_prefix_end``); a query that does not start with its prompt is refused,
     since guessing where the response starts could score the wrong text.
     """
+    return strip_eos(generated_part(query, prompt, index), eos_markers)
+
+
+def generated_part(query: str, prompt: str, index: int) -> str:
+    """What follows the prompt in a decoded query, EOS markers kept (see ``response_of``)."""
     if not isinstance(query, str) or not isinstance(prompt, str):
         raise BindingError(
             f"sample {index}: query and prompt must be text, got {type(query).__name__} and "
@@ -105,7 +131,11 @@ def response_of(query: str, prompt: str, index: int, eos_markers: Sequence[str] 
             "(raise --prompt_max_len / --max_len), and a tokenizer that rewrites more than whitespace "
             "(unknown tokens, normalisers) cannot be matched"
         )
-    response = query[start + end :]
+    return query[start + end :]
+
+
+def strip_eos(response: str, eos_markers: Sequence[str] = EOS_MARKERS) -> str:
+    """``response`` without its trailing end-of-sequence markers."""
     stripped = True
     while stripped:
         stripped = False
@@ -126,14 +156,74 @@ def _as_output(values: list[float]) -> Any:
     return torch.tensor(values, dtype=torch.float32)
 
 
+class GenerationLimit:
+    """The tokenizer OpenRLHF generates with and its ``--rollout.max_new_tokens``."""
+
+    # A plain class: OpenRLHF executes this file without registering it in sys.modules, where
+    # dataclasses look up string annotations.
+    def __init__(self, tokenizer: Any, max_new_tokens: int) -> None:
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+
+    def measure(self, generated: str) -> tuple[int, str]:
+        """Token count and finish reason of a response (the generated part of a query, EOS kept)."""
+        count = len(self.tokenizer(generated, add_special_tokens=False)["input_ids"])
+        eos = getattr(self.tokenizer, "eos_token", None)
+        ends_with_eos = isinstance(eos, str) and bool(eos) and generated.rstrip().endswith(eos)
+        return count, budget_finish_reason(count, self.max_new_tokens, ends_with_eos)
+
+
+def limit_from_environment() -> GenerationLimit | None:
+    """The limit ``REWARDKIT_OPENRLHF_TOKENIZER`` and ``REWARDKIT_OPENRLHF_MAX_NEW_TOKENS`` configure."""
+    path = os.environ.get(TOKENIZER_ENV, "").strip()
+    limit = os.environ.get(MAX_NEW_TOKENS_ENV, "").strip()
+    if not path and not limit:
+        return None
+    if not path or not limit:
+        missing = TOKENIZER_ENV if not path else MAX_NEW_TOKENS_ENV
+        raise BindingError(
+            f"{missing} is not set; token counts need both {TOKENIZER_ENV} and {MAX_NEW_TOKENS_ENV}"
+        )
+    if not limit.isdigit() or int(limit) < 1:
+        raise BindingError(f"{MAX_NEW_TOKENS_ENV} must be a positive integer, got {limit!r}")
+    from transformers import AutoTokenizer
+
+    return GenerationLimit(AutoTokenizer.from_pretrained(path), int(limit))
+
+
+_NO_FIELDS = "OpenRLHF's reward_func(queries, prompts, labels) carries no token counts or finish reasons"
+_REMEDY = (
+    f"Set {TOKENIZER_ENV} (the run's tokenizer) and {MAX_NEW_TOKENS_ENV} (--rollout.max_new_tokens) "
+    "so the binding derives them, or configure a reward without them"
+)
+
+
+def _reward(source: ConfigSource, limit: GenerationLimit | None) -> Any:
+    reward = reward_for(source, group_size=1, advantage_eps=ADVANTAGE_EPS)
+    refuse_missing([reward], CANDIDATE_NEEDS if limit is not None else (), _NO_FIELDS, _REMEDY)
+    return reward
+
+
+def preflight(config: ConfigSource | None = None, *, limit: GenerationLimit | None = None) -> None:
+    """Build the reward ``reward_func`` scores with and refuse what OpenRLHF cannot give it.
+
+    ``limit`` defaults to the one the environment configures.
+    """
+    _reward(config_source(config, BINDING), limit if limit is not None else _environment_limit())
+
+
 def score(
     queries: Sequence[str],
     prompts: Sequence[str],
     labels: Sequence[Any] | None,
     *,
     config: ConfigSource | None = None,
+    limit: GenerationLimit | None = None,
 ) -> tuple[list[float], dict[str, list[float]]]:
-    """Totals and per-component values for OpenRLHF samples (plain lists; ``reward_func`` wraps them)."""
+    """Totals and per-component values for OpenRLHF samples (plain lists; ``reward_func`` wraps them).
+
+    ``limit`` (default: the environment's, see the module) gives token counts and finish reasons.
+    """
     source = config_source(config, BINDING)
     count = len(queries)
     if len(prompts) != count or (labels is not None and len(labels) != count):
@@ -141,15 +231,20 @@ def score(
             f"got {count} queries, {len(prompts)} prompts and "
             f"{len(labels) if labels is not None else 0} labels; OpenRLHF passes one of each per sample"
         )
-    reward = reward_for(source, group_size=1, advantage_eps=ADVANTAGE_EPS)
+    limit = limit if limit is not None else _environment_limit()
+    reward = _reward(source, limit)
     if "reference" in reward.needs and labels is None:
         raise BindingError("the reward needs a reference; set OpenRLHF's --label_key so labels are passed")
+    generated = [
+        generated_part(query, prompt, index) for index, (query, prompt) in enumerate(zip(queries, prompts))
+    ]
+    measured = [limit.measure(text) for text in generated] if limit is not None else None
     batch = FlatBatch(
-        completions=[
-            response_of(query, prompt, index) for index, (query, prompt) in enumerate(zip(queries, prompts))
-        ],
+        completions=[strip_eos(text) for text in generated],
         prompts=list(prompts),
         references=list(labels) if labels is not None and "reference" in reward.needs else None,
+        token_counts=[count for count, _ in measured] if measured is not None else None,
+        finish_reasons=[reason for _, reason in measured] if measured is not None else None,
     )
     scored = reward.score(singleton_groups(batch, "openrlhf"))
     totals: list[float] = []
@@ -176,10 +271,30 @@ def reward_func(
 
     The configuration comes from ``config=`` when a caller passes it, else ``$REWARDKIT_CONFIG``.
     """
-    totals, components = score(queries, prompts, labels, config=kwargs.get("config"))
+    totals, components = score(
+        queries, prompts, labels, config=kwargs.get("config"), limit=kwargs.get("limit")
+    )
     rewards = _as_output(totals)
     return {
         "rewards": rewards,
         "scores": rewards,
         "extra_logs": {name: _as_output(values) for name, values in components.items()},
     }
+
+
+_environment_limits: dict[tuple[str, str], GenerationLimit | None] = {}
+
+
+def _environment_limit() -> GenerationLimit | None:
+    # The tokenizer loads once per (path, limit), not on every sample.
+    key = (os.environ.get(TOKENIZER_ENV, "").strip(), os.environ.get(MAX_NEW_TOKENS_ENV, "").strip())
+    if key not in _environment_limits:
+        _environment_limits[key] = limit_from_environment()
+    return _environment_limits[key]
+
+
+if __name__ == OPENRLHF_MODULE_NAME and os.environ.get(CONFIG_ENV, "").strip():
+    # OpenRLHF is loading this file: refuse a reward it cannot score here, while a raise still
+    # stops the run (reward_func's own errors are only logged by OpenRLHF). Without
+    # $REWARDKIT_CONFIG the configuration can only come with each call (config=).
+    preflight(limit=_environment_limit())

@@ -29,6 +29,12 @@ component that was skipped or errored gives ``None`` for itself only. Under ``on
 error fails the training step. Provider diagnostics and the batch report go to TRL's
 ``log_metric`` when TRL passes it (on several ranks, the report of the whole batch, the same on
 every rank). ``async_reward_funcs`` is the same as coroutine functions.
+
+Each rollout carries ``completion_token_count`` (the length of TRL's ``completion_ids``) and
+``finish_reason`` by TRL's own truncation rule: ``"length"`` when the completion's last id is
+neither EOS nor padding (no EOS within ``max_completion_length``), else ``"stop"``. The EOS and pad
+ids are the tokenizer's: ``tokenizer=`` when given, else the ``processing_class`` of the trainer
+whose ``log_metric`` TRL passes (``GRPOTrainer`` passes its own).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from typing import Any
 from rewardkit.bindings.groups import BindingError, FlatBatch, rebuild_groups
 from rewardkit.bindings.loading import ConfigSource, build_reward, config_source, resolve_config, reward_for
 from rewardkit.bindings.ranks import Ranks, current_ranks
+from rewardkit.bindings.truncation import needed_candidate_fields, stop_token_ids, trl_finish_reason
 from rewardkit.pointwise import MappedProvider
 from rewardkit.protocols import RewardLike
 from rewardkit.reward import Reward
@@ -127,6 +134,7 @@ class TRLRewardBinding:
         reference_column: str | None,
         total_name: str = TOTAL_NAME,
         ranks: Ranks | None = _AUTO,
+        tokenizer: Any = None,
     ) -> None:
         self.reward = reward
         self.num_generations = num_generations
@@ -141,6 +149,8 @@ class TRLRewardBinding:
                 f"rewards/{total_name}/mean. Pass total_name= to pick another"
             )
         self.pointwise = is_pointwise(reward)
+        self._stop_ids = stop_token_ids(tokenizer) if tokenizer is not None else None
+        self._needs_finish_reason = "finish_reason" in needed_candidate_fields(reward)
         self._slice_reward: RewardLike | None = None
         self._lock = threading.Lock()
         self._last: tuple[Sequence[Any], Sequence[Any], _BatchScores] | None = None
@@ -162,8 +172,20 @@ class TRLRewardBinding:
                 )
             references = kwargs[self.reference_column]
         completion_ids = kwargs.get("completion_ids")
-        counts = [len(ids) for ids in completion_ids] if completion_ids is not None else None
-        return FlatBatch(completions, prompts, references, counts)
+        if completion_ids is None:
+            return FlatBatch(completions, prompts, references)
+        counts = [len(ids) for ids in completion_ids]
+        stop_ids = self._stop_ids if self._stop_ids is not None else _trainer_stop_ids(kwargs)
+        if stop_ids is None:
+            if self._needs_finish_reason:
+                raise BindingError(
+                    "the reward needs 'finish_reason', which the binding derives from TRL's completion ids "
+                    "and the tokenizer's EOS and pad ids; pass tokenizer= to reward_funcs (no trainer "
+                    "tokenizer was found through TRL's log_metric)"
+                )
+            return FlatBatch(completions, prompts, references, counts)
+        reasons = [trl_finish_reason(ids, stop_ids) for ids in completion_ids]
+        return FlatBatch(completions, prompts, references, counts, reasons)
 
     def _groups(self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]) -> list:
         return rebuild_groups(
@@ -202,6 +224,7 @@ class TRLRewardBinding:
                 "prompts": list(flat.prompts) if flat.prompts is not None else None,
                 "references": list(flat.references) if flat.references is not None else None,
                 "token_counts": list(flat.token_counts) if flat.token_counts is not None else None,
+                "finish_reasons": list(flat.finish_reasons) if flat.finish_reasons is not None else None,
             })  # fmt: skip
         except Exception as error:
             local, sent = error, _failure(ranks.rank, "reading its batch", error)
@@ -219,7 +242,7 @@ class TRLRewardBinding:
             completions=[item for part in parts for item in part["completions"]],
             **{
                 field: None if parts[0][field] is None else [item for part in parts for item in part[field]]
-                for field in ("prompts", "references", "token_counts")
+                for field in ("prompts", "references", "token_counts", "finish_reasons")
             },
         )
         try:
@@ -379,6 +402,14 @@ class TRLRewardBinding:
         return [1.0] + [0.0] * len(self.component_names)
 
 
+def _trainer_stop_ids(kwargs: Mapping[str, Any]) -> frozenset[int] | None:
+    """The EOS and pad ids of the trainer calling: TRL 1.13 passes ``log_metric=self._log_metric``
+    (``GRPOTrainer._calculate_rewards``), a method of the trainer, whose ``processing_class`` holds them."""
+    trainer = getattr(kwargs.get("log_metric"), "__self__", None)
+    tokenizer = getattr(trainer, "processing_class", None)
+    return stop_token_ids(tokenizer) if tokenizer is not None else None
+
+
 def _named(function: Callable[..., Any], name: str) -> Callable[..., Any]:
     # TRL names each function's metrics after __name__ (rewards/<name>/mean).
     function.__name__ = name
@@ -392,12 +423,14 @@ def binding(
     num_generations: int | None = None,
     reference_column: str | None = None,
     total_name: str = TOTAL_NAME,
+    tokenizer: Any = None,
 ) -> TRLRewardBinding:
     """Build the shared state behind ``reward_funcs`` / ``async_reward_funcs``.
 
     ``num_generations`` defaults to ``rl.group_size``; when both are given they must agree.
     ``reference_column`` defaults to ``rl.data.response_column`` and is only read when a selected
-    provider needs a reference.
+    provider needs a reference. ``tokenizer`` (the trainer's ``processing_class``) gives the EOS and
+    pad ids of TRL's truncation rule; without it they are read from the calling trainer.
     """
     source = config_source(config, "rewardkit.bindings.trl")
     resolved = resolve_config(source)
@@ -426,6 +459,7 @@ def binding(
         num_generations=num_generations,
         reference_column=column if "reference" in reward.needs else None,
         total_name=total_name,
+        tokenizer=tokenizer,
     )
 
 
@@ -435,13 +469,18 @@ def reward_funcs(
     num_generations: int | None = None,
     reference_column: str | None = None,
     total_name: str = TOTAL_NAME,
+    tokenizer: Any = None,
 ) -> tuple[list[RewardFunc], list[float]]:
     """TRL ``reward_funcs`` and matching ``reward_weights``: the total at 1, one function per component at 0.
 
     ``config`` is a YAML/TOML path, a mapping or a ``RewardkitConfig`` (default: ``$REWARDKIT_CONFIG``).
     """
     bound = binding(
-        config, num_generations=num_generations, reference_column=reference_column, total_name=total_name
+        config,
+        num_generations=num_generations,
+        reference_column=reference_column,
+        total_name=total_name,
+        tokenizer=tokenizer,
     )
     return bound.functions(), bound.weights()
 
@@ -452,9 +491,14 @@ def async_reward_funcs(
     num_generations: int | None = None,
     reference_column: str | None = None,
     total_name: str = TOTAL_NAME,
+    tokenizer: Any = None,
 ) -> tuple[list[Callable[..., Any]], list[float]]:
     """``reward_funcs`` as coroutine functions (TRL runs them concurrently on its own event loop)."""
     bound = binding(
-        config, num_generations=num_generations, reference_column=reference_column, total_name=total_name
+        config,
+        num_generations=num_generations,
+        reference_column=reference_column,
+        total_name=total_name,
+        tokenizer=tokenizer,
     )
     return bound.async_functions(), bound.weights()

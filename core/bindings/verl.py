@@ -20,6 +20,11 @@ selection, NaN for a component that did not score or that the response's selecti
 have. ``compute_score_batch`` scores lists and, when ``group_size`` (or ``rl.group_size``) is set,
 rebuilds verl's interleaved groups (``n`` consecutive responses per prompt) so group-native
 providers see whole groups.
+
+verl's reward managers pass ``compute_score`` no response length and no EOS fact. rewardkit's own
+manager (``rewardkit.bindings.verl_manager.RewardkitRewardManager``) passes both, as
+``completion_token_count`` and ``finish_reason``; under any other manager a reward whose providers
+need either field is refused when the binding builds it (the first call), naming the field.
 """
 
 from __future__ import annotations
@@ -30,11 +35,20 @@ from typing import Any
 
 from rewardkit.bindings.groups import BindingError, FlatBatch, rebuild_groups, singleton_groups
 from rewardkit.bindings.loading import ConfigSource, config_source, resolve_config, reward_for, selections
+from rewardkit.bindings.truncation import refuse_missing
 from rewardkit.config import RewardkitConfig
 from rewardkit.reward import spec_of
 from rewardkit.worker import ScoredCandidate
 
 BINDING = "rewardkit.bindings.verl"
+_NOT_PASSED = (
+    "verl's reward managers pass compute_score no response length or EOS fact (data_source {source!r})"
+)
+MANAGER_HINT = (
+    "Use rewardkit's reward manager, which passes both: reward.reward_manager.source=importlib "
+    "reward.reward_manager.name=RewardkitRewardManager "
+    "reward.reward_manager.module.path=<rewardkit.bindings.verl_manager.__file__>"
+)
 # verl's GRPO divides by (std + 1e-6); rl.advantage_eps overrides it.
 ADVANTAGE_EPS = 1e-6
 
@@ -82,12 +96,34 @@ def _prompts(extra_infos: Sequence[Any] | None, key: str, count: int) -> list[An
     return prompts if any(prompt is not None for prompt in prompts) else None
 
 
+def _pick(values: Sequence[Any] | None, indices: Sequence[int], name: str, count: int) -> list[Any] | None:
+    if values is None:
+        return None
+    if len(values) != count:
+        raise BindingError(f"{name} has {len(values)} entries for {count} responses")
+    return [values[index] for index in indices]
+
+
 def _check_text(solution_strs: Sequence[Any]) -> None:
     for index, text in enumerate(solution_strs):
         if not isinstance(text, str):
             raise BindingError(
                 f"solution_str {index} is {type(text).__name__}, not the decoded response text"
             )
+
+
+def preflight(config: ConfigSource | None = None, *, provided: Sequence[str] = ()) -> None:
+    """Build the reward of ``rl.reward`` and of every ``by_data_source`` selection, as ``compute_score``
+    scores them, and refuse a candidate field not in ``provided`` that one of them needs.
+
+    rewardkit's reward manager calls it when verl builds the manager, so a misconfigured reward fails
+    before the first rollout rather than at the first score.
+    """
+    source = config_source(config, BINDING)
+    resolved = resolve_config(source)
+    for name in (None, *resolved.rl.reward.by_data_source):
+        reward = reward_for(source, data_source=name, group_size=1, advantage_eps=ADVANTAGE_EPS)
+        refuse_missing([reward], provided, _NOT_PASSED.format(source=name or "any"), MANAGER_HINT)
 
 
 def compute_score(
@@ -97,15 +133,25 @@ def compute_score(
     extra_info: dict[str, Any] | None = None,
     *,
     config: ConfigSource | None = None,
+    completion_token_count: int | None = None,
+    finish_reason: str | None = None,
     **kwargs: Any,
 ) -> dict[str, float]:
     """Score one response for verl: ``{"score": total, <component>: value}``.
 
-    ``config`` (a path or mapping, from ``reward_kwargs``) defaults to ``$REWARDKIT_CONFIG``. Other
+    ``config`` (a path or mapping, from ``reward_kwargs``) defaults to ``$REWARDKIT_CONFIG``.
+    ``completion_token_count`` and ``finish_reason`` come from rewardkit's reward manager. Other
     keyword arguments verl adds (``reward_router_address``, ...) are accepted and ignored.
     """
     return compute_score_batch(
-        [data_source], [solution_str], [ground_truth], [extra_info], config=config, group_size=1
+        [data_source],
+        [solution_str],
+        [ground_truth],
+        [extra_info],
+        config=config,
+        group_size=1,
+        completion_token_counts=None if completion_token_count is None else [completion_token_count],
+        finish_reasons=None if finish_reason is None else [finish_reason],
     )[0]
 
 
@@ -117,6 +163,8 @@ def compute_score_batch(
     *,
     config: ConfigSource | None = None,
     group_size: int | None = None,
+    completion_token_counts: Sequence[int] | None = None,
+    finish_reasons: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
     """Score a batch for verl's batch reward manager: one ``{"score": ..., ...}`` per response.
@@ -124,6 +172,8 @@ def compute_score_batch(
     With ``group_size`` (default ``rl.group_size``) responses are scored as groups of that many
     consecutive responses, which must share data source, ground truth and prompt; without it, one by one.
     Rows of different data sources are scored with the selection each one maps to.
+    ``completion_token_counts`` and ``finish_reasons`` (one per response) are what rewardkit's reward
+    manager measured; without them a reward that needs them is refused.
     """
     source = config_source(config, BINDING)
     resolved = resolve_config(source)
@@ -134,6 +184,14 @@ def compute_score_batch(
             raise BindingError(f"{name} has {len(values)} entries for {count} responses")
     if extra_infos is not None and len(extra_infos) != count:
         raise BindingError(f"extra_infos has {len(extra_infos)} entries for {count} responses")
+    provided = [
+        field
+        for field, values in (
+            ("completion_token_count", completion_token_counts),
+            ("finish_reason", finish_reasons),
+        )
+        if values is not None
+    ]
     _check_text(solution_strs)
     if size is not None and size > 1 and count % size:
         raise BindingError(f"{count} responses do not divide into groups of {size} (group_size)")
@@ -156,11 +214,14 @@ def compute_score_batch(
     prompt_key = resolved.rl.data.prompt_column
     for source_name, indices in by_source.items():
         reward = reward_for(source, data_source=source_name, group_size=step, advantage_eps=ADVANTAGE_EPS)
+        refuse_missing([reward], provided, _NOT_PASSED.format(source=source_name), MANAGER_HINT)
         infos = [extra_infos[i] for i in indices] if extra_infos is not None else None
         batch = FlatBatch(
             completions=[solution_strs[i] for i in indices],
             prompts=_prompts(infos, prompt_key, len(indices)) if "prompt" in reward.needs else None,
             references=[ground_truths[i] for i in indices],
+            token_counts=_pick(completion_token_counts, indices, "completion_token_counts", count),
+            finish_reasons=_pick(finish_reasons, indices, "finish_reasons", count),
         )
         if "prompt" in reward.needs and batch.prompts is None:
             raise BindingError(

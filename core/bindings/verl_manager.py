@@ -1,0 +1,116 @@
+"""rewardkit's verl reward manager: ``compute_score`` with each response's length and EOS fact.
+
+verl's own managers call ``compute_score(data_source, solution_str, ground_truth, extra_info)``, so
+a provider that reads ``completion_token_count`` or ``finish_reason`` (``overlong``) cannot see
+them. This manager reads them from the ``DataProto`` verl's rollout builds and passes them on::
+
+    reward.custom_reward_function.path=/path/to/site-packages/rewardkit/bindings/verl.py
+    reward.custom_reward_function.name=compute_score
+    +reward.custom_reward_function.reward_kwargs.config=/path/to/reward.yaml
+    reward.reward_manager.source=importlib
+    reward.reward_manager.name=RewardkitRewardManager
+    reward.reward_manager.module.path=/path/to/site-packages/rewardkit/bindings/verl_manager.py
+
+For each response (the last sequence of a multi-sequence sample, as verl's ``naive`` manager does):
+``completion_token_count`` is its valid length (the response part of ``attention_mask``), and
+``finish_reason`` is ``"length"`` when that length reached ``actor_rollout_ref.rollout.response_length``
+without the last token being EOS, else ``"stop"`` (``truncation.budget_finish_reason``). The text
+is decoded as the ``naive`` manager decodes it. Without ``custom_reward_function`` the manager scores
+with ``rewardkit.bindings.verl.compute_score`` and ``$REWARDKIT_CONFIG``.
+
+This module imports verl (and torch); ``rewardkit.bindings.verl`` does not.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from verl import DataProto
+from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
+
+from rewardkit.bindings import verl as verl_binding
+from rewardkit.bindings.groups import BindingError
+from rewardkit.bindings.loading import plain
+from rewardkit.bindings.truncation import budget_finish_reason
+from rewardkit.contracts import CANDIDATE_NEEDS
+
+BUDGET_KEY = "actor_rollout_ref.rollout.response_length"
+
+
+def response_budget(config: Any) -> int:
+    """The rollout's per-response token budget, ``actor_rollout_ref.rollout.response_length``."""
+    node = config
+    for part in BUDGET_KEY.split("."):
+        node = node.get(part) if hasattr(node, "get") else None
+        if node is None:
+            raise BindingError(
+                f"RewardkitRewardManager needs {BUDGET_KEY} (the response token budget) in verl's config "
+                "to tell a response cut at the budget from one that stopped"
+            )
+    if isinstance(node, bool) or not isinstance(node, int) or node < 1:
+        raise BindingError(f"{BUDGET_KEY} must be a positive integer, got {node!r}")
+    return node
+
+
+def eos_ids(tokenizer: Any) -> frozenset[int]:
+    """The tokenizer's EOS ids (``eos_token_id`` may be one id or a list)."""
+    value = getattr(tokenizer, "eos_token_id", None)
+    values = value if isinstance(value, (list, tuple, set, frozenset)) else [value]
+    return frozenset(int(item) for item in values if item is not None)
+
+
+def _reward_config(config: Any) -> Any:
+    function = config.get("reward", {}).get("custom_reward_function") or {}
+    return plain((function.get("reward_kwargs") or {}).get("config"))
+
+
+class RewardkitRewardManager(RewardManagerBase):
+    """verl's reward manager for rewardkit: one response at a time, with its length and EOS fact."""
+
+    def __init__(
+        self,
+        config: Any,
+        tokenizer: Any,
+        compute_score: Any,
+        reward_router_address: str | None = None,
+        reward_model_tokenizer: Any = None,
+    ) -> None:
+        super().__init__(config, tokenizer, compute_score)
+        self.compute_score: Any = compute_score or verl_binding.compute_score
+        self.is_async_reward_score = inspect.iscoroutinefunction(self.compute_score)
+        self.budget = response_budget(config)
+        self.eos_ids = eos_ids(tokenizer)
+        # Fail here, when verl builds its reward workers, not at the first rollout's score.
+        verl_binding.preflight(_reward_config(config), provided=CANDIDATE_NEEDS)
+
+    def measure(self, data: DataProto) -> tuple[Any, int, str]:
+        """The last sequence's valid response ids, their count and the finish reason."""
+        item = data[-1:][0]
+        response_ids = item.batch["responses"]
+        width = response_ids.shape[-1]
+        length = int(item.batch["attention_mask"][-width:].sum())
+        valid = response_ids[:length]
+        ends_with_eos = length > 0 and int(valid[-1]) in self.eos_ids
+        return valid, length, budget_finish_reason(length, self.budget, ends_with_eos)
+
+    async def run_single(self, data: DataProto) -> dict[str, Any]:
+        valid, length, finish_reason = self.measure(data)
+        item = data[-1:][0]
+        extra_info = dict(item.non_tensor_batch.get("extra_info", None) or {})
+        text = await self.loop.run_in_executor(
+            None, lambda: self.tokenizer.decode(valid, skip_special_tokens=True)
+        )
+        arguments = {
+            "data_source": item.non_tensor_batch["data_source"],
+            "solution_str": text,
+            "ground_truth": item.non_tensor_batch["reward_model"]["ground_truth"],
+            "extra_info": extra_info,
+            "completion_token_count": length,
+            "finish_reason": finish_reason,
+        }
+        if self.is_async_reward_score:
+            result = await self.compute_score(**arguments)
+        else:
+            result = await self.loop.run_in_executor(None, lambda: self.compute_score(**arguments))
+        return {"reward_score": result["score"], "reward_extra_info": dict(result)}
