@@ -116,7 +116,7 @@ def _raise_failures(gathered: Sequence[tuple[str, Any]], world: int, local: Base
     raise error from local
 
 
-def is_pointwise(reward: Any) -> bool:
+def ranks_score_own_slices(reward: Any) -> bool:
     """Whether a rank may score its own slice: in-process, every provider built by ``map_candidates``."""
     if type(reward) is not Reward:  # a Reward Service or Ray actors score whole groups
         return False
@@ -148,7 +148,7 @@ class TRLRewardBinding:
                 f"the total's function name {total_name!r} is also a component name; TRL logs both under "
                 f"rewards/{total_name}/mean. Pass total_name= to pick another"
             )
-        self.pointwise = is_pointwise(reward)
+        self.slices_per_rank = ranks_score_own_slices(reward)
         self._stop_ids = stop_token_ids(tokenizer) if tokenizer is not None else None
         self._needs_finish_reason = "finish_reason" in needed_candidate_fields(reward)
         self._slice_reward: RewardLike | None = None
@@ -259,7 +259,7 @@ class TRLRewardBinding:
     def _score_share(self, ranks: Ranks, groups: list[dict[str, Any]], size: int) -> tuple[str, Any]:
         """Score this rank's share; returns what collective 2 carries (its scored part, or a failure)."""
         group_size = self.num_generations
-        if self.pointwise:
+        if self.slices_per_rank:
             first, stop = ranks.rank * size, (ranks.rank + 1) * size
             pieces = []
             for number in range(first // group_size, (stop - 1) // group_size + 1):

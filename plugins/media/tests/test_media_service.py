@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import threading
 import time
 
 import numpy as np
@@ -276,6 +277,44 @@ def test_cancelled_during_enqueue_leaves_no_spool_file(service, spool_dir):
     asyncio.run(main())
     assert service.enqueue_count == 1
     # the spool_dir fixture asserts the folder is empty
+
+
+def test_cancelled_before_its_write_thread_starts_writing_leaves_no_spool_file(
+    service, spool_dir, monkeypatch
+):
+    # The write runs in a daemon thread that a cancelled caller abandons; when the thread writes
+    # only after the caller removed the spool file, the file must not come back.
+    from rewardkit_media.spool import Spool
+
+    release, finished = threading.Event(), threading.Event()
+    write = Spool.write
+
+    def held_write(self, array, prefix=b""):
+        try:
+            release.wait(60)
+            return write(self, array, prefix)
+        finally:
+            finished.set()
+
+    monkeypatch.setattr(Spool, "write", held_write)
+    media_client = client(service, spool_dir)
+
+    async def main():
+        task = asyncio.create_task(
+            media_client.score(sample(), {"media_type": "video"}, time.monotonic() + 60, ScoringTrace())
+        )
+        while not os.listdir(spool_dir):  # the file is created before the write thread starts
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert os.listdir(spool_dir) == []
+    release.set()
+    assert finished.wait(60)
+    assert os.listdir(spool_dir) == []  # the late write did not create it again
+    assert service.enqueue_count == 0
 
 
 def test_capacity_is_checked_before_anything_is_written_or_sent(service, spool_dir):

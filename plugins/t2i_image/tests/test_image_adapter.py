@@ -121,3 +121,26 @@ def test_a_terminal_400_is_the_candidates_error(service, params):
     ):
         reward.score([group("g", image(5))])
     assert service.enqueue_count == 1 and len(service.pulls) == 1
+
+
+# -- the trainer's rank loop ----------------------------------------------------------------------
+
+
+def test_the_rank_helper_scores_images_and_names_the_deployed_scorer(service, params):
+    """Alone (no process group) ``score_on_ranks`` is the whole batch; its run record names the scorer."""
+    from rewardkit_media.ranks import score_on_ranks
+
+    latents = [image(seed) for seed in (20, 21, 22)]
+    with rewardkit.load(config(params, group_size=3), runtime={"decoder": ConditioningDecoder()}) as reward:
+        whole = reward.score([group("g", *latents)])
+        scores = score_on_ranks(reward, [group("g", *latents)], group_size=3)
+    assert (scores.rank, scores.world) == (0, 1)
+    assert [c.final for c in scores.groups[0].candidates] == [c.final for _, c in whole.candidates()]
+    assert [c.advantage for c in scores.groups[0].candidates] == [c.advantage for _, c in whole.candidates()]
+    timing = f"train/reward_provider/{PROVIDER_NAME}/service_seconds"  # wall time
+    assert {k: v for k, v in scores.metrics.items() if k != timing} == {
+        k: v for k, v in whole.metrics.items() if k != timing
+    }
+    assert scores.scorer_revisions == {PROVIDER_NAME: "pickscore-test-2026-12"}
+    (record,) = scores.run_record
+    assert (record["revision"], record["scorer_revision"]) == ("1", "pickscore-test-2026-12")

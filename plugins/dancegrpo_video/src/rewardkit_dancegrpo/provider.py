@@ -3,8 +3,9 @@
 The factory takes the model-owned decoder as a runtime object
 (``rewardkit.load(config, runtime={"decoder": decoder})``) and the ``VideoRewardConfig`` params;
 the provider maps every candidate through ``rewardkit_media.MediaScorer`` (one service request per
-candidate, never a batch). In the distributed WFM topology each rank holds one trajectory and
-scores it as a group of one; the complete group exists only after the trainer's gather.
+candidate, never a batch). In the distributed WFM topology each rank holds one trajectory of each
+group and scores it as a piece of one; ``rewardkit_media.score_on_ranks`` puts the whole groups
+together across the ranks (advantages, the merged report, failures converged).
 """
 
 from __future__ import annotations

@@ -188,7 +188,8 @@ class MediaServiceClient:
             spool_bytes(sample, prefix), directory=self.spool_dir, active_ranks=self.active_ranks
         )
         try:
-            # a write cut short by the deadline finishes into the removed file, unseen
+            # a write abandoned (deadline, cancellation) finishes into the removed file, unseen, or
+            # finds it gone: Spool.write never creates it again
             await in_daemon_thread(lambda: spool.write(sample, prefix), deadline - time.monotonic())
             trace.stage = "enqueue"
             uuid = await self._enqueue(spool, deadline, trace)

@@ -103,9 +103,13 @@ class Spool:
     def write(self, array: np.ndarray, prefix: bytes = b"") -> int:
         """Write ``prefix`` then ``array`` in NumPy format (no pickles); returns the file size.
 
-        A C-contiguous array is written straight from its buffer, with no copy in memory.
+        A C-contiguous array is written straight from its buffer, with no copy in memory. The file
+        must still exist: a write that starts after ``remove`` (an abandoned write thread, its
+        caller cancelled) raises ``FileNotFoundError`` rather than creating the file again, and one
+        under way when ``remove`` runs finishes into the unlinked file, which nothing can see.
         """
-        with open(self.path, "wb") as handle:  # a BufferedWriter: numpy writes it with tofile
+        descriptor = os.open(self.path, os.O_WRONLY | os.O_TRUNC)  # never O_CREAT
+        with os.fdopen(descriptor, "wb") as handle:  # a BufferedWriter: numpy writes it with tofile
             handle.write(prefix)
             np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
             handle.flush()
