@@ -21,7 +21,7 @@ from rewardkit.contracts import (
     build_candidate_result,
     build_group_result,
 )
-from rewardkit.errors import RewardContractError
+from rewardkit.errors import RequestCancelled, RewardContractError
 
 Scorer = Callable[..., RewardProviderResult]
 _trajectory_id = attrgetter("trajectory_id")
@@ -55,7 +55,8 @@ def score_candidates(
 ) -> list[RewardProviderResult]:
     """``scorer``'s result for each candidate, in order: what every path that runs a pointwise
     scorer calls. A candidate the scorer crashes on fails (that candidate only, with the error as
-    its reason); a ``RewardContractError`` is the batch's, naming the group and the candidate."""
+    its reason); a ``RewardContractError`` is the batch's, naming the group and the candidate; a
+    cancellation of the batch propagates."""
     results: list[RewardProviderResult] = []
     append = results.append
     for candidate in candidates:
@@ -64,6 +65,10 @@ def score_candidates(
             append(scorer(candidate, context, **params) if params else scorer(candidate, context))
         except RewardContractError as error:
             raise _located(error, group_id, candidate)  # noqa: B904 - it chains the error itself
+        except RequestCancelled:
+            # The batch is stopping (a deadline, or another chunk failed): not this candidate's
+            # fault, and turning it into a failed result would hide the error that stopped it.
+            raise
         except Exception as error:
             append(RewardProviderResult.fail(f"{type(error).__name__}: {error}"))
     return results

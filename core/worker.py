@@ -1,11 +1,15 @@
 """``RewardWorker``: scores whole groups under a ``RewardSpec`` as one rollback-safe transaction.
 
 The worker binds every component's provider at construction (preflight), refuses provider-name
-and optimized-term collisions, then for a batch: scores every group through the bound adapter,
-composes each candidate, computes group-relative advantages from ``final`` only, and builds the
-report. ``evaluate`` does all of that without touching its inputs; ``process`` also writes
-``reward`` and ``advantage`` into the trainer's trajectory mappings, and restores every one of them
-if any stage fails, so a batch is either fully scored or exactly as it was.
+and optimized-term collisions, then for a batch: scores and composes every candidate with one of
+two strategies, chosen in one place (``_run``) for ``evaluate`` and ``process`` alike: group by
+group through the bound adapter (any provider, in threads or on reward actors), or in one pass
+over columns when every provider is a cheap pointwise scorer (``rewardkit.pointwise_batch``).
+Both end in the same ``ScoredColumns``, which one set of steps finishes: the breaker, advantages
+from ``final`` only, the report and the result (``rewardkit.scored_columns``). ``evaluate`` does
+all of that without touching its inputs; ``process`` also writes ``reward`` and ``advantage`` into
+the trainer's trajectory mappings, and restores every one of them if any stage fails, so a batch
+is either fully scored or exactly as it was.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from concurrent.futures import Executor, Future, wait
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from rewardkit import cancellation
 from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind
@@ -399,14 +403,22 @@ class RewardWorker:
                     ids, totals[position:end], gated[position:end], breakdowns[position:end]
                 )
             ]
-            results: dict[str, RewardGroupResult | ProviderError] = {
+            # The one-pass strategy has a result for every candidate (its providers never fail a group).
+            by_provider: dict[str, RewardGroupResult | ProviderError] = {
                 key: RewardGroupResult(
-                    group_id, tuple(map(RewardCandidateResult, ids, results[position:end]))
+                    group_id,
+                    tuple(
+                        map(
+                            RewardCandidateResult,
+                            ids,
+                            cast("list[RewardProviderResult]", results[position:end]),
+                        )
+                    ),
                 )
                 for key, results in said.items()
             }
             rollouts = [{"trajectory_id": trajectory_id} for trajectory_id in ids]
-            staged.append(StagedGroup(group_id, rollouts, composed, results))
+            staged.append(StagedGroup(group_id, rollouts, composed, by_provider))
             position = end
         return self._columns(staged)
 

@@ -103,3 +103,19 @@ def test_score_and_process_take_the_same_strategy(monkeypatch: pytest.MonkeyPatc
     assert processed == scored
     assert [rollout["reward"]["final"] for rollout in groups[0][1]] == [1.0, 0.0]
     assert [rollout["advantage"] for rollout in groups[0][1]] == [c.advantage for _, c in scored.candidates()]
+
+
+def test_a_cancelled_batch_reports_the_error_that_stopped_it_not_a_failed_candidate():
+    # When one chunk of a batch fails, the chunks still running are cancelled: a cancellation must
+    # not become a failed candidate, whose composition error (under onError: raise) would then be
+    # raised in place of the error that stopped the batch.
+    from rewardkit.errors import RequestCancelled
+    from rewardkit.pointwise import score_candidates
+
+    candidate = RewardCandidate("t", "x")
+
+    def cancelled(candidate: RewardCandidate, context: RewardContext) -> None:
+        raise RequestCancelled("another chunk of the batch failed")
+
+    with pytest.raises(RequestCancelled, match="another chunk"):
+        score_candidates(cancelled, {}, "g", [candidate], RewardContext())
