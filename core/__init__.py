@@ -7,7 +7,7 @@ revision and identity hash.
 
 from __future__ import annotations
 
-from rewardkit.binding import BoundProvider
+from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import Catalog, ProviderEntry, resolve_catalog
 from rewardkit.composition import CompositionError, RewardSpec, compose
 from rewardkit.config import load_config

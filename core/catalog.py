@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rewardkit.binding import BoundProvider
+from rewardkit.bound_provider import BoundProvider
 from rewardkit.contracts import CANDIDATE_NEEDS, KNOWN_NEEDS, RewardProviderSpec, check_name
-from rewardkit.errors import PreflightError, RegistrationError, UnknownNameError
+from rewardkit.errors import PreflightError, RegistrationError
 from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
 from rewardkit.frozen import NotJSONError
 from rewardkit.identity import canonical_json, code_fingerprint, provider_identity, sha256_hex
@@ -249,7 +249,33 @@ class Catalog:
 def _collect(
     manager: PluginManager, hook: str, registry: Registry[Any], name_of: Callable[[Any], str]
 ) -> None:
-    manager.call_each(hook, lambda owner: registry.registrar(owner, name_of), registry.drop_owner)
+    _call_recording(manager, hook, registry, lambda owner: registry.registrar(owner, name_of))
+
+
+def _call_recording(
+    manager: PluginManager, hook: str, registry: Registry[Any], make_register: Callable[[PluginInfo], Any]
+) -> None:
+    """Call ``hook`` into ``registry`` and record on it every plugin that failed to import, or failed
+    in this hook, so an unknown name there names them (``Registry.failures``)."""
+    failed: list[PluginInfo] = []
+
+    def withdraw(owner: PluginInfo) -> None:
+        failed.append(owner)
+        registry.drop_owner(owner)
+
+    manager.call_each(hook, make_register, withdraw)
+    lines = [
+        f"plugin {failure.name!r} from distribution {failure.distribution} {failure.version} "
+        f"failed to load: {failure.error}"
+        for failure in manager.failures
+    ]
+    for owner in failed:
+        said = [line for line in manager.hook_failures.get(owner.name, []) if line.startswith(hook)]
+        lines.append(
+            f"plugin {owner.name!r} from distribution {owner.distribution} {owner.version} failed to "
+            f"register: {said[-1] if said else hook + ' failed'}"
+        )
+    registry.failures = tuple(lines)
 
 
 def _cached(manager: PluginManager, key: str, build: Callable[[], Any]) -> Any:
@@ -284,7 +310,7 @@ def catalog_factories(manager: PluginManager | None = None) -> Registry[Callable
 
             return register
 
-        manager.call_each("register_catalogs", registrar, registry.drop_owner)
+        _call_recording(manager, "register_catalogs", registry, registrar)
         return registry
 
     return _cached(manager, "catalogs", build)
@@ -332,11 +358,10 @@ def _with_catalog(manager: PluginManager, base: Registry[RewardProviderSpec], re
                 f"cannot import catalog {ref!r}: {type(error).__name__}: {error}; the module "
                 "must be importable on the driver and on every reward actor"
             ) from error
-    elif ref in factories:
+    else:
+        # An unknown name raises, naming every plugin that failed to load (it may be the one).
         registered = factories.get(ref)
         factory, owner = registered.value, registered.owner
-    else:
-        raise UnknownNameError("catalog", ref, [entry.name for entry in factories])
     if not callable(factory):
         raise PreflightError(f"catalog {ref!r} is {type(factory).__name__}, not a zero-argument factory")
     try:

@@ -159,6 +159,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         resume=args.resume,
         overwrite=args.overwrite,
         allow_code_change=args.allow_code_change,
+        plot=args.plot,
     )
 
 
@@ -200,8 +201,30 @@ def _version() -> str:
         return "(not installed)"
 
 
+def _is_override(arg: str) -> bool:
+    """Whether a command-line word is a ``key=value`` configuration override (not an option)."""
+    return "=" in arg and not arg.startswith("-")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but ``key=value`` overrides may come anywhere on the command line (after ``--out``
+    too), in the order given, for every command that takes overrides."""
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        overrides: list[str] | None = getattr(parsed, "overrides", None)
+        stray = extras if overrides is None else [arg for arg in extras if not _is_override(arg)]
+        if stray:
+            self.error(f"unrecognized arguments: {' '.join(stray)}")
+        if extras and overrides is not None:
+            parsed.overrides = [*overrides, *extras]
+        return parsed
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rewardkit", description="The reward layer for RL post-training.")
+    parser = _Parser(prog="rewardkit", description="The reward layer for RL post-training.")
     parser.add_argument("--version", action="version", version=f"rewardkit {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -255,6 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --resume: finish even though a provider's code changed without a revision bump "
         "(warned; the manifest records both code fingerprints)",
+    )
+    score.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also draw the distribution of the final rewards and of each component here (PNG; needs "
+        "matplotlib: the core's plot extra)",
     )
 
     # Every option says its default (None stands for "from the configuration" or "no limit", so

@@ -547,7 +547,7 @@ def _finished(
         raise CompositionRowError(
             position,
             f"component {details} errored and onError is 'raise', so the batch fails; "
-            "set onError to 'zero' or 'none' to score through component errors",
+            f"to score through component errors set the spec's onError to 'zero' or 'none' (rl.reward.spec.onError; a config with rl.reward.provider has none: write it as rl.reward.spec: {{components: [{{provider: {errors[0]}}}], onError: zero}}, params and term going in the component)",  # noqa: E501
             component=errors[0],
             breakdown=breakdown,
         )

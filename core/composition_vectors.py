@@ -1,8 +1,9 @@
 """The shared composition vectors and the checker every composition implementation runs them with.
 
-``testdata/reward_vectors.json`` pins the composition rules (floor, weights, onError, clip, finiteness): the in-process ``compose``,
-the Reward Service and the Ray path each pass their own ``compose_fn`` to ``check_vector`` so a
-mismatch between implementations is a test failure, not a silent difference in training rewards.
+``testdata/reward_vectors.json`` pins the composition rules (floor, weights, onError, clip,
+finiteness): the in-process ``compose``, the Reward Service and the Ray path each pass their own
+``compose_fn`` to ``check_vector`` so a mismatch between implementations is a test failure, not a
+silent difference in training rewards.
 
 ``compose_fn(spec_dict, components_dict) -> {"total", "gated", "breakdown"}`` either returns the
 composed result as plain JSON or raises (any exception; its message is matched).

@@ -462,8 +462,21 @@ def _suggest(parts: Sequence[str], model: type[BaseModel]) -> str | None:
     return nearest(".".join(parts), everywhere)
 
 
+# Spec-wide keys a one-provider ``rl.reward`` has not got: they live in ``rl.reward.spec``.
+_SPEC_ONLY = ("onError", "on_error", "floor", "clip", "components", "breaker")
+
+
 def _unknown_key(parts: Sequence[str], model: type[BaseModel], source: str | None) -> ConfigError:
     dotted = ".".join(parts)
+    if issubclass(model, RewardSelection) and parts[-1] in _SPEC_ONLY:
+        section = ".".join(parts[:-1])
+        return ConfigError(
+            f"{parts[-1]!r} is a key of a composed spec ({section}.spec.{parts[-1]}), not of {section}; "
+            f"a one-provider {section}.provider has none: write it as {section}.spec: "
+            f"{{components: [{{provider: NAME, params: {{...}}}}], {parts[-1]}: ...}}",
+            key=dotted,
+            source=source,
+        )
     nearest = _suggest(parts, model)
     hint = f"; did you mean {nearest}?" if nearest else ""
     parent = ".".join(parts[:-1]) or "the top level"
@@ -513,7 +526,7 @@ def _put(
             raise _unknown_key(path, model, source)
         sub_model = _model_in(info.annotation)
         free = _is_free_mapping(info.annotation)
-        if rest and sub_model is None and not free:
+        if rest and sub_model is None and not free and not isinstance(tree.get(head), (list, tuple)):
             raise ConfigError(
                 f"{dotted} is a single value, it has no key {rest[0]!r}",
                 key=".".join([*path, *rest[:1]]),
@@ -521,6 +534,11 @@ def _put(
             )
     if rest:
         current = tree.get(head, _MISSING)
+        # Inside an open mapping, a digit segment indexes a list; a mapping's own "0" key stays a key.
+        indexed = model is None and _is_index(rest[0]) and not isinstance(current, dict)
+        if isinstance(current, (list, tuple)) or indexed:
+            tree[head] = _put_item(current, path, rest, value, replace=replace, source=source)
+            return
         if current is _MISSING or (replace and not isinstance(current, dict)):
             current = tree[head] = {}
         elif not isinstance(current, dict):
@@ -561,6 +579,60 @@ def _put(
     if head in tree and not replace:
         raise ConfigError("given twice", key=dotted, source=source)
     tree[head] = value
+
+
+def _is_index(segment: str) -> bool:
+    """Whether a key segment is a list index (``components.0.weight``): digits only."""
+    return segment.isascii() and segment.isdigit()
+
+
+def _put_item(
+    current: Any, path: Sequence[str], parts: Sequence[str], value: Any, *, replace: bool, source: str | None
+) -> Any:
+    """``current`` (the value at ``path``, a list) with ``value`` set at ``parts``, whose first segment
+    indexes it; a copy, so a caller's own list is never changed. Raises ``ConfigError`` naming the key
+    for an index into something that is not a list, a non-integer segment, or an index out of range.
+
+    A dict inside a list is an open mapping (its keys are not checked here: the model validates them).
+    """
+    dotted = ".".join(path)
+    head, rest = parts[0], parts[1:]
+    key = f"{dotted}.{head}"
+    if not isinstance(current, (list, tuple)):
+        what = "is not set" if current is _MISSING else f"is {current!r}, not a list"
+        raise ConfigError(f"{dotted} {what}, so it has no index {head}", key=key, source=source)
+    if not _is_index(head):
+        raise ConfigError(
+            f"{dotted} is a list; index it with 0 to {len(current) - 1} ({dotted}.0), not {head!r}",
+            key=key,
+            source=source,
+        )
+    index = int(head)
+    if index >= len(current):
+        held = f"indices 0 to {len(current) - 1}" if current else "no items"
+        raise ConfigError(
+            f"index {index} is out of range: {dotted} has {len(current)} item(s) ({held})",
+            key=key,
+            source=source,
+        )
+    items = list(current)
+    if not rest:
+        items[index] = value
+        return items
+    item = items[index]
+    if isinstance(item, (list, tuple)):
+        items[index] = _put_item(item, [*path, head], rest, value, replace=replace, source=source)
+    elif isinstance(item, dict):
+        copy = dict(item)
+        _put(copy, None, [*path, head], rest, value, replace=replace, source=source)
+        items[index] = copy
+    else:
+        raise ConfigError(
+            f"{key} is {item!r}, a single value, so it has no key {rest[0]!r}",
+            key=f"{key}.{rest[0]}",
+            source=source,
+        )
+    return items
 
 
 def _nest(raw: object, source: str | None) -> dict[str, Any]:

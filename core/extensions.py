@@ -14,9 +14,9 @@ from rewardkit.errors import RegistrationError
 class ServingStrategySpec:
     """A way to serve a checkpoint so an evaluation can reach it.
 
-    ``factory(**params)`` returns a ``rewardkit.serving.ServingStrategy``: its ``settings()``
+    ``factory(**params)`` returns a ``rewardkit.checkpoint_serving.ServingStrategy``: its ``settings()``
     are part of the recorded identity, and its ``serve(checkpoint)`` context manager yields a
-    ``rewardkit.serving.ServedModel`` (base URL of an OpenAI-compatible server, the model name to
+    ``rewardkit.checkpoint_serving.ServedModel`` (base URL of an OpenAI-compatible server, the model name to
     request, the checkpoint's folder hash and path, the settings) for as long as the block runs.
     Like provider factories, the factory is light: servers start in ``serve``, not in it.
     """

@@ -67,7 +67,7 @@ def register_serving_strategies(register: ServingStrategyRegistrar) -> None:
 
     Called once per plugin when checkpoint evaluation resolves ``checkpoints.serving`` (and by
     ``rewardkit serving``). ``register(spec)`` takes a ``rewardkit.ServingStrategySpec`` whose
-    strategy's ``serve(checkpoint)`` yields a ``rewardkit.serving.ServedModel`` (base URL, model
+    strategy's ``serve(checkpoint)`` yields a ``rewardkit.checkpoint_serving.ServedModel`` (base URL, model
     name, checkpoint identity, settings). Return value: ignored. Since 0.1; ``ServedModel``
     replaced the bare URL in 0.2.
     """

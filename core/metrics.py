@@ -127,3 +127,19 @@ def advantage_abs_mean(advantages: Sequence[float]) -> float:
     of the whole batch, by every path that reports one.
     """
     return sum(map(abs, advantages)) / len(advantages)
+
+
+def zero_variance_groups(groups: Iterable[Sequence[float | None]]) -> int:
+    """How many groups have final rewards that are all equal: no learning signal for GRPO.
+
+    Each group is its candidates' final rewards; ``None`` (a candidate with no reward, under
+    ``onError: none``) is left out, and a group with fewer than two rewards left counts too (its
+    advantages are all zero). The ``rewardkit score`` summary shows this count and its share of the
+    groups; a reward monitor reports the same number by calling this function.
+    """
+    count = 0
+    for group in groups:
+        values = [value for value in group if value is not None]
+        if len(values) < 2 or min(values) == max(values):
+            count += 1
+    return count

@@ -1,11 +1,13 @@
-"""Import paths that moved to their own distributions keep working for a while, with a warning.
+"""Import paths that moved keep working for a while, with a warning.
 
 ``rewardkit.remote``, ``rewardkit.service``, ``rewardkit.distributed``, ``rewardkit.checkpoints``
 and ``rewardkit.media`` left the core for ``rewardkit-service``, ``rewardkit-ray``,
-``rewardkit-checkpoints`` and ``rewardkit-media`` in 0.2. Importing an old path imports the new
-module (the very same module object, so ``isinstance`` and monkeypatching behave) and warns with a
-``DeprecationWarning`` naming the new path and the version that removes the old one. When the
-distribution is not installed, the import fails with the line that installs it.
+``rewardkit-checkpoints`` and ``rewardkit-media`` in 0.2; in the same release ``rewardkit.binding``,
+``rewardkit.serving``, ``rewardkit.groups`` and ``rewardkit.bindings.groups`` were renamed.
+Importing an old path imports the new module (the very same module object, so ``isinstance`` and
+monkeypatching behave) and warns with a ``DeprecationWarning`` naming the new path and the version
+that removes the old one. When the distribution is not installed, the import fails with the line
+that installs it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ MOVED: dict[str, str] = {
     "rewardkit.checkpoints": "rewardkit_checkpoints",
     "rewardkit.media.reference": "rewardkit_media.testing",
     "rewardkit.media": "rewardkit_media",
+    # renamed inside the core, so that no two modules' names say the same thing
+    "rewardkit.binding": "rewardkit.bound_provider",
+    "rewardkit.serving": "rewardkit.checkpoint_serving",
+    "rewardkit.groups": "rewardkit.batch_input",
+    "rewardkit.bindings.groups": "rewardkit.bindings.sample_groups",
 }
 
 
@@ -73,7 +80,7 @@ class _MovedFinder(importlib.abc.MetaPathFinder):
         try:
             module = importlib.import_module(target_name)
         except ModuleNotFoundError as error:
-            if error.name is not None and error.name.split(".")[0] == top:
+            if error.name is not None and error.name.split(".")[0] == top and top in MODULES:
                 distribution, _ = MODULES[top]
                 raise ModuleNotFoundError(
                     f"{fullname} moved to {target_name} in the distribution {distribution}, which is not "

@@ -34,7 +34,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "rewardkit.builtin.rules",
     "rewardkit.builtin.answer_rules",
     "rewardkit.bindings.plugin",
-    "rewardkit.serving.endpoint",
+    "rewardkit.checkpoint_serving.endpoint",
 )
 CORE_DISTRIBUTION = "rewardkit-core"
 

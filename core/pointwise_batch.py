@@ -24,10 +24,10 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from rewardkit import cancellation
-from rewardkit.binding import BoundProvider
+from rewardkit.batch_input import GroupLike, batch_parts, check_one_prompt, chunks, located
+from rewardkit.bound_provider import BoundProvider
 from rewardkit.composition import ComposedParts, CompositionRowError, RewardSpec, compose_parts, read_outcomes
 from rewardkit.contracts import RewardCandidate, RewardContext, RewardProviderResult, build_context
-from rewardkit.groups import GroupLike, batch_parts, check_one_prompt, chunks, located
 from rewardkit.pointwise import MappedProvider, score_candidates
 from rewardkit.recent import LastTwo
 from rewardkit.scored import ScoredBatch

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from rewardkit.errors import NameConflictError, RegistrationError, UnknownNameError
+from rewardkit.errors import NameConflictError, RegistrationError, RewardkitError, UnknownNameError
 from rewardkit.plugins import PluginInfo
 
 T = TypeVar("T")
@@ -15,6 +15,23 @@ T = TypeVar("T")
 def owner_label(owner: PluginInfo) -> str:
     kind = "built-in plugin" if owner.builtin else "plugin"
     return f"{kind} {owner.name!r} ({owner.distribution} {owner.version})"
+
+
+class UnavailableNameError(UnknownNameError):
+    """A name asked for is not registered, and at least one plugin failed to load or register: the
+    failed one may be what provides it, so the message names every failed plugin rather than
+    guessing a near name among those that loaded."""
+
+    def __init__(self, kind: str, name: str, known: Iterable[str], failed: Sequence[str]) -> None:
+        super().__init__(kind, name, known)
+        self.failed = tuple(failed)
+        shown = ", ".join(self.known) if self.known else "(none)"
+        RewardkitError.__init__(
+            self,
+            f"{kind} {name!r} is not available: {'; '.join(self.failed)}. A plugin that failed may be "
+            f"the one that provides it: fix it (`rewardkit plugins` shows the failure) or install the "
+            f"plugin that provides {name!r} (loaded {kind}s: {shown})",
+        )
 
 
 @dataclass(frozen=True)
@@ -31,6 +48,9 @@ class Registry(Generic[T]):
         self.kind = kind
         self.value_type = value_type
         self._entries: dict[str, Registered[T]] = {}
+        # Plugins that failed to import or to register here, one line each ("plugin 'x' from
+        # distribution d 1.0 failed to load: ImportError: ..."): named when a name is not found.
+        self.failures: tuple[str, ...] = ()
 
     def add(self, name: str, value: T, owner: PluginInfo) -> None:
         if not isinstance(value, self.value_type):
@@ -72,6 +92,8 @@ class Registry(Generic[T]):
         try:
             return self._entries[name]
         except KeyError:
+            if self.failures:
+                raise UnavailableNameError(self.kind, name, self._entries, self.failures) from None
             raise UnknownNameError(self.kind, name, self._entries) from None
 
     def __contains__(self, name: object) -> bool:
@@ -86,4 +108,5 @@ class Registry(Generic[T]):
     def copy(self) -> Registry[T]:
         clone: Registry[T] = Registry(self.kind, self.value_type)
         clone._entries = dict(self._entries)
+        clone.failures = self.failures
         return clone

@@ -20,7 +20,9 @@ Three files sit beside ``--out``:
 A run that stops (an error, a kill) leaves its manifest ``pending`` and its journal. ``--resume``
 finishes it under the same provider identities, spec and job settings (anything else is refused)
 and scores again only the chunks that are not journaled, or whose input rows changed. A new run
-over a pending one needs ``--overwrite``. Files are created with the permissions the umask allows.
+over a pending one needs ``--overwrite``, and so does a new run whose ``--out`` holds the complete
+result of an earlier one. A Ctrl-C ends the job with one line: what is journaled and the exact
+``--resume`` command (exit code 130). Files are created with the permissions the umask allows.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import hashlib
 import json
 import math
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -45,9 +48,11 @@ from rewardkit.config import RewardkitConfig, load_config
 from rewardkit.data import RESTART, RolloutGroup, iter_rollout_groups
 from rewardkit.errors import ConfigError, DataError, IdentityMismatchError, PreflightError, RewardkitError
 from rewardkit.identity import canonical_json, sha256_hex
+from rewardkit.metrics import zero_variance_groups
 from rewardkit.protocols import RewardLike
 from rewardkit.provenance import ProviderRecord, RevisionNotBumpedWarning, check_resume_all
 from rewardkit.reward import load, optimised_term_note
+from rewardkit.score_progress import ProgressLine
 from rewardkit.split_batch import SplitBatchFinisher
 from rewardkit.tables import format_table
 from rewardkit.worker import ScoredBatch, ScoredCandidate
@@ -137,7 +142,7 @@ def _job_settings(config: RewardkitConfig) -> dict[str, Any]:
         "advantage_std": rl.advantage_std,
         "advantage_eps": rl.advantage_eps,
         "prompt_column": rl.data.prompt_column,
-        "response_column": rl.data.response_column,
+        "reference_column": rl.data.reference_column,  # one canonical key, whichever name was given
         "chunk_rollouts": CHUNK_ROLLOUTS,
     }
 
@@ -394,7 +399,14 @@ def _chunk_sums(reward: RewardLike, batch: ScoredBatch) -> dict[str, Any]:
             final["sum"] += candidate.final
             final["sumsq"] += candidate.final * candidate.final
         final["gated"] += candidate.gated
-    return {"components": components, "final": final, "errors": errors}
+    zero = zero_variance_groups([candidate.final for candidate in group.candidates] for group in batch.groups)
+    return {
+        "components": components,
+        "final": final,
+        "errors": errors,
+        "groups": len(batch.groups),
+        "zero_variance_groups": zero,
+    }
 
 
 def _mean_std(sums: dict[str, float]) -> tuple[float, float]:
@@ -436,6 +448,25 @@ def summary_rows(reward: RewardLike, chunks: Sequence[dict[str, Any]]) -> list[t
         )
     )
     return rows
+
+
+def zero_variance_line(chunks: Sequence[dict[str, Any]]) -> str | None:
+    """The summary's count of groups whose final rewards are all equal, and their share;
+    ``None`` when a chunk was journaled before the count was kept (a resumed older run)."""
+    if not chunks or any("zero_variance_groups" not in chunk for chunk in chunks):
+        return None
+    zero = sum(int(chunk["zero_variance_groups"]) for chunk in chunks)
+    groups = sum(int(chunk["groups"]) for chunk in chunks)
+    share = zero / groups if groups else 0.0
+    return (
+        f"zero-variance groups: {zero} of {groups} ({share:.1%}) have final rewards that are all equal "
+        "(no learning signal for GRPO)"
+    )
+
+
+def resume_command(config_source: str, overrides: Sequence[str], out: str) -> str:
+    """The command line that finishes this run: the same configuration, overrides and --out."""
+    return shlex.join(["rewardkit", "score", config_source, *overrides, "--out", out, "--resume"])
 
 
 def error_lines(chunks: Sequence[dict[str, Any]]) -> list[str]:
@@ -510,35 +541,7 @@ def _output_pieces(journal: Journal, count: int, finisher: SplitBatchFinisher) -
 # -- progress ------------------------------------------------------------------------------------
 
 
-class ProgressBar:
-    """A one-line progress bar on a terminal's stderr; silent otherwise."""
-
-    def __init__(self, total: int | None, stream: IO[str] | None = None) -> None:
-        self.total = max(total, 1) if total is not None else None
-        self.done = 0
-        self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty()
-        self.start = time.monotonic()
-        self._last = 0.0
-
-    def update(self, amount: int) -> None:
-        self.done += amount
-        now = time.monotonic()
-        if self.enabled and (now - self._last > 0.1 or (self.total and self.done >= self.total)):
-            self._last = now
-            rate = self.done / max(now - self.start, 1e-9)
-            if self.total:
-                filled = int(30 * min(self.done, self.total) / self.total)
-                bar = f"[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total}"
-            else:
-                bar = f"{self.done}"
-            self.stream.write(f"\rscoring {bar} {rate:,.0f}/s")
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
+ProgressBar = ProgressLine  # the name before the line moved to rewardkit.score_progress
 
 
 def _count_lines(path: str) -> int | None:
@@ -584,6 +587,22 @@ def _chunks(groups: Iterator[Any]) -> Iterator[tuple[int, list[RolloutGroup], st
         yield number, members, digest.hexdigest()
 
 
+def interrupted_line(config_source: str, overrides: Sequence[str], out: str) -> str:
+    """The one line a Ctrl-C ends the job with: what is journaled and how to finish the run."""
+    out_path = Path(out)
+    try:
+        previous, _ = _read_manifest(out_path)
+    except PreflightError:
+        previous = None
+    if previous is None or previous.get("status") != "pending":
+        return f"rewardkit: interrupted before anything was journaled; nothing to resume at {out_path}"
+    journal = Journal.scan(journal_path(out_path), previous.get("run"))
+    return (
+        f"rewardkit: interrupted: {journal.rollouts} rollouts in {len(journal.chunks)} chunks are journaled "
+        f"in {journal.path}; finish the run with: {resume_command(config_source, overrides, out)}"
+    )
+
+
 def run_score(
     config_source: str,
     overrides: Sequence[str],
@@ -592,16 +611,53 @@ def run_score(
     resume: bool = False,
     overwrite: bool = False,
     allow_code_change: bool = False,
+    plot: str | None = None,
     stdout: IO[str] | None = None,
     stderr: IO[str] | None = None,
     on_chunk: Callable[[int], None] | None = None,
 ) -> int:
-    """Run the main job; returns the process exit code (0 ok, 1 the scoring failed).
+    """Run the main job; returns the process exit code (0 ok, 1 the scoring failed, 2 a data error
+    after some chunks were journaled, 130 interrupted by Ctrl-C).
 
     ``on_chunk(n)`` is called after chunk ``n`` is journaled (tests use it to stop a job mid-way).
+    ``plot`` names a picture of the distribution of the final rewards and of each component.
+    A Ctrl-C ends the job with one line on stderr: what is journaled and the ``--resume`` command.
     """
-    stdout = stdout or sys.stdout
-    stderr = stderr or sys.stderr
+    try:
+        return _run_score(
+            config_source,
+            overrides,
+            out,
+            resume=resume,
+            overwrite=overwrite,
+            allow_code_change=allow_code_change,
+            plot=plot,
+            stdout=stdout or sys.stdout,
+            stderr=stderr or sys.stderr,
+            on_chunk=on_chunk,
+        )
+    except KeyboardInterrupt:
+        print(interrupted_line(config_source, overrides, out), file=stderr or sys.stderr)
+        return 130
+
+
+def _run_score(
+    config_source: str,
+    overrides: Sequence[str],
+    out: str,
+    *,
+    resume: bool,
+    overwrite: bool,
+    allow_code_change: bool,
+    plot: str | None,
+    stdout: IO[str],
+    stderr: IO[str],
+    on_chunk: Callable[[int], None] | None,
+) -> int:
+    if plot is not None:
+        from rewardkit.score_plot import require_matplotlib
+
+        require_matplotlib()  # before anything is scored
     if resume and overwrite:
         raise PreflightError(
             "--resume and --overwrite exclude each other: finish the pending run, or discard it"
@@ -628,6 +684,13 @@ def run_score(
             raise PreflightError(
                 f"--resume: the run recorded in {manifest_path(out_path)} is complete; nothing to resume "
                 "(run without --resume to score again)"
+            )
+        if previous is not None and pending is None and not resume and not overwrite and out_path.exists():
+            raise PreflightError(
+                f"--out {out_path} holds the complete result of an earlier run (started "
+                f"{previous.get('started') or '(unknown)'}, config {previous.get('config')}, "
+                f"{previous.get('rollouts_scored', '?')} rollouts; manifest {manifest_path(out_path)}): "
+                "pass --overwrite to replace it, or choose another --out"
             )
         if pending is not None and not resume and not overwrite:
             raise PreflightError(
@@ -664,13 +727,26 @@ def run_score(
                 needs=reward.needs,
                 group_size=config.rl.group_size,
             )
-            bar = ProgressBar(_count_lines(rollouts_path) if stderr.isatty() else None, stderr)
+            bar = ProgressLine(_count_lines(rollouts_path) if stderr.isatty() else None, stderr)
             start = time.perf_counter()
-            count = reused = groups_total = rollouts_total = 0
+            count = reused = reused_rollouts = groups_total = rollouts_total = 0
+
+            def discard_if_empty() -> None:
+                """Nothing journaled: leave --out's files as they were (nothing to resume). The file
+                decides, not ``journal.chunks``: an interrupt can land after a chunk is on disk and
+                before it is counted."""
+                if journal.chunks or Journal.scan(journal.path, run).chunks:
+                    return
+                if previous_raw is not None and pending is None:
+                    write_atomically(manifest_path(out_path), [previous_raw])
+                else:
+                    manifest_path(out_path).unlink(missing_ok=True)
+                journal.path.unlink(missing_ok=True)
+
             try:
                 for item in _chunks(groups):
                     if item is None:  # the reader starts over: what came before is void
-                        count = reused = groups_total = rollouts_total = 0
+                        count = reused = reused_rollouts = groups_total = rollouts_total = 0
                         continue
                     number, members, digest = item
                     count = number + 1
@@ -680,7 +756,8 @@ def run_score(
                     known = journal.chunks.get(number)
                     if known is not None and known.record.get("input") == digest:
                         reused += 1
-                        bar.update(rollouts)
+                        reused_rollouts += rollouts
+                        bar.skip(rollouts)
                         continue
                     batch = reward.score(members, progress=bar.update)
                     lines = [
@@ -699,22 +776,27 @@ def run_score(
                     journal.append(handle, number, lines, record)
                     if on_chunk is not None:
                         on_chunk(number)
+            except KeyboardInterrupt:
+                bar.clear()
+                discard_if_empty()
+                raise
             except RewardkitError as error:
                 bar.close()
-                if not journal.chunks and previous_raw is not None and pending is None:
-                    write_atomically(manifest_path(out_path), [previous_raw])  # as it was: nothing to resume
-                    journal.path.unlink(missing_ok=True)
-                elif not journal.chunks:
-                    manifest_path(out_path).unlink(missing_ok=True)
-                    journal.path.unlink(missing_ok=True)
-                if not isinstance(error, (ConfigError, DataError)):
-                    journaled = sum(
-                        chunk.record["rollouts"] for n, chunk in journal.chunks.items() if n < count
+                discard_if_empty()
+                journaled = sum(chunk.record["rollouts"] for n, chunk in journal.chunks.items() if n < count)
+                if isinstance(error, DataError) and journal.chunks:
+                    print(
+                        f"rewardkit: error: {error} ({journaled} rollouts in the chunks before it are "
+                        f"journaled: fix the file, then finish the run with: "
+                        f"{resume_command(config_source, overrides, out)})",
+                        file=stderr,
                     )
+                    return 2
+                if not isinstance(error, (ConfigError, DataError)):
                     print(
                         f"rewardkit: the batch failed, nothing was written to {out_path}: {error}"
-                        + (f" ({journaled} rollouts are journaled: rerun with --resume to finish the run)"
-                           if journal.chunks else ""),
+                        + (f" ({journaled} rollouts are journaled: finish the run with: "
+                           f"{resume_command(config_source, overrides, out)})" if journal.chunks else ""),
                         file=stderr,
                     )  # fmt: skip
                     return 1
@@ -722,6 +804,10 @@ def run_score(
             elapsed = time.perf_counter() - start
             bar.close()
         records = [journal.chunks[number].record for number in range(count)]
+        summaries = [record["summary"] for record in records]
+        zero_line = zero_variance_line(summaries)
+        zero = sum(int(summary.get("zero_variance_groups", 0)) for summary in summaries)
+        kept = {"zero_variance_groups": zero} if zero_line is not None else {}
         finisher = SplitBatchFinisher.for_config(config.rl)
         for done in records:  # a chunk journaled without weights weighs its means by its rollouts
             finisher.add_report(
@@ -743,23 +829,37 @@ def run_score(
                 chunks=count,
                 chunks_reused=reused,
                 metrics=metrics,
+                **kept,
                 **changed,
             ),
         )
         journal.path.unlink(missing_ok=True)
         headers = ("component", "provider:term", "mean", "std", "scored", "skipped", "errors", "gated")
-        summaries = [record["summary"] for record in records]
         print(format_table(summary_rows(reward, summaries), headers), file=stdout)
+        if zero_line is not None:
+            print(zero_line, file=stdout)
         errors = error_lines(summaries)
         if errors:
             print("\n" + "\n".join(errors), file=stdout)
         again = f"; {reused} of {count} chunks were journaled already" if reused else ""
+        scored_now = rollouts_total - reused_rollouts  # the rate counts only what this run scored
         print(
             f"\n{rollouts_total} rollouts in {groups_total} groups scored in {elapsed:.3f}s "
-            f"({rollouts_total / max(elapsed, 1e-9):,.0f} rollouts/s){again}; wrote {out_path} "
+            f"({scored_now / max(elapsed, 1e-9):,.0f} rollouts/s){again}; wrote {out_path} "
             f"and its run manifest {manifest_path(out_path)}",
             file=stdout,
         )
+        if plot is not None:
+            from rewardkit.score_plot import plot_distribution
+
+            plot_distribution(
+                out_path,
+                Path(plot),
+                [component.name for component in reward.spec.components],
+                title=f"rewardkit score {out_path.name}: {rollouts_total} rollouts, {groups_total} groups",
+                zero_variance=(zero, groups_total),
+            )
+            print(f"wrote the reward distribution plot to {plot}", file=stdout)
     return 0
 
 

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rewardkit.binding import BoundProvider
+from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import ProviderEntry, resolve_catalog
 from rewardkit.contracts import RewardGroupRequest, RewardGroupResult, RewardProviderResult, Status
 from rewardkit.errors import RewardContractError

@@ -24,7 +24,16 @@ from typing import Any, NamedTuple, cast
 
 from rewardkit import cancellation
 from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind
-from rewardkit.binding import BoundProvider
+from rewardkit.batch_input import (
+    GroupLike,
+    as_batch,
+    batch_parts,
+    check_one_prompt,
+    chunks,
+    group_parts,
+    located,
+)
+from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import Catalog
 from rewardkit.charges import voided_charges
 from rewardkit.collector import collector_paused
@@ -42,15 +51,6 @@ from rewardkit.errors import (
     ProviderError,
     RequestCancelled,
     RewardkitError,
-)
-from rewardkit.groups import (
-    GroupLike,
-    as_batch,
-    batch_parts,
-    check_one_prompt,
-    chunks,
-    group_parts,
-    located,
 )
 from rewardkit.identity import canonical_json
 from rewardkit.metrics import Report, metric_name

@@ -75,7 +75,7 @@ DOC_ENVS: dict[str, str] = {
     "docs/writing_providers.md": "core",
 }
 # Envs with a test that runs their documents' blocks; a runnable block elsewhere is an error.
-RUNNER_ENVS = ("core", "rl", "service", "checkpoints", "media")
+RUNNER_ENVS = ("core", "rl", "service", "checkpoints", "media", "nih_judge")
 RUN_LANGS = ("bash", "sh", "console", "python")
 MARKER = re.compile(r"^<!-- doc-test: (skip|file) ?(.*?) -->$")
 FENCE = re.compile(r"^(`{3,})([\w+-]*)[^\n]*$")

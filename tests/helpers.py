@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rewardkit import RewardProviderSpec
-from rewardkit.binding import BoundProvider
+from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import resolve_catalog
 
 

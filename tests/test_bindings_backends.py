@@ -48,4 +48,4 @@ def test_the_ray_backend_is_never_replaced_by_local_scoring(monkeypatch: pytest.
 
 def test_local_backend_is_in_process():
     bound = trl_binding.binding({"rl.reward.spec": SPEC, "rl.group_size": 2, "rl.data.response_column": "a"})
-    assert type(bound.reward) is Reward and bound.pointwise
+    assert type(bound.reward) is Reward and bound.slices_per_rank

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from rewardkit.bindings.groups import BindingError
 from rewardkit.bindings.loading import forget_rewards
+from rewardkit.bindings.sample_groups import BindingError
 from rewardkit.bindings.trl import async_reward_funcs, binding, reward_funcs
 from rewardkit.catalog import trainer_bindings
 from rewardkit.errors import RewardkitError

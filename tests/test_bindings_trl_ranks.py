@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from rewardkit.bindings.groups import BindingError
 from rewardkit.bindings.loading import forget_rewards
+from rewardkit.bindings.sample_groups import BindingError
 from rewardkit.bindings.trl import RankFailure, binding
 from rewardkit.reward import load
 
@@ -124,7 +124,7 @@ def whole_batch(spec: dict, completions: list[str]) -> list:
 def test_each_rank_gets_the_whole_group_scores_of_its_own_slice(components):
     spec = config(components)
     bounds = [binding(spec) for _ in range(4)]
-    assert bounds[0].pointwise is (components is POINTWISE)
+    assert bounds[0].slices_per_rank is (components is POINTWISE)
     logged: list[list] = [[] for _ in range(4)]
     results, hub = on_ranks(
         4, lambda r: call_on(bounds[r.rank], r, PROMPTS, COMPLETIONS, ANSWERS, logged[r.rank])

@@ -11,8 +11,8 @@ import pytest
 import rewardkit.bindings.openrlhf as openrlhf
 import rewardkit.bindings.verl as verl
 from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
-from rewardkit.bindings.groups import BindingError
 from rewardkit.bindings.loading import forget_rewards
+from rewardkit.bindings.sample_groups import BindingError
 from rewardkit.bindings.trl import binding
 from rewardkit.bindings.truncation import (
     budget_finish_reason,

@@ -13,9 +13,9 @@ import pytest
 
 import rewardkit.bindings.openrlhf as openrlhf_binding
 import rewardkit.bindings.verl as verl_binding
-from rewardkit.bindings.groups import BindingError
 from rewardkit.bindings.loading import forget_rewards
 from rewardkit.bindings.openrlhf import response_of, reward_func
+from rewardkit.bindings.sample_groups import BindingError
 from rewardkit.bindings.verl import compute_score, compute_score_batch
 from rewardkit.config import load_config
 from rewardkit.errors import ConfigError, RewardkitError

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from rewardkit import RewardContractError
-from rewardkit.binding import BoundProvider
+from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import resolve_catalog
 from rewardkit.testing import Case, RewardProviderTests, Sample
 

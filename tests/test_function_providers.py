@@ -9,7 +9,7 @@ import pytest
 
 import rewardkit
 from rewardkit import RegistrationError, RewardCandidate, RewardContext, RewardProviderResult
-from rewardkit.binding import BoundProvider
+from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import ProviderEntry
 from rewardkit.identity import _callables_behind, code_fingerprint
 from rewardkit.plugins import PluginInfo

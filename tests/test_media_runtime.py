@@ -1,4 +1,4 @@
-"""In-process media on candidates and runtime objects handed to factories (the rank-local decoded-media path)."""
+"""In-process media on candidates and runtime objects handed to factories (rank-local decoded media)."""
 
 from __future__ import annotations
 

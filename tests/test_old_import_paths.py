@@ -21,6 +21,10 @@ def test_every_old_path_maps_to_a_module_of_its_distribution():
     assert moved.new_path("rewardkit.checkpoints.watcher") == "rewardkit_checkpoints.watcher"
     assert moved.new_path("rewardkit.media.reference") == "rewardkit_media.testing"
     assert moved.new_path("rewardkit.media") == "rewardkit_media"
+    assert moved.new_path("rewardkit.binding") == "rewardkit.bound_provider"
+    assert moved.new_path("rewardkit.serving.endpoint") == "rewardkit.checkpoint_serving.endpoint"
+    assert moved.new_path("rewardkit.bindings.groups") == "rewardkit.bindings.sample_groups"
+    assert moved.new_path("rewardkit.bindings.trl") is None
     # what stayed, and names that only share a prefix, are left alone
     assert moved.new_path("rewardkit.reward") is None
     assert moved.new_path("rewardkit.mediator") is None
@@ -68,3 +72,13 @@ def test_an_old_path_without_its_distribution_names_the_install():
         done.stdout
     )
     assert "pip install '" in done.stdout and "service'" in done.stdout, done.stdout
+
+
+def test_a_renamed_core_module_is_the_new_one_with_a_warning(monkeypatch: pytest.MonkeyPatch):
+    import rewardkit.bound_provider
+
+    monkeypatch.delitem(sys.modules, "rewardkit.binding", raising=False)
+    with pytest.warns(DeprecationWarning, match=r"rewardkit\.binding moved to rewardkit\.bound_provider"):
+        import rewardkit.binding  # type: ignore[import-not-found]
+    assert rewardkit.binding is rewardkit.bound_provider
+    assert rewardkit.binding.BoundProvider is rewardkit.BoundProvider

@@ -253,7 +253,9 @@ def test_a_multi_term_provider_says_which_term_is_optimised(tmp_path: Path):
     assert [json.loads(line)["final"] for line in out.read_text().splitlines()] == [1.0, 0.0]
 
     stderr = io.StringIO()
-    code = run_score(str(config), ["rl.reward.term=format"], str(out), stdout=io.StringIO(), stderr=stderr)
+    code = run_score(
+        str(config), ["rl.reward.term=format"], str(out), overwrite=True, stdout=io.StringIO(), stderr=stderr
+    )
     assert code == 0
     assert "optimising 'format' (chosen by rl.reward.term)" in stderr.getvalue()
     assert [json.loads(line)["final"] for line in out.read_text().splitlines()] == [0.5, 0.5]

@@ -121,7 +121,7 @@ def test_streamed_chunks_equal_scoring_everything_at_once(tmp_path: Path):
         for interleaved in (False, True):
             data = rows(interleaved=interleaved)
             config = job(folder, data, scaling)
-            out = folder / "out.jsonl"
+            out = folder / f"out-{interleaved}.jsonl"
             assert run_score(str(config), [], str(out), stdout=io.StringIO()) == 0
             got = [json.loads(line) for line in out.read_text().splitlines()]
             with rewardkit.load(str(config)) as reward:

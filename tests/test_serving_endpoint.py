@@ -12,8 +12,8 @@ import pytest
 from aiohttp import web
 
 from rewardkit.catalog import serving_strategies
+from rewardkit.checkpoint_serving import ServedModel
 from rewardkit.errors import RewardkitError
-from rewardkit.serving import ServedModel
 
 
 @pytest.fixture
@@ -107,4 +107,4 @@ def test_cli_lists_serving_strategies_with_their_distribution():
         ).stdout
     )
     provides = {row["name"]: row["provides"] for row in plugins}
-    assert provides["rewardkit.serving.endpoint"] == {"serving": ["endpoint"]}
+    assert provides["rewardkit.checkpoint_serving.endpoint"] == {"serving": ["endpoint"]}

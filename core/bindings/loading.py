@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardkit.bindings.groups import BindingError
+from rewardkit.bindings.sample_groups import BindingError
 from rewardkit.config import RewardkitConfig, RewardSelection, load_config
 from rewardkit.identity import canonical_json
 from rewardkit.protocols import RewardLike

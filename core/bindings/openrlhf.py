@@ -38,8 +38,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from rewardkit.bindings.groups import BindingError, FlatBatch, singleton_groups
 from rewardkit.bindings.loading import CONFIG_ENV, ConfigSource, config_source, reward_for
+from rewardkit.bindings.sample_groups import BindingError, FlatBatch, singleton_groups
 from rewardkit.bindings.truncation import budget_finish_reason, refuse_missing
 from rewardkit.contracts import CANDIDATE_NEEDS
 

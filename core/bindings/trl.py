@@ -45,9 +45,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rewardkit.bindings.groups import BindingError, FlatBatch, rebuild_groups
 from rewardkit.bindings.loading import ConfigSource, build_reward, config_source, resolve_config, reward_for
 from rewardkit.bindings.ranks import Ranks, current_ranks
+from rewardkit.bindings.sample_groups import BindingError, FlatBatch, rebuild_groups
 from rewardkit.bindings.truncation import needed_candidate_fields, stop_token_ids, trl_finish_reason
 from rewardkit.pointwise import MappedProvider
 from rewardkit.protocols import RewardLike

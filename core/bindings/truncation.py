@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
-from rewardkit.bindings.groups import BindingError
+from rewardkit.bindings.sample_groups import BindingError
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.contracts import CANDIDATE_NEEDS, LENGTH_VERDICT, RewardProviderSpec
 from rewardkit.errors import RewardkitError

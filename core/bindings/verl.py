@@ -33,8 +33,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from rewardkit.bindings.groups import BindingError, FlatBatch, rebuild_groups, singleton_groups
 from rewardkit.bindings.loading import ConfigSource, config_source, resolve_config, reward_for, selections
+from rewardkit.bindings.sample_groups import BindingError, FlatBatch, rebuild_groups, singleton_groups
 from rewardkit.bindings.truncation import refuse_missing
 from rewardkit.config import RewardkitConfig
 from rewardkit.reward import spec_of

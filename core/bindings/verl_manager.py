@@ -30,8 +30,8 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from rewardkit.bindings import verl as verl_binding
-from rewardkit.bindings.groups import BindingError
 from rewardkit.bindings.loading import plain
+from rewardkit.bindings.sample_groups import BindingError
 from rewardkit.bindings.truncation import budget_finish_reason
 from rewardkit.contracts import CANDIDATE_NEEDS
 

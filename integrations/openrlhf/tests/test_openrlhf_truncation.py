@@ -23,8 +23,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 import rewardkit.bindings.openrlhf as binding
-from rewardkit.bindings.groups import BindingError
 from rewardkit.bindings.loading import forget_rewards
+from rewardkit.bindings.sample_groups import BindingError
 
 RL_PACK = Path(__file__).resolve().parents[3] / "rl_pack" / "src"
 BUDGET = 4

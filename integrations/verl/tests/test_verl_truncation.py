@@ -29,8 +29,8 @@ from verl import DataProto
 
 import rewardkit.bindings.verl as binding
 import rewardkit.bindings.verl_manager as manager_module
-from rewardkit.bindings.groups import BindingError
 from rewardkit.bindings.loading import forget_rewards
+from rewardkit.bindings.sample_groups import BindingError
 
 RL_PACK = Path(__file__).resolve().parents[3] / "rl_pack" / "src"
 BUDGET = 4

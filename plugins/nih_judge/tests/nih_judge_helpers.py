@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rewardkit.binding import BoundProvider
+from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import resolve_catalog
 from rewardkit_nih_judge.testing import ScriptedJudge
 

@@ -32,7 +32,7 @@ def local(config: dict) -> dict:
 def test_trl_scores_on_reward_actors(ray_cluster: dict) -> None:
     config = {"rl.reward.spec": SPEC, "rl.group_size": 2, "rl.data.response_column": "answer", **RAY}
     bound = trl_binding.binding(config)
-    assert isinstance(bound.reward, RayReward) and not bound.pointwise
+    assert isinstance(bound.reward, RayReward) and not bound.slices_per_rank
     args = {"prompts": ["p", "p"], "completions": ["four", ""], "answer": ["four", "four"]}
     got = bound.functions()[0](**args)
     assert bound.reward.stats["groups_scored"] == 1

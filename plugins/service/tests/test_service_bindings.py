@@ -76,7 +76,7 @@ def test_trl_scores_in_the_service(server):
     config = client(server.url, **{"rl.group_size": 2, "rl.data.response_column": "answer"})
     bound = trl_binding.binding(config)
     assert isinstance(bound.reward, RemoteReward)
-    assert bound.pointwise is False  # the service scores whole groups
+    assert bound.slices_per_rank is False  # the service scores whole groups
     before = scored_rollouts(server)
     total = bound.functions()[0]
     got = total(**TRL_ARGS)

@@ -8,8 +8,8 @@ import pytest
 from conftest import assert_gone, complete, vllm_processes
 
 from rewardkit.catalog import serving_strategies
+from rewardkit.checkpoint_serving.contract import list_models
 from rewardkit.errors import RewardkitError
-from rewardkit.serving.contract import list_models
 from rewardkit_vllm import VllmLoraStrategy
 from rewardkit_vllm.testing import greedy
 

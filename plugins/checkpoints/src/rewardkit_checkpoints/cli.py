@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 
 from rewardkit.config import load_config
 from rewardkit.reward import load
@@ -13,15 +15,29 @@ from rewardkit_checkpoints.watcher import Watcher
 
 __all__ = ["run_checkpoints"]
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
+
 
 def run_checkpoints(args: argparse.Namespace) -> int:
     if args.action == "curve":
         return _curve(args)
+    command = shlex.join(["rewardkit", *sys.argv[1:]])
     config = load_config(args.target, args.overrides)
     reward = load(config)
-    watcher = Watcher(config, reward)
+    try:
+        watcher = Watcher(config, reward)
+    except KeyboardInterrupt:  # while the prompts were read: nothing was evaluated by this run
+        reward.close()
+        print(f"interrupted while reading the prompts; nothing evaluated. Rerun: {command}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BaseException:
+        reward.close()
+        raise
     try:
         return watcher.run(once=args.once, timeout_s=args.timeout)
+    except KeyboardInterrupt:
+        print(watcher.interrupted(command), file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     finally:
         watcher.close()
         reward.close()
@@ -29,17 +45,19 @@ def run_checkpoints(args: argparse.Namespace) -> int:
 
 def _curve(args: argparse.Namespace) -> int:
     rows = curve_rows(args.target)
-    if args.plot:
-        plot_curve(rows, args.plot)
+    written = plot_curve(rows, args.plot) if args.plot else None
     if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
-    table = [
-        (str(row["step"]), _number(row["value"]), _number(row["diff"], signed=True),
-         "-" if row["low"] is None else f"[{row['low']:+.4f}, {row['high']:+.4f}]", row["gate"])
-        for row in rows
-    ]  # fmt: skip
-    print(format_table(table, ("step", "metric", "vs base", "95% interval", "gate")))
+        print(json.dumps(rows, indent=2), flush=True)
+    else:
+        table = [
+            (str(row["step"]), _number(row["value"]), _number(row["diff"], signed=True),
+             "-" if row["low"] is None else f"[{row['low']:+.4f}, {row['high']:+.4f}]", row["gate"])
+            for row in rows
+        ]  # fmt: skip
+        print(format_table(table, ("step", "metric", "vs base", "95% interval", "gate")), flush=True)
+    if written is not None:
+        # on stderr, so that --json on stdout stays one JSON document
+        print(f"wrote the learning curve to {written.resolve()}", file=sys.stderr, flush=True)
     return 0
 
 

@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from rewardkit.checkpoint_serving import ServedModel
 from rewardkit.config import CheckpointsConfig, DataConfig, PromptsConfig
 from rewardkit.data import PreparedRow, load_prompt_rows
 from rewardkit.errors import DataError, IdentityMismatchError, RewardkitError
 from rewardkit.identity import canonical_json, sha256_hex
 from rewardkit.protocols import RewardLike
 from rewardkit.provenance import ProviderRecord, RevisionNotBumpedWarning, check_resume_all
-from rewardkit.serving import ServedModel
 from rewardkit_checkpoints.generation import Generated, Record, generate
 
 _CANONICAL_INPUTS = ("prompt", "reference")

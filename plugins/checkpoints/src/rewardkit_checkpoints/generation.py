@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rewardkit.checkpoint_serving import ServedModel
 from rewardkit.config import GenerationConfig
 from rewardkit.errors import RewardkitError
-from rewardkit.serving import ServedModel
 from rewardkit.transport import HttpClient, run_sync
 
 

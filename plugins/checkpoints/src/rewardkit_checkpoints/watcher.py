@@ -10,6 +10,11 @@ reward: the same catalog, provider names, revisions and identity hashes, and the
 (otherwise the watcher refuses, naming each field that differs with both values). After each
 step the regression gate compares it with the base, record by record; when it fires the watcher
 writes the stop file (if configured) and returns exit code 3.
+
+Progress goes to ``say`` (stderr by default), one line each: when a checkpoint starts being
+evaluated, when it is done (its metric), and the gate's decision for it
+(``step 200: pass (Δ -0.0120 [-0.0310, +0.0070] vs base, tolerance 0.02)``; the full statistics
+are in ``<name>.gate.json``). ``interrupted`` is the line the command prints on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -44,6 +49,21 @@ BASE = "base"
 
 def _step_name(step: int) -> str:
     return f"step-{step}"
+
+
+def gate_line(decision: dict[str, Any]) -> str:
+    """The gate's decision for one step, in one line (``<name>.gate.json`` keeps the statistics)."""
+    interval = decision["interval"]
+    verdict = "FIRED" if decision["fired"] else "pass"
+    low, high = interval.get("low"), interval.get("high")
+    bounds = "" if low is None or high is None else f" [{low:+.4f}, {high:+.4f}]"
+    line = (
+        f"step {decision['step']}: {verdict} (Δ {decision['difference']:+.4f}{bounds} vs base, "
+        f"tolerance {decision['tolerance']:g})"
+    )
+    if decision["fired"]:
+        line += f": the drop is larger than the tolerance; statistics in step-{decision['step']}.gate.json"
+    return line
 
 
 class Watcher:
@@ -82,6 +102,8 @@ class Watcher:
         entry = serving_strategies().get(self.spec.serving.strategy)
         self.strategy = entry.value.factory(**self.spec.serving.params)
         self.decisions: dict[str, dict[str, Any] | None] = {}
+        self.current: str | None = None  # the checkpoint being evaluated now
+        self._midline = False  # a terminal progress line is open (no newline yet)
 
     # -- results on disk -----------------------------------------------------------------------
 
@@ -114,6 +136,7 @@ class Watcher:
 
         def tick(count: int) -> None:
             done[0] += count
+            self._midline = done[0] < total
             print(
                 f"\r[{name}] {done[0]}/{total} prompts", end="" if done[0] < total else "\n", file=sys.stderr
             )
@@ -126,6 +149,8 @@ class Watcher:
             return False
         self.attempts[name] = attempts + 1
         self.say(f"evaluating {name} ({checkpoint or 'the base model'}), attempt {attempts + 1}")
+        started = time.monotonic()
+        self.current = name
         try:
             with self.strategy.serve(checkpoint) as served:
                 summary = evaluate(
@@ -135,7 +160,12 @@ class Watcher:
             left = self.spec.max_attempts - attempts - 1
             self.say(f"{name} failed ({'retried on a later scan' if left else 'no attempts left'}): {error}")
             return False
-        self.say(f"{name}: {self.spec.metric} = {summary['value']:.4f} over {summary['records']} prompts")
+        finally:
+            self.current = None
+        self.say(
+            f"{name} done: {self.spec.metric} = {summary['value']:.4f} over {summary['records']} prompts "
+            f"in {time.monotonic() - started:.0f} s"
+        )
         self.checked.add(name)
         return True
 
@@ -154,7 +184,7 @@ class Watcher:
             return None
         record = decision.as_dict()
         (self.log_dir / f"{name}.gate.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
-        self.say(decision.message())
+        self.say(gate_line(record))
         self.decisions[name] = record
         return record
 
@@ -197,6 +227,20 @@ class Watcher:
             if once or (end is not None and time.monotonic() > end):
                 return 0
             time.sleep(self.spec.scan_interval_s)
+
+    def interrupted(self, command: str) -> str:
+        """The one line printed on Ctrl-C: what is evaluated (on disk), what was cut, how to go on."""
+        names = sorted(
+            (path.name.removesuffix(".summary.json") for path in self.log_dir.glob("*.summary.json")),
+            key=lambda name: (name != BASE, int(name[5:]) if name.startswith("step-") else 0),
+        )
+        done = ", ".join(names) if names else "nothing yet"
+        cut = f"; {self.current} was cut off and is evaluated again" if self.current else ""
+        start = "\n" if self._midline else ""
+        return (
+            f"{start}interrupted: evaluated {done} (results in {self.log_dir}){cut}. "
+            f"To continue, rerun the same command (it resumes from the log dir): {command}"
+        )
 
     def close(self) -> None:
         close = getattr(self.strategy, "close", None)

@@ -31,15 +31,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rewardkit.batch_input import as_batch
 from rewardkit.bindings.ranks import CollectiveRanks, Ranks
 from rewardkit.errors import RewardkitError
-from rewardkit.groups import as_batch
 from rewardkit.scored import ScoredBatch, ScoredGroup
 from rewardkit.split_batch import finish_split_batch
 from rewardkit_media.record import run_record, scorer_revisions
 
 if TYPE_CHECKING:
-    from rewardkit.groups import GroupLike
+    from rewardkit.batch_input import GroupLike
     from rewardkit.reward import Reward
 
 __all__ = ["RankScores", "RankScoringError", "score_on_ranks", "torch_ranks"]

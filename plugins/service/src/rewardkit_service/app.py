@@ -40,8 +40,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rewardkit.advantages import Scaling
-from rewardkit.bindings.groups import BindingError
 from rewardkit.bindings.openrlhf import response_of
+from rewardkit.bindings.sample_groups import BindingError
 from rewardkit.cancellation import CancelScope, entered, timeout_of
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import CompositionError, RewardSpec, RewardSpecError, compose

@@ -3,7 +3,9 @@
 ``VllmServer`` is the launcher the strategies use, and the one the judge and reward-model tests
 reuse. It picks a free loopback port, runs ``python -m rewardkit_vllm.launch`` (vLLM's API
 server under either build) as a ``ProcessTree`` with its log in a file, waits until
-``/v1/models`` lists the served name, and on ``stop`` ends the whole tree.
+``/v1/models`` lists the served name, and on ``stop`` ends the whole tree. A start takes tens of
+seconds, so it says so: one line when it starts (with the log's path) and one when the server is
+ready (``say``, stderr by default).
 """
 
 from __future__ import annotations
@@ -11,13 +13,14 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from rewardkit.checkpoint_serving.contract import list_models
 from rewardkit.errors import RewardkitError
-from rewardkit.serving.contract import list_models
 from rewardkit.supervise import ProcessTree
 from rewardkit_vllm.launch import installed_build
 
@@ -75,7 +78,9 @@ class VllmServer:
         start_timeout_s: float = 300.0,
         grace_s: float = 10.0,
         runtime_lora: bool = False,
+        say: Callable[[str], None] | None = None,
     ) -> None:
+        self.say = say or (lambda text: print(text, file=sys.stderr, flush=True))
         build = installed_build()
         if build is None:
             raise RewardkitError(
@@ -109,8 +114,14 @@ class VllmServer:
         return self.tree.log_path
 
     def start(self) -> VllmServer:
+        self.say(
+            f"starting the vLLM server for {self.served_name} on {self.base_url} "
+            f"(usually 30-60 s; log {self.log_path})"
+        )
+        started = time.monotonic()
         self.tree.start()
         self.tree.wait_ready(self._lists_model, timeout_s=self.start_timeout_s, interval_s=1.0)
+        self.say(f"vLLM server for {self.served_name} ready after {time.monotonic() - started:.0f} s")
         return self
 
     def _lists_model(self) -> bool:

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rewardkit.checkpoint_serving import CheckpointRef, ServedModel, wait_for_model
 from rewardkit.errors import RewardkitError
-from rewardkit.serving import CheckpointRef, ServedModel, wait_for_model
 from rewardkit.transport import HttpClient, HttpResponse, run_sync
 from rewardkit_vllm.checkpoints import adapter_rank, check_model_folder, write_zero_adapter
 from rewardkit_vllm.launch import installed_build

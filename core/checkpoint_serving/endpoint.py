@@ -6,9 +6,9 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from rewardkit.checkpoint_serving.contract import CheckpointRef, ServedModel, wait_for_model
 from rewardkit.extensions import ServingStrategySpec
 from rewardkit.hookspecs import hookimpl
-from rewardkit.serving.contract import CheckpointRef, ServedModel, wait_for_model
 
 
 class EndpointStrategy:
