@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from operator import methodcaller
-from typing import Any
+from typing import Any, Protocol, cast
 
 from rewardkit.composition import CompositionError, CompositionRowError
 from rewardkit.errors import RewardContractError, RewardkitError
@@ -13,13 +13,29 @@ from rewardkit.frozen import strictly_equal
 
 _get_prompt = methodcaller("get", "prompt")
 
-GroupLike = Any  # RolloutGroup, (group_id, rollouts) or {"group_id": ..., "rollouts": [...]}
+Rollouts = Sequence[Mapping[str, Any]]
 
 
-def group_parts(group: GroupLike) -> tuple[str, Sequence[Mapping[str, Any]]]:
-    """The group id and rollouts of any accepted group shape."""
+class HasRollouts(Protocol):
+    """A group object such as ``rewardkit.data.RolloutGroup``: an id and its rollouts."""
+
+    @property
+    def group_id(self) -> str: ...
+
+    @property
+    def rollouts(self) -> Rollouts: ...
+
+
+# What a batch may hold: ``(group_id, rollouts)``, ``{"group_id": ..., "rollouts": [...]}`` or an
+# object with both attributes. A group's rollouts may be any iterable (``as_batch`` reads it once).
+GroupLike = tuple[str, Iterable[Mapping[str, Any]]] | Mapping[str, Any] | HasRollouts
+
+
+def group_parts(group: GroupLike) -> tuple[str, Rollouts]:
+    """The group id and rollouts of any accepted group shape (of a batch read by ``as_batch``, whose
+    one-shot rollout iterables are lists by then)."""
     if type(group) is tuple and len(group) == 2:  # the usual shape, before the slower checks
-        return group[0], group[1]
+        return group[0], cast(Rollouts, group[1])
     if isinstance(group, Mapping):
         try:
             return group["group_id"], group["rollouts"]
@@ -28,7 +44,7 @@ def group_parts(group: GroupLike) -> tuple[str, Sequence[Mapping[str, Any]]]:
                 f"a group mapping needs 'group_id' and 'rollouts'; missing {error}"
             ) from None
     if isinstance(group, tuple) and len(group) == 2:
-        return group[0], group[1]
+        return group[0], cast(Rollouts, group[1])
     if hasattr(group, "group_id") and hasattr(group, "rollouts"):
         return group.group_id, group.rollouts
     raise RewardkitError(
@@ -69,7 +85,10 @@ def as_batch(groups: Iterable[GroupLike]) -> Sequence[GroupLike]:
 def batch_parts(groups: Sequence[GroupLike]) -> list[tuple[str, Sequence[Mapping[str, Any]]]]:
     """Every group's id and rollouts; a group id may appear once per batch."""
     # A (group_id, rollouts) tuple is its own parts: no call and no new tuple per group.
-    parts = [group if type(group) is tuple and len(group) == 2 else group_parts(group) for group in groups]
+    parts = cast(
+        "list[tuple[str, Rollouts]]",
+        [group if type(group) is tuple and len(group) == 2 else group_parts(group) for group in groups],
+    )
     if len({group_id for group_id, _ in parts}) != len(parts):
         seen: set[str] = set()
         for group_id, _ in parts:
