@@ -63,7 +63,9 @@ def write_rollouts(path: Path, rollouts: int, group_size: int, interleaved: bool
 
 def run_job(folder: Path, out: Path) -> tuple[float, int, int]:
     """Seconds, peak RSS (bytes) and exit status of one ``rewardkit score`` child process."""
-    command = [sys.executable, "-m", "rewardkit.cli", "score", str(folder / "config.yaml"), "--out", str(out)]
+    # --overwrite: every size writes to the same --out, and a complete result is kept otherwise
+    command = [sys.executable, "-m", "rewardkit.cli", "score", str(folder / "config.yaml"), "--out", str(out),
+               "--overwrite"]  # fmt: skip
     start = time.perf_counter()
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)

@@ -3,7 +3,8 @@
 ``rewardkit.remote``, ``rewardkit.service``, ``rewardkit.distributed``, ``rewardkit.checkpoints``
 and ``rewardkit.media`` left the core for ``rewardkit-service``, ``rewardkit-ray``,
 ``rewardkit-checkpoints`` and ``rewardkit-media`` in 0.2; in the same release ``rewardkit.binding``,
-``rewardkit.serving``, ``rewardkit.groups`` and ``rewardkit.bindings.groups`` were renamed.
+``rewardkit.serving``, ``rewardkit.groups`` and ``rewardkit.bindings.groups`` were renamed and
+``rewardkit.batch_report`` became part of ``rewardkit.metrics``.
 Importing an old path imports the new module (the very same module object, so ``isinstance`` and
 monkeypatching behave) and warns with a ``DeprecationWarning`` naming the new path and the version
 that removes the old one. When the distribution is not installed, the import fails with the line
@@ -41,6 +42,7 @@ MOVED: dict[str, str] = {
     "rewardkit.serving": "rewardkit.checkpoint_serving",
     "rewardkit.groups": "rewardkit.batch_input",
     "rewardkit.bindings.groups": "rewardkit.bindings.sample_groups",
+    "rewardkit.batch_report": "rewardkit.metrics",
 }
 
 

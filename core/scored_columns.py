@@ -15,10 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from rewardkit.advantages import Scaling, StdKind, batch_advantages
-from rewardkit.batch_report import ComponentColumn, batch_report
 from rewardkit.composition import ComposedParts
 from rewardkit.contracts import MetricContribution, RewardProviderResult
-from rewardkit.metrics import Report
+from rewardkit.metrics import ComponentColumn, Report, batch_report
 from rewardkit.provenance import ProviderRecord
 from rewardkit.scored import ScoredBatch, ScoredCandidate, ScoredGroup
 
