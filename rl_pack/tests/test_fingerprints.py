@@ -20,7 +20,21 @@ def _fingerprinted_files(spec) -> set[str]:
 def test_math_and_code_tests_fingerprint_helpers_and_sandbox_scripts():
     catalog = resolve_catalog()
     math_files = _fingerprinted_files(catalog.entry("math").spec)
-    assert {"math_answers.py", "math_check.py", "math_forms/compare.py"} <= math_files
+    assert {
+        "math_answers.py",
+        "math_check.py",
+        "math_forms/compare.py",
+        "math_forms/constants.py",
+    } <= math_files
     code_files = _fingerprinted_files(catalog.entry("code-tests").spec)
     assert {"compare.py", "sandbox.py", "inside/rk_runner.py", "inside/rk_judge.py"} <= code_files
     assert "math-verify" in catalog.entry("math").spec.scoring_packages
+
+
+def test_the_math_provider_is_registered_at_the_verifiers_revision():
+    # Verdicts changed with the compound references: a run recorded under revision 3 must not be
+    # resumed or compared as if it were this code.
+    from rewardkit.catalog import resolve_catalog
+    from rewardkit_rl.verifiers import math_verifier
+
+    assert resolve_catalog().entry("math").spec.revision == math_verifier.REVISION == "4"

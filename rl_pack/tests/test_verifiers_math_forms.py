@@ -1,6 +1,8 @@
 """The ``math`` verifier on answer forms: relations, systems, matrices, multisets, intervals,
-piecewise functions and approximations (issue 20), percents and units, and the labelled dev set
-built from them."""
+piecewise functions and approximations (issue 20), percents and units, the compound college-level
+forms of issue 28 (chained equalities, ``=``-chain systems, piecewise arrays, ``relation :
+interval``, approximate unions, vector solutions with free constants, ``\\neq`` exclusions), and
+the labelled dev set built from them."""
 
 from __future__ import annotations
 
@@ -29,6 +31,13 @@ FAMILIES = (
     "intervals",
     "piecewise",
     "approximations",
+    "chained equalities",
+    "equation chain systems",
+    "piecewise arrays",
+    "relation : interval",
+    "approximate unions",
+    "vector solutions",
+    "exclusions",
 )
 
 
@@ -254,5 +263,213 @@ def test_devset_no_false_positive_and_recall(verifier: MathVerifier) -> None:
     verdicts = [passed(group.items[0].result) for group in verifier.evaluate_many(requests)]
     false_positives, misses = errors(rows, verdicts)
     assert false_positives == []
+    assert [row for row in misses if row["kind"] == "identity"] == []  # every reference is usable
     positives = sum(row["label"] for row in rows)
     assert 1 - len(misses) / positives >= 0.995, misses[:20]
+    rewrites = [row for row in rows if row["kind"] == "rewrite"]
+    missed_rewrites = [row for row in misses if row["kind"] == "rewrite"]
+    assert 1 - len(missed_rewrites) / len(rewrites) >= 0.995, missed_rewrites[:20]
+
+
+# -- compound college-level references (issue 28) ------------------------------------------------
+
+VECTOR = (
+    "\\mathbf{y}=c_{1}\\left[\\begin{array}{r}-1 \\\\ 1 \\\\ 1\\end{array}\\right] e^{t}"
+    "+c_{2}\\left[\\begin{array}{r}1 \\\\ 0 \\\\ 1\\end{array}\\right] e^{2t}"
+)
+PIECEWISE_ARRAY = (
+    "f(x)=\\left\\{\\begin{array}{rll} x^2 & \\text{if} & x<0 \\\\ 2x & \\text{if} & x \\geq 0"
+    " \\end{array}\\right."
+)
+APPROXIMATE_UNION = "\\approx(-\\infty,-12.1414) \\cup(12.1414, \\infty)"
+
+# The references the issue quotes, each answered verbatim (spelled as the reference).
+ISSUE_28_REFERENCES = [
+    "\\bar{x}=\\bar{y}=1/5",
+    "\\bar{x}=\\bar{y}=28 /(9 \\pi)",
+    "x=y=4, z=2",
+    PIECEWISE_ARRAY,
+    "-1<x \\leqslant 1:(-1,1]",
+    "x<-7:(-\\infty,-7)",
+    APPROXIMATE_UNION,
+    VECTOR,
+    "x \\neq -1,4",
+]
+
+
+@pytest.mark.parametrize("gold", ISSUE_28_REFERENCES)
+def test_issue_28_references_are_read_and_answered_verbatim(verifier: MathVerifier, gold: str) -> None:
+    assert reference_problem(gold) is None
+    verbatim, with_dfrac = score(verifier, gold, gold, gold.replace("\\frac", "\\dfrac"))
+    assert passed(verbatim) and passed(with_dfrac)
+
+
+COMPOUND_CASES = [
+    # chained equalities: every link holds, every name is stated
+    ("\\bar{x}=\\bar{y}=1/5", "\\bar{x}=\\bar{y}=\\frac{1}{5}", True),
+    ("\\bar{x}=\\bar{y}=1/5", "\\bar{y}=0.2, \\bar{x}=0.2", True),
+    ("\\bar{x}=\\bar{y}=1/5", "\\bar{x}=\\bar{y}=\\frac{2}{10}=\\frac15", True),
+    ("\\bar{x}=\\bar{y}=1/5", "\\bar{x}=\\bar{y}=\\frac{1}{4}=\\frac15", False),  # a false link
+    ("\\bar{x}=\\bar{y}=1/5", "\\bar{x}=\\frac{1}{4}=\\bar{y}=\\frac15", False),
+    ("\\bar{x}=\\bar{y}=1/5", "\\frac15", False),  # one value for two names
+    ("\\bar{x}=\\bar{y}=1/5", "\\bar{x}=\\frac15, \\bar{y}=\\frac14", False),
+    ("\\bar{x}=\\bar{y}=1/5", "\\bar{x}=\\bar{z}=1/5", False),
+    ("\\bar{x}=\\bar{y}=28 /(9 \\pi)", "\\bar{x}=\\bar{y}=\\frac{28}{9\\pi}", True),
+    ("\\bar{x}=\\bar{y}=28 /(9 \\pi)", "\\bar{x}=\\bar{y}=\\frac{28}{9}", False),
+    # systems as = chains and commas
+    ("x=y=4, z=2", "x=4, y=4, z=2", True),
+    ("x=y=4, z=2", "z=2, y=x=4", True),
+    ("x=y=4, z=2", "4, 4, 2", True),
+    ("x=y=4, z=2", "\\left\\{\\begin{array}{l} x=4 \\\\ y=4 \\\\ z=2 \\end{array}\\right.", True),
+    ("x=y=4, z=2", "x=y=4, z=3", False),  # the forgery of the issue
+    ("x=y=4, z=2", "x=y=z=4", False),
+    ("x=y=4, z=2", "x=y=4", False),
+    ("x=y=4, z=2", "x=y=4, z=2, w=1", False),
+    ("x=y=4, z=2", "2, 4, 4", False),
+    ("x=y=4, z=2", "x=y=4 \\text{ or } z=2", False),
+    # piecewise written as a brace over an array
+    (PIECEWISE_ARRAY, "f(x)=\\begin{cases} x^2 & x<0 \\\\ 2x & x\\ge 0\\end{cases}", True),
+    (PIECEWISE_ARRAY, "\\begin{cases} 2x & x\\ge 0 \\\\ x^2 & \\text{otherwise}\\end{cases}", True),
+    (
+        PIECEWISE_ARRAY,
+        "\\left\\{\\begin{array}{ll} x^2, & x<0 \\\\ 2x, & x \\geq 0 \\end{array}\\right.",
+        True,
+    ),
+    (PIECEWISE_ARRAY, PIECEWISE_ARRAY.replace("x<0", "x\\le 0").replace("x \\geq 0", "x>0"), False),
+    (PIECEWISE_ARRAY, PIECEWISE_ARRAY.replace("x^2", "x^3"), False),
+    (PIECEWISE_ARRAY, "f(x)=\\left\\{\\begin{array}{rll} x^2 & \\text{if} & x<0 \\end{array}\\right.", False),
+    # relation : interval, either form; an answer stating both must have both right
+    ("-1<x \\leqslant 1:(-1,1]", "(-1,1]", True),
+    ("-1<x \\leqslant 1:(-1,1]", "-1<x\\le 1", True),
+    ("-1<x \\leqslant 1:(-1,1]", "x \\in (-1, 1]", True),
+    ("-1<x \\leqslant 1:(-1,1]", "1 \\ge x > -1 : \\left(-1,1\\right]", True),
+    ("-1<x \\leqslant 1:(-1,1]", "-1<x\\le 1 : (-1,2]", False),
+    ("-1<x \\leqslant 1:(-1,1]", "-1<x\\le 2 : (-1,1]", False),
+    ("-1<x \\leqslant 1:(-1,1]", "(-1,1)", False),
+    ("-1<x \\leqslant 1:(-1,1]", "-1<y\\le 1", False),
+    ("x<-7:(-\\infty,-7)", "(-\\infty,-7)", True),
+    ("x<-7:(-\\infty,-7)", "-7>x", True),
+    ("x<-7:(-\\infty,-7)", "x\\le -7", False),
+    ("x<-7:(-\\infty,-7)", "x<-7:(-\\infty,-8)", False),
+    # approximate unions: the reference's precision, open and closed ends, every piece
+    (APPROXIMATE_UNION, "(-\\infty,-12.1414)\\cup(12.1414,\\infty)", True),
+    (APPROXIMATE_UNION, "\\approx(-\\infty,-12.14142)\\cup(12.14142,\\infty)", True),
+    (APPROXIMATE_UNION, "x<-12.1414 \\text{ or } x>12.1414", True),
+    (APPROXIMATE_UNION, "(-\\infty,-\\sqrt{147.414})\\cup(\\sqrt{147.414},\\infty)", True),
+    (APPROXIMATE_UNION, "(-\\infty,-12.14)\\cup(12.14,\\infty)", False),  # less precise
+    (APPROXIMATE_UNION, "(-\\infty,-12.1415)\\cup(12.1414,\\infty)", False),
+    (APPROXIMATE_UNION, "(-\\infty,-12.1414]\\cup[12.1414,\\infty)", False),
+    (APPROXIMATE_UNION, "(-12.1414,12.1414)", False),
+    (APPROXIMATE_UNION, "(-\\infty,-12.1414)", False),
+    # vector solutions: constants renamed or reordered, eigenvectors rescaled, or one vector
+    (VECTOR, VECTOR.replace("c_{1}", "C_{9}"), True),
+    (
+        VECTOR,
+        "\\mathbf{y}=c_{2}\\begin{bmatrix}1\\\\0\\\\1\\end{bmatrix}e^{2t}+c_{1}\\begin{bmatrix}-1\\\\1\\\\1\\end{bmatrix}e^{t}",
+        True,
+    ),
+    (
+        VECTOR,
+        "\\mathbf{y}=k_{1}\\begin{pmatrix}1\\\\-1\\\\-1\\end{pmatrix}e^{t}+k_{2}\\begin{pmatrix}2\\\\0\\\\2\\end{pmatrix}e^{2t}",
+        True,
+    ),
+    (VECTOR, "\\begin{pmatrix}-c_1e^{t}+c_2e^{2t}\\\\c_1e^{t}\\\\c_1e^{t}+c_2e^{2t}\\end{pmatrix}", True),
+    (VECTOR, VECTOR.replace("c_{2}", "c_{1}"), False),  # one constant: a smaller set
+    (VECTOR, VECTOR.replace("e^{2t}", "e^{3t}"), False),
+    (VECTOR, VECTOR.replace("1 \\\\ 0 \\\\ 1", "1 \\\\ 0 \\\\ 2"), False),
+    (VECTOR, VECTOR.replace("c_{2}", "c_{1} c_{2}"), False),  # not linear in its constants
+    (VECTOR, VECTOR + "+\\begin{bmatrix}1\\\\0\\\\0\\end{bmatrix}", False),
+    (VECTOR, VECTOR.replace("c_{2}", "0 c_{2}"), False),
+    (VECTOR, VECTOR.replace("e^{2t}", "t e^{2t}"), False),
+    (VECTOR, VECTOR.replace("\\mathbf{y}", "\\mathbf{x}"), False),
+    (VECTOR, "\\mathbf{y}=c_{1}\\begin{bmatrix}-1\\\\1\\\\1\\end{bmatrix}e^{t}", False),
+    # without a variable, subscripted letters are given values: entry by entry
+    (
+        "\\begin{pmatrix} a_1+b_1 \\\\ a_2+b_2\\end{pmatrix}",
+        "\\begin{pmatrix} 2a_1+b_1 \\\\ 2a_2+b_2\\end{pmatrix}",
+        False,
+    ),
+    ("\\begin{pmatrix} c_1 \\\\ c_2\\end{pmatrix}", "\\begin{pmatrix} 2c_1 \\\\ c_2\\end{pmatrix}", False),
+    # \\neq exclusions: every point, no other, joined by "and"
+    ("x \\neq -1,4", "x \\ne 4, -1", True),
+    ("x \\neq -1,4", "x \\ne -1 \\text{ and } x\\ne 4", True),
+    ("x \\neq -1,4", "(-\\infty,-1)\\cup(-1,4)\\cup(4,\\infty)", True),
+    ("x \\neq -1,4", "x \\ne -1", False),
+    ("x \\neq -1,4", "x \\ne -1, 5", False),
+    ("x \\neq -1,4", "x \\ne -1, 4, 5", False),
+    ("x \\neq -1,4", "x \\ne -1 \\text{ or } x\\ne 4", False),  # every real number
+    ("x \\neq -1,4", "y \\ne -1, 4", False),
+    ("x \\neq -1,4", "x = -1, 4", False),
+    ("x \\neq -1,4", "(-\\infty,-1)\\cup(4,\\infty)", False),
+]
+
+
+@pytest.mark.parametrize(("gold", "answer", "expected"), COMPOUND_CASES)
+def test_compound_forms(gold: str, answer: str, expected: bool) -> None:
+    assert reference_problem(gold) is None
+    assert compare(gold, answer).equal is expected
+
+
+@pytest.mark.parametrize(
+    ("gold", "reason"),
+    [
+        ("-1<x \\leqslant 2:(-1,1]", "different sets"),  # the halves disagree: which one is meant?
+        ("x=2+3=6", "links do not all hold"),
+        ("x=y=2+3=6", "links do not all hold"),
+        ("5<3", "false (or unevaluable) inequality"),
+    ],
+)
+def test_unusable_compound_references_skip_even_a_verbatim_answer(
+    verifier: MathVerifier, gold: str, reason: str
+) -> None:
+    results = score(verifier, gold, gold, "(-1,1]")
+    assert [result.status for result in results] == ["skipped", "skipped"]
+    assert reason in (results[0].reason or "")
+
+
+def test_a_verbatim_answer_scores_only_once_the_reference_is_verified(verifier: MathVerifier) -> None:
+    """An answer spelled as the reference is settled in the calling process, but the group is
+    skipped when the reference turns out unusable (no group is half-scored); a usable one scores."""
+    unusable, usable = verifier.evaluate_many(
+        [
+            request("1, 2, \\dots", "1, 2, \\dots", "1,2,\\dots", group="unusable"),
+            request("\\frac{\\sqrt{3}}{2}", "\\frac{\\sqrt{3}}{2}", "\\dfrac{\\sqrt3}{2}", group="usable"),
+        ]
+    )
+    assert [item.result.status for item in unusable.items] == ["skipped", "skipped"]
+    assert [passed(item.result) for item in usable.items] == [True, True]
+
+
+def test_a_box_holding_an_escaped_brace_is_read() -> None:
+    """``\\boxed{\\left\\{ ... \\right.}`` has one ``\\{`` and no ``\\}``: its braces still balance."""
+    from rewardkit_rl.verifiers.math_answers import extract_answer
+
+    text = f"So \\boxed{{1}} is wrong; the answer is \\boxed{{{PIECEWISE_ARRAY}}}."
+    assert extract_answer(text) == (PIECEWISE_ARRAY, "boxed")
+    assert extract_answer("\\boxed{\\{1, 2\\}}") == ("\\{1, 2\\}", "boxed")
+
+
+@pytest.mark.parametrize(
+    ("reference", "plain"),
+    [
+        ("4a-2", True),
+        ("12\\frac{3}{5}", True),
+        ("7\\pi", True),
+        ("\\frac{\\sqrt{3}}{2}", True),
+        ("(1+2)(3-x)", True),
+        ("\\frac{}{}", False),
+        ("a^", False),
+        ("1++2", False),
+        ("1, 2", False),
+        ("x=1", False),
+        ("1, 2, \\dots", False),
+        ("\\text{A}", False),
+    ],
+)
+def test_plain_expressions_need_no_worker_to_be_known_usable(reference: str, plain: bool) -> None:
+    """The calling process settles a verbatim answer to these; any other reference is checked."""
+    from rewardkit_rl.verifiers.math_answers import plain_expression
+
+    assert plain_expression(reference) is plain
+    if plain:
+        assert reference_problem(reference) is None

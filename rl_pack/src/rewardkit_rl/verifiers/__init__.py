@@ -16,6 +16,7 @@ from rewardkit.params import ParamsModel, operator_only
 from rewardkit_rl.verifiers.format_tags import format_provider
 from rewardkit_rl.verifiers.math_cost import COST_LIMITS
 from rewardkit_rl.verifiers.math_verifier import MATH_DIAGNOSTICS, MIN_CPU_SHARE, MathVerifier
+from rewardkit_rl.verifiers.math_verifier import REVISION as MATH_REVISION
 from rewardkit_rl.verifiers.multiple_choice import multiple_choice_provider
 from rewardkit_rl.verifiers.overlong import overlong_provider
 from rewardkit_rl.verifiers.repetition import REVISION as REPETITION_REVISION
@@ -51,7 +52,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             factory=MathVerifier,
             params_schema=MathParams,
             needs=("reference",),
-            revision="3",
+            revision=MATH_REVISION,
             terms=("task",),
             diagnostics=MATH_DIAGNOSTICS,
             scoring_packages=("math-verify", "latex2sympy2_extended", "sympy"),

@@ -13,6 +13,7 @@ from typing import Any
 
 import sympy
 
+from rewardkit_rl.verifiers.math_answers import normalise
 from rewardkit_rl.verifiers.math_forms import compare, reference_problem
 from rewardkit_rl.verifiers.math_forms.compare import reference_form
 from rewardkit_rl.verifiers.math_forms.values import parse_leaf
@@ -66,6 +67,10 @@ def check(request: tuple[str, ...]) -> tuple[str, Any]:
         problem = reference_problem(request[1])
         if problem is not None:
             return "skip", problem
+        if normalise(request[1]) == normalise(request[2]):
+            # The reference itself (spacing aside), and it was just found usable: parsed, and a
+            # true relation where it states one.
+            return "ok", (True, None, False)
         verdict = compare(request[1], request[2])
         return "ok", (verdict.equal, verdict.reason, verdict.unparsed)
     raise ValueError(f"unknown request kind {kind!r}")

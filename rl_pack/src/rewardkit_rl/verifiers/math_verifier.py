@@ -3,7 +3,9 @@
 Per group: the reference is checked once (a reference that cannot be parsed, has an unsupported
 form or states a false equation makes every candidate ``skipped``, so a group is never
 half-scored); each candidate's answer is extracted (last ``\\boxed{}``, else last ``<answer>``,
-else a "final answer" phrase); an exact normalised comparison decides what it can; the cost
+else a "final answer" phrase); an exact normalised comparison decides what it can (an answer
+spelled as a reference that is not a plain number or expression scores 1 only once the reference
+is known to be usable: else the group is skipped); the cost
 guards (``math_cost``) refuse, unevaluated, an answer whose evaluation would explode (a tower of
 powers, a huge factorial, a sum over a huge range, deep nesting) unless it is spelled as the
 reference or the reference shares that structure; the rest are compared form by form
@@ -39,10 +41,21 @@ from rewardkit.contracts import (
     RewardProviderResult,
 )
 from rewardkit.errors import RewardContractError
-from rewardkit_rl.verifiers.math_answers import exact_value, extract_answer, fast_verdict, normalise
+from rewardkit_rl.verifiers.math_answers import (
+    exact_value,
+    extract_answer,
+    normalise,
+    plain_expression,
+    verdict_of_forms,
+)
 from rewardkit_rl.verifiers.math_cost import Cost, measure, refusal
 from rewardkit_rl.verifiers.pool import KillablePool, Outcome
 
+# The ``math`` provider's revision: 4 reads the compound references of issue 28 (chained
+# equalities, ``=``-chain systems, piecewise arrays, ``relation : interval``, approximate sets,
+# general solutions with free constants, ``\\ne`` exclusions) and scores a verbatim answer only
+# once its reference is verified. For ``verifiers/__init__.py`` to register (``revision=``).
+REVISION = "4"
 MATH_DIAGNOSTICS = ("extracted", "fast_path", "timeout", "unparsed", "refused_cost", "out_of_memory")
 _CHECK_TARGET = "rewardkit_rl.verifiers.math_check:check"
 _GOLD_CACHE_SIZE = 4096
@@ -129,7 +142,8 @@ class _Plan:
     gold: str
     results: list[RewardProviderResult | None]
     slow: list[int] = field(default_factory=list)
-    requests: list[tuple[str, ...]] = field(default_factory=list)
+    requests: list[tuple[str, ...]] = field(default_factory=list)  # one per ``slow``, then a gold check
+    spelled: list[int] = field(default_factory=list)  # answers spelled as the reference
     gold_problem: str | None = ""  # "" usable, None not known yet, else why it cannot be used
 
 
@@ -249,6 +263,7 @@ class MathVerifier:
             plan.results = [RewardProviderResult.skip(reason)] * count
             return plan
         gold_cost: Cost | None = None
+        gold_form = normalise(gold)
         for index, candidate in enumerate(request.candidates):
             found = extract_answer(candidate.completion)
             if found is None:
@@ -259,13 +274,16 @@ class MathVerifier:
                 # An empty or runaway "answer" is not a final answer; it earns nothing.
                 plan.results[index] = _scored(False, fast=True)
                 continue
-            verdict = fast_verdict(gold, answer)
+            answer_form = normalise(answer)
+            verdict = verdict_of_forms(gold_form, answer_form)
             if verdict is not None:
                 plan.results[index] = _scored(verdict, fast=True)
+                if verdict and answer_form == gold_form:
+                    plan.spelled.append(index)
                 continue
             # The cost guards, after the exact check: an answer spelled as the reference is never
             # refused, nor one whose costly structure the reference shares (``math_cost.refusal``).
-            if normalise(answer) != normalise(gold):
+            if answer_form != gold_form:
                 gold_cost = gold_cost or measure(gold)
                 refused = refusal(gold_cost, measure(answer))
                 if refused is not None:
@@ -273,26 +291,38 @@ class MathVerifier:
                     continue
             plan.slow.append(index)
             plan.requests.append(("verify", gold, answer))
-        # Whether the reference can be used only matters when some answer needs a worker. The
-        # workers check it with every answer, and one that finds it unusable skips the whole
-        # group, so that no group is half-scored; the finding is cached. Answers settled above
-        # are exact matches (never of a relation, whose truth the workers check), missing
-        # answers or refused ones, which are what they are whatever the workers think of the
-        # reference.
-        if not plan.slow:
+        # Whether the reference can be used matters when some answer needs a worker, or is
+        # spelled as the reference: an identical answer scores 1 only once the reference is
+        # known to be usable (parsed, and true where it states a relation). The workers check it
+        # with every answer (or alone, when no answer needs them), and one that finds it unusable
+        # skips the whole group, so that no group is half-scored; the finding is cached. The
+        # other answers settled above (equal or unequal numbers, missing or refused answers) are
+        # what they are whatever the workers think of the reference.
+        if not plan.slow and not plan.spelled:
             return plan
-        plan.gold_problem = "" if exact_value(normalise(gold)) is not None else self._cached_gold(gold)
+        known = exact_value(gold_form) is not None or plain_expression(gold)
+        plan.gold_problem = "" if known else self._cached_gold(gold)
         if plan.gold_problem:
             plan.slow, plan.requests = [], []  # known to be unusable: no worker is needed
+        elif plan.gold_problem is None and not plan.slow:
+            plan.requests.append(("gold", gold))
         return plan
 
     def _settle_reference(self, plan: _Plan, outcomes: list[Outcome]) -> None:
         """What the workers' answers say of a reference not known yet (a fault says nothing)."""
         if plan.gold_problem is not None:
             return
-        answered = [outcome.value for outcome in outcomes if outcome.status == "ok"]
+        answered = [
+            (request[0], outcome.value)
+            for request, outcome in zip(plan.requests, outcomes)
+            if outcome.status == "ok"
+        ]
         if answered:
-            problems = [detail for verdict, detail in answered if verdict == "skip"]
+            problems = [
+                detail
+                for kind, (verdict, detail) in answered
+                if (kind == "verify" and verdict == "skip") or (kind == "gold" and detail)
+            ]
             plan.gold_problem = problems[0] if problems else ""
             self._remember_gold(plan.gold, plan.gold_problem)
 
@@ -335,6 +365,10 @@ class MathVerifier:
             unproven = None
         for index, outcome in zip(plan.slow, outcomes):
             plan.results[index] = _from_outcome(outcome, unproven)
+        if plan.gold_problem is None:
+            for index in plan.spelled:
+                reason = f"spelled as the reference, not scored: {unproven}"
+                plan.results[index] = RewardProviderResult.fail(reason, _diagnostics(1.0, 1.0, 0.0))
         lost = RewardProviderResult.fail("no verdict was produced")
         return [result if result is not None else lost for result in plan.results]
 

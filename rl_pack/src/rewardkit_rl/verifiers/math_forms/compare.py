@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 import sympy
 
-from rewardkit_rl.verifiers.math_forms import intervals, relations, values
+from rewardkit_rl.verifiers.math_forms import constants, intervals, relations, values
 from rewardkit_rl.verifiers.math_forms.forms import (
     Form,
     Interval,
@@ -22,6 +23,7 @@ from rewardkit_rl.verifiers.math_forms.forms import (
     Matrix,
     Piecewise,
     Relation,
+    Restated,
     Text,
     Union,
     Unsupported,
@@ -47,7 +49,32 @@ class _Unreadable(Exception):
 
 @lru_cache(maxsize=4096)
 def reference_form(gold: str) -> Form:
-    return read(gold)
+    return _systems(read(gold))
+
+
+def _systems(form: Form) -> Form:
+    """``x = y = 4`` states two values: ``x = 4, y = 4`` (each keeping the rest of the chain, whose
+    links are checked); so do the chains in a list joined by commas or "and" (``x=y=4, z=2``)."""
+    if isinstance(form, Relation):
+        parts = _named_chain(form)
+        return form if parts is None else Items("list", parts)
+    if isinstance(form, Items) and form.kind == "list" and "or" not in form.joiners:
+        items = tuple(part for item in form.items for part in (_named_chain(item) or (item,)))
+        return form if len(items) == len(form.items) else Items("list", items, form.joiners)
+    return form
+
+
+def _named_chain(form: Form) -> tuple[Relation, ...] | None:
+    """The equations of a chain that starts with two or more names (None for any other form)."""
+    if not isinstance(form, Relation) or set(form.ops) != {"="}:
+        return None
+    names = 0
+    while names < len(form.sides) and relations.name_of(form.sides[names]) is not None:
+        names += 1
+    if names < 2 or names == len(form.sides):
+        return None
+    rest = form.sides[names:]
+    return tuple(Relation((name, *rest), ("=",) * len(rest)) for name in form.sides[:names])
 
 
 @lru_cache(maxsize=4096)
@@ -65,7 +92,7 @@ def compare(gold: str, answer: str) -> Verdict:
     """Whether ``answer`` states the reference ``gold`` (call ``reference_problem`` first).
     Cached: a group's samples often repeat one answer."""
     reference = reference_form(gold)
-    form = read(answer)
+    form = _systems(read(answer))
     try:
         if _equal(reference, form):
             return Verdict(True)
@@ -100,6 +127,8 @@ def _first_unparsed(form: Form | None) -> str | None:
         parts = tuple(cell for row in form.rows for cell in row)
     elif isinstance(form, Piecewise):
         parts = tuple(part for branch in form.branches for part in branch)
+    elif isinstance(form, Restated):
+        parts = (form.statement, form.restatement)
     else:
         return None
     for part in parts:
@@ -120,6 +149,7 @@ def _kind(form: Form) -> str:
         Union: "a union of intervals",
         Matrix: "a matrix",
         Piecewise: "a piecewise function",
+        Restated: "a relation restated as a set",
         Unsupported: "unsupported",
     }
     return names[type(form)]
@@ -159,7 +189,44 @@ def _problem(form: Form | None) -> str | None:
         return _first(_problem(cell) for row in form.rows for cell in row)
     if isinstance(form, Piecewise):
         return _first(_problem(part) for branch in form.branches for part in branch)
+    if isinstance(form, Restated):
+        return _restated_problem(form)
     return "an unknown form"
+
+
+def _restated_problem(form: Restated) -> str | None:
+    """Both halves usable, and the same set of numbers: else which one is meant is unknown."""
+    found = _first(_problem(half) for half in (form.statement, form.restatement))
+    if found is not None:
+        return found
+    mine = intervals.pieces(form.statement, pair_is_interval=True)
+    theirs = intervals.pieces(form.restatement, pair_is_interval=True)
+    if mine is None or theirs is None:
+        return "a restated reference whose halves are not both sets of numbers"
+    if not intervals.same_set(mine, theirs, _equal):
+        return "the two halves of the reference (relation : interval) state different sets"
+    return None
+
+
+def _approximate_set(form: Form | None) -> list[Interval] | None:
+    """The pieces of ``\\approx (a, b) \\cup (c, d)``, each finite end a rounded value (as the leaf
+    of ``x \\approx 1.41`` is); None when it is not such a set or an end is not written in digits."""
+    if not isinstance(form, (Interval, Union)) and not (isinstance(form, Items) and form.kind == "pair"):
+        return None
+    found = intervals.pieces(form, pair_is_interval=True)
+    if not found:
+        return None
+    marked = []
+    for piece in found:
+        ends = []
+        for end in (piece.low, piece.high):
+            if not intervals.infinity_sign(end):
+                if values.plain_decimal(end.latex) is None:
+                    return None
+                end = Leaf(end.latex, "\\approx")
+            ends.append(end)
+        marked.append(Interval(ends[0], ends[1], piece.closed_low, piece.closed_high))
+    return marked
 
 
 def _first(problems: object) -> str | None:
@@ -177,6 +244,8 @@ def _relation_problem(form: Relation) -> str | None:
     if "~" in ops:
         if ops != {"~"} or len(form.sides) != 2:
             return "an approximation chained with other relations"
+        if form.sides[0] is None and _approximate_set(form.sides[1]) is not None:
+            return None
         target = relations.approximation_target(form)
         if target is None:
             return "an approximation whose value is not a number written in digits"
@@ -186,7 +255,7 @@ def _relation_problem(form: Relation) -> str | None:
         return None
     if ops == {"="}:
         if relations.name_of(form.sides[0]) is not None or form.sides[0] is None:
-            return None
+            return _links_problem(form)
         if relations.is_numeric_statement(form):
             truth = relations.is_true(form)
             if truth is None:
@@ -200,8 +269,23 @@ def _relation_problem(form: Relation) -> str | None:
             return "an inequality between non-values"
         if ops == {"!="} and len(form.ops) != 1:
             return "a chain of \\ne"
+        if relations.is_numeric_statement(form) and not relations.inequality_holds(form):
+            return f"the reference states a false (or unevaluable) inequality: {_spell(form)}"
         return None
     return "a chain mixing equations and inequalities"
+
+
+def _links_problem(form: Relation) -> str | None:
+    """Past its name, every link of a chain ``x = a = b`` must hold (``x = 2 + 3 = 6`` does not)."""
+    rest = form.sides[1:]
+    if len(rest) < 2:
+        return None
+    if not all(isinstance(side, Leaf) for side in rest):
+        return "an equation chain between non-values"
+    for first, second in pairwise(rest):
+        if not values.leaf_equal(first.latex, second.latex):  # type: ignore[union-attr]
+            return f"the reference states a chain whose links do not all hold: {_spell(form)}"
+    return None
 
 
 def _spell(form: Relation) -> str:
@@ -239,14 +323,34 @@ def _equal(gold: Form, answer: Form) -> bool:
         return _matrix(gold, answer)
     if isinstance(gold, Piecewise):
         return _piecewise(gold, answer)
+    if isinstance(gold, Restated):
+        return _restated(gold, answer)
     return False
 
 
+def _restated(gold: Restated, answer: Form) -> bool:
+    """Either half of the reference (they state the same set); an answer restated the same way
+    must have both of its halves right, so that one of them cannot carry a wrong one."""
+    if isinstance(answer, Restated):
+        return _equal(gold, answer.statement) and _equal(gold, answer.restatement)
+    mine: list[str] = []
+    theirs: list[str] = []
+    intervals.pieces(gold.statement, pair_is_interval=True, variable=mine)
+    intervals.pieces(answer, pair_is_interval=True, variable=theirs)
+    if mine and theirs and set(mine) != set(theirs):
+        return False  # -1 < y <= 1 does not answer -1 < x <= 1 : (-1, 1]
+    return _equal(gold.statement, answer) or _equal(gold.restatement, answer)
+
+
 def _number_set(gold: Form, answer: Form) -> bool:
-    gold_set = intervals.pieces(gold, pair_is_interval=False)
-    answer_set = intervals.pieces(answer, pair_is_interval=True)
+    gold_names: list[str] = []
+    answer_names: list[str] = []
+    gold_set = intervals.pieces(gold, pair_is_interval=False, variable=gold_names)
+    answer_set = intervals.pieces(answer, pair_is_interval=True, variable=answer_names)
     if gold_set is None or answer_set is None:
         return False
+    if gold_names and answer_names and set(gold_names) != set(answer_names):
+        return False  # x \\ne 1, 4 is not y \\ne 1, 4
     return intervals.same_set(gold_set, answer_set, _equal)
 
 
@@ -291,6 +395,10 @@ def _text(gold: Text, answer: Form) -> bool:
 def _relation(gold: Relation, answer: Form) -> bool:
     ops = set(gold.ops)
     if ops == {"~"}:
+        marked = _approximate_set(gold.sides[1]) if gold.sides[0] is None else None
+        if marked is not None:
+            answer_set = intervals.pieces(_approximated(answer), pair_is_interval=True)
+            return answer_set is not None and intervals.same_set(marked, answer_set, _equal)
         target = relations.approximation_target(gold)
         return target is not None and relations.approximation(target, answer, _equal)
     if ops == {"="}:
@@ -298,6 +406,15 @@ def _relation(gold: Relation, answer: Form) -> bool:
     if ops == {"in"}:
         return relations.membership(gold, answer, _equal)
     return relations.inequality(gold, answer, _equal)
+
+
+def _approximated(answer: Form) -> Form | None:
+    """What ``\\approx S`` (or ``x \\approx S``) says is approximately the set: ``S``."""
+    if isinstance(answer, Relation) and answer.ops == ("~",):
+        left = answer.sides[0]
+        if left is None or label_key(left) is not None:
+            return answer.sides[1]
+    return answer
 
 
 def _multiset(gold: tuple[Form, ...], answer: tuple[Form, ...]) -> bool:
@@ -404,11 +521,14 @@ def _matrix(gold: Matrix, answer: Form) -> bool:
         answer = stated
     if not isinstance(answer, Matrix) or answer.shape != gold.shape:
         return False
-    return all(
+    if all(
         _equal(mine, theirs)
         for gold_row, answer_row in zip(gold.rows, answer.rows)
         for mine, theirs in zip(gold_row, answer_row)
-    )
+    ):
+        return True
+    # A general solution (free constants c_1, c_2): the same set of functions, see ``constants``.
+    return constants.has_constants(gold) and constants.same_solutions(gold, answer)
 
 
 def _condition(gold: Form | None, answer: Form | None) -> bool:

@@ -14,6 +14,7 @@ from rewardkit_rl.verifiers.math_forms.latex import (
     balanced,
     clean,
     enclosing,
+    group_end,
     split_top,
     strip_text,
     text_groups,
@@ -90,13 +91,22 @@ class Piecewise:
 
 
 @dataclass(frozen=True, slots=True)
+class Restated:
+    """One answer stated two ways, ``relation : interval`` (``-1<x \\le 1:(-1,1]``): a reference
+    is usable only when both halves denote the same set."""
+
+    statement: Form
+    restatement: Form
+
+
+@dataclass(frozen=True, slots=True)
 class Unsupported:
     """A shape that is recognised but not compared (the reason says which)."""
 
     reason: str
 
 
-Form = Leaf | Text | Relation | Items | Interval | Union | Matrix | Piecewise | Unsupported
+Form = Leaf | Text | Relation | Items | Interval | Union | Matrix | Piecewise | Restated | Unsupported
 
 _MAX_DEPTH = 6
 _LIST_SEPARATOR = re.compile(
@@ -133,12 +143,26 @@ _APPROX_MARKER = re.compile(
 _PLUS_MINUS = re.compile(r"\\(?:pm|mp)(?![a-zA-Z])")
 _NUMERIC_TEXT = re.compile(r"[-+]?[\d.,\s]+")
 _CONDITION_WORDS = re.compile(r"^(?:\\text\s*\{\s*(?:if|for|when|where)\s*\}|if|for|when)\s*|\s*,$")
+_CONDITION_WORD_CELL = re.compile(r"\s*(?:\\text\s*\{\s*(?:if|for|when|where)?\s*\}|if|for|when|where|,)?\s*")
 _OTHERWISE = re.compile(r"^(?:\\text\s*\{\s*)?(?:otherwise|else|elsewhere)\s*\}?$", re.IGNORECASE)
+
+
+_BRACE_ARRAY = re.compile(
+    r"\\\{\s*\\begin\{array\}\s*\{[^{}]*\}(?P<body>.*?)\\end\{array\}(?!\s*\\\})", re.DOTALL
+)
+_RESTATED = re.compile(r":(?!=)")
+_INEQUALITY = re.compile(r"\\(?:le|ge|ne)(?![a-zA-Z])|<|>")
 
 
 def read(latex: str) -> Form:
     """The form of an answer or a reference (see ``latex.unwrap`` for what is taken off first)."""
-    return _read(clean(unwrap(latex)), 0)
+    return _read(_brace_arrays(clean(unwrap(latex))), 0)
+
+
+def _brace_arrays(text: str) -> str:
+    """``\\left\\{\\begin{array}{..} .. \\end{array}\\right.`` (``clean`` leaves ``\\{`` and an
+    array with nothing closing the brace) is a ``cases`` environment written by hand."""
+    return _BRACE_ARRAY.sub(lambda match: "\\begin{cases}" + match.group("body") + "\\end{cases}", text)
 
 
 def _read(text: str, depth: int) -> Form:
@@ -153,6 +177,9 @@ def _read(text: str, depth: int) -> Form:
     if _DECIMAL_COMMA.fullmatch(text):
         text = text.replace(",", ".")  # 0,111 cannot be a thousands number
     text = _thousands(text)
+    restated = _restated(text, depth)
+    if restated is not None:
+        return restated
     parts = _parts(text)
     if len(parts) > 1:
         joiners = frozenset(joiner for _, joiner in parts if joiner)
@@ -164,15 +191,32 @@ def _read(text: str, depth: int) -> Form:
     return single[0]
 
 
+def _restated(text: str, depth: int) -> Restated | None:
+    """``relation : interval`` (``x<-7:(-\\infty,-7)``): an inequality on the left of the one
+    top-level colon; ratios (``3:1``) and times (``4:30``) have none."""
+    halves = split_top(text, _RESTATED)
+    if len(halves) != 2:
+        return None
+    left, right = halves[0][0].strip(), halves[1][0].strip()
+    if not left or not right or not any(_INEQUALITY.match(left, index) for index, _ in top_level(left)):
+        return None
+    return Restated(_read(left, depth + 1), _read(right, depth + 1))
+
+
 def _one_name_for_all(items: tuple[Form, ...]) -> tuple[Form, ...]:
-    """``x = 1, 2, 3`` names every value: ``x = 1, x = 2, x = 3``."""
+    """``x = 1, 2, 3`` names every value: ``x = 1, x = 2, x = 3``; ``x \\ne -1, 4`` excludes each:
+    ``x \\ne -1, x \\ne 4``."""
     first = items[0]
-    if not (isinstance(first, Relation) and first.ops == ("=",) and label_key(first.sides[0]) is not None):
+    if not (
+        isinstance(first, Relation)
+        and first.ops in (("=",), ("!=",))
+        and label_key(first.sides[0]) is not None
+    ):
         return items
     if not all(isinstance(item, Leaf) for item in items[1:]):
         return items
     name = first.sides[0]
-    return (first, *(Relation((name, item), ("=",)) for item in items[1:]))
+    return (first, *(Relation((name, item), first.ops) for item in items[1:]))
 
 
 def _parts(text: str) -> list[tuple[str, str]]:
@@ -251,11 +295,66 @@ def _single(text: str, depth: int, approx: str = "") -> Form:
     if _ELLIPSIS.search(text):
         return Unsupported("an elided list (\\dots)")
     if "\\begin{" in text:
-        return Unsupported("a matrix or environment inside an expression")
+        return _combination(text, depth)
     groups = text_groups(text)
     if len(groups) == 1 and groups[0][0] == 0 and groups[0][1] == len(text):
         return _text(groups[0][2], depth)
     return Leaf(text, approx)
+
+
+_SIGN = re.compile(r"[-+]")
+_PRODUCT_MARK = re.compile(r"^\s*(?:\\cdot|\\times|\*)?\s*|\s*(?:\\cdot|\\times|\*)?\s*$")
+
+
+def _combination(text: str, depth: int) -> Form:
+    """A sum of matrices times scalars (``c_{1}[\\begin{array}{r}-1 \\\\ 1\\end{array}] e^{t} + ...``,
+    the general solution of a linear system of ODEs) as the one matrix it equals: each cell is
+    the sum of its terms' cells times their coefficients, as LaTeX for ``values`` to parse."""
+    terms = [(part.strip(), sign) for part, sign in split_top(text, _SIGN) if part.strip()]
+    if not terms:
+        return Unsupported("a matrix or environment inside an expression")
+    combined: list[list[str]] | None = None
+    for part, sign in terms:
+        found = _scaled_matrix(part, depth)
+        if isinstance(found, Unsupported):
+            return found
+        coefficient, matrix = found
+        cells = [
+            [f"{'-' if sign == '-' else ''}({coefficient})\\cdot({cell.latex})" for cell in row]  # type: ignore[union-attr]
+            for row in matrix.rows
+        ]
+        if combined is None:
+            combined = cells
+        elif [len(row) for row in combined] != [len(row) for row in cells]:
+            return Unsupported("a sum of matrices of different shapes")
+        else:
+            combined = [[f"{mine}+{theirs}" for mine, theirs in zip(a, b)] for a, b in zip(combined, cells)]
+    assert combined is not None
+    return Matrix(tuple(tuple(Leaf(cell.replace("+-", "-")) for cell in row) for row in combined))
+
+
+def _scaled_matrix(term: str, depth: int) -> tuple[str, Matrix] | Unsupported:
+    """``(coefficient, matrix)`` of one term of a sum of matrices: exactly one matrix of plain
+    values, the rest of the term (before and after it) a scalar factor."""
+    found: list[tuple[int, int]] = []
+    for index, _ in top_level(term):
+        end = group_end(term, index)
+        if end is not None and "\\begin{" in term[index:end]:
+            found.append((index, end))
+    if len(found) != 1:
+        what = "a term without a matrix" if not found else "a product of matrices"
+        return Unsupported(f"{what} in a sum of matrices")
+    start, end = found[0]
+    matrix = _single(term[start:end], depth + 1)
+    if not isinstance(matrix, Matrix) or not all(
+        isinstance(cell, Leaf) for row in matrix.rows for cell in row
+    ):
+        return Unsupported("a sum of matrices whose entries are not plain values")
+    before, after = (_PRODUCT_MARK.sub("", part) for part in (term[:start], term[end:]))
+    if "\\begin{" in before + after:
+        return Unsupported("a product of matrices in a sum of matrices")
+    factors = [f"({part})" for part in (before, after) if part]
+    return ("".join(factors) or "1"), matrix
 
 
 def _text(content: str, depth: int) -> Form:
@@ -368,11 +467,13 @@ def _environment(text: str, depth: int) -> Form:
 
 
 def _cases(body: str, depth: int) -> Form:
+    rows = [_CELL.split(row) for row in _ROW_BREAK.split(body) if row.strip()]
+    if rows and all(len(cells) == 1 for cells in rows):
+        return _system(rows, depth)
     branches: list[tuple[Form, Form | None]] = []
-    for row in _ROW_BREAK.split(body):
-        if not row.strip():
-            continue
-        cells = _CELL.split(row)
+    for cells in rows:
+        if len(cells) == 3 and _CONDITION_WORD_CELL.fullmatch(cells[1]):
+            cells = [cells[0], cells[2]]  # an array {rll}: expression & \text{if} & condition
         if len(cells) != 2:
             return Unsupported("a piecewise branch without exactly one condition")
         expression = _single(cells[0].strip().rstrip(",").strip(), depth + 1)
@@ -388,6 +489,15 @@ def _cases(body: str, depth: int) -> Form:
     if not branches:
         return Unsupported("an empty piecewise function")
     return Piecewise(tuple(branches))
+
+
+def _system(rows: list[list[str]], depth: int) -> Form:
+    """A brace over one equation per row (``\\left\\{\\begin{array}{l} x=1 \\\\ y=2 \\end{array}\\right.``)
+    is a system: the list of its equations."""
+    equations = tuple(_single(cells[0].strip().rstrip(",").strip(), depth + 1) for cells in rows)
+    if not all(isinstance(equation, Relation) for equation in equations):
+        return Unsupported("a brace over rows that are not all relations and conditions")
+    return Items("list", equations)
 
 
 def _piecewise_or_labelled(text: str, depth: int) -> Form:

@@ -8,6 +8,7 @@ ends. ``(a, b)`` on its own is an ordered pair or an open interval; the caller d
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 import sympy
 
@@ -39,14 +40,19 @@ def pieces(
             if len(points) != len(form.items):
                 return None
             return [Interval(point, point, True, True) for point in points]
+        excluded = _exclusion(form)
+        if excluded is not None:
+            if variable is not None:
+                variable.append(excluded[0])
+            return excluded[1]
         if form.kind == "list" and form.joiners <= {"or"}:
             found: list[Interval] = []
             names: list[str] = []
             for item in form.items:
-                part = pieces(item, pair_is_interval=pair_is_interval, variable=names)
-                if part is None:
+                item_pieces = pieces(item, pair_is_interval=pair_is_interval, variable=names)
+                if item_pieces is None:
                     return None
-                found.extend(part)
+                found.extend(item_pieces)
             if len(set(names)) > 1:
                 return None  # x > 0, y > 0 is a system, not a set of numbers
             if variable is not None:
@@ -71,6 +77,33 @@ def pieces(
     if isinstance(form, Relation):
         return _inequality_pieces(form, variable)
     return None
+
+
+def _exclusion(form: Items) -> tuple[str, list[Interval]] | None:
+    """``x \\ne -1, x \\ne 4`` (or ``x \\ne -1, 4``, joined by commas or "and", never "or"): every
+    real but these points, as ``(variable, pieces between the points)``; None for anything else,
+    or when a point is not a real closed-form number (the points cannot be put in order)."""
+    if form.kind != "list" or "or" in form.joiners or len(form.items) < 2:
+        return None
+    names: set[str | None] = set()
+    points: list[Leaf] = []
+    for item in form.items:
+        if not isinstance(item, Relation) or item.ops != ("!=",) or not isinstance(item.sides[1], Leaf):
+            return None
+        names.add(label_key(item.sides[0]))
+        points.append(item.sides[1])
+    if len(names) != 1 or None in names:
+        return None
+    numbers = [values.number(point.latex) for point in points]
+    if any(number is None or not number.is_real for number in numbers):
+        return None
+    ordered = sorted(zip(numbers, points), key=lambda pair: float(pair[0]))  # type: ignore[arg-type]
+    if any(values.same_number(low, high) is not False for (low, _), (high, _) in pairwise(ordered)):
+        return None  # a point given twice
+    ends = [_MINUS_INFINITY, *(point for _, point in ordered), _PLUS_INFINITY]
+    name = names.pop()
+    assert name is not None  # checked above
+    return name, [Interval(low, high, False, False) for low, high in pairwise(ends)]  # type: ignore[arg-type]
 
 
 def _inequality_pieces(relation: Relation, variable: list[str] | None) -> list[Interval] | None:
@@ -136,7 +169,7 @@ def _sort_key(piece: Interval) -> tuple[float, float]:
     return end(piece.low), end(piece.high)
 
 
-def _infinity(leaf: Leaf) -> int:
+def infinity_sign(leaf: Leaf) -> int:
     """+1 or -1 for an infinite end, 0 for a finite one."""
     spelled = leaf.latex.replace(" ", "")
     if spelled.lstrip("+-") not in ("\\infty", "\\infinity"):
@@ -155,8 +188,8 @@ def same_set(gold: list[Interval], answer: list[Interval], equal: Callable[[Form
             (mine.low, theirs.low, mine.closed_low, theirs.closed_low),
             (mine.high, theirs.high, mine.closed_high, theirs.closed_high),
         ):
-            if _infinity(end_gold) or _infinity(end_answer):
-                if _infinity(end_gold) != _infinity(end_answer):
+            if infinity_sign(end_gold) or infinity_sign(end_answer):
+                if infinity_sign(end_gold) != infinity_sign(end_answer):
                     return False
                 continue
             if closed_gold != closed_answer or not equal(end_gold, end_answer):
@@ -170,7 +203,7 @@ def as_set(found: list[Interval]) -> sympy.Set | None:
     for piece in found:
         ends = []
         for end in (piece.low, piece.high):
-            sign = _infinity(end)
+            sign = infinity_sign(end)
             if sign:
                 ends.append(sympy.oo if sign > 0 else -sympy.oo)
                 continue

@@ -158,6 +158,23 @@ def enclosing(text: str) -> tuple[str, str, str] | None:
     return None
 
 
+def group_end(text: str, start: int) -> int | None:
+    """The index just after the group that opens at ``start`` (None when none opens there, or it
+    does not close)."""
+    change, _ = _token(text, start)
+    if change <= 0:
+        return None
+    depth = 0
+    index = start
+    while index < len(text):
+        step, size = _token(text, index)
+        depth += step
+        index += size
+        if depth == 0:
+            return index
+    return None
+
+
 def braced_argument(text: str, start: int) -> tuple[str, int] | None:
     """The ``{...}`` group starting at ``start``: ``(content, index after it)``."""
     if start >= len(text) or text[start] != "{":

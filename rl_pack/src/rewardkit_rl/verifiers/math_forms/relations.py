@@ -66,6 +66,29 @@ def is_true(relation: Relation) -> bool | None:
     return all(verdicts)
 
 
+def inequality_holds(relation: Relation) -> bool:
+    """Whether a numeric statement of ``<``, ``<=``, ``>``, ``>=``, ``!=`` links holds (False when a
+    side cannot be evaluated as a real number)."""
+    numbers = [values.number(side.latex) for side in relation.sides]  # type: ignore[union-attr]
+    if any(number is None or not number.is_real for number in numbers):
+        return False
+    for (first, second), op in zip(pairwise(numbers), relation.ops):
+        same = values.same_number(first, second)  # type: ignore[arg-type]
+        if same is None:
+            return False
+        below, above = bool(first < second), bool(first > second)  # type: ignore[operator]
+        holds = {
+            "!=": not same,
+            "<": below and not same,
+            ">": above and not same,
+            "<=": below or same,
+            ">=": above or same,
+        }[op]
+        if not holds:
+            return False
+    return True
+
+
 def stated_value(relation: Relation, equal: Equal) -> Form | None:
     """The value an ``=`` answer states: the last side of ``x = v``, ``= v``, ``x = a = v`` (all
     right sides equal) or of a true numeric statement; None for anything else."""

@@ -290,7 +290,7 @@ def _numbers_agree(gold: Any, answer: Any, decimals: int) -> bool:
         return True
 
 
-def _differ_somewhere(gold: Any, answer: Any) -> bool:
+def differ_somewhere(gold: Any, answer: Any) -> bool:
     """Whether two expressions in variables take different values at a sample point (a proof
     that they differ, which spares math-verify's ``simplify``). False when it cannot tell: no
     variables, unknown functions, a bare name (math-verify compares ``\\text{ab}`` with ``a b``),
@@ -346,7 +346,7 @@ def leaf_equal(gold: str, answer: str) -> bool:
     if gold_units is not None and answer_units is not None and gold_units != answer_units:
         return False
     gold_value, answer_value = value(gold), value(answer)
-    if _differ_somewhere(gold_value, answer_value):
+    if differ_somewhere(gold_value, answer_value):
         return False
     if not verify([gold_value], [answer_value], timeout_seconds=None):  # type: ignore[arg-type]
         return False
