@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import struct
 import subprocess
 import sys
@@ -96,6 +97,10 @@ def run_on_a_terminal(arguments: list[str], env: dict[str, str], out: Path) -> t
     def controlling_terminal() -> None:
         os.setsid()
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        # A user's terminal delivers Ctrl-C; a test runner started in the background (`cmd &`
+        # in a script) passes SIGINT down ignored, and Python then never turns it into
+        # KeyboardInterrupt.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     process = subprocess.Popen(
         arguments,

@@ -147,7 +147,15 @@ def test_ctrl_c_during_watch_ends_with_one_line_and_exit_130_and_a_rerun_resumes
     config_path.write_text(json.dumps(_spec(tmp_path, url)))
     write_checkpoint(tmp_path / "run", 100)
     command = [sys.executable, "-m", "rewardkit.cli", "checkpoints", "watch", str(config_path)]
-    watch = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    # SIGINT as a terminal delivers it, even where this test runs with SIGINT ignored (a runner
+    # started in the background passes it down ignored, and Python then keeps ignoring it)
+    watch = subprocess.Popen(
+        command,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     done = tmp_path / "logs" / "step-100.summary.json"
     deadline = time.monotonic() + 120
     while not done.exists() and watch.poll() is None and time.monotonic() < deadline:
