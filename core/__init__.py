@@ -7,6 +7,8 @@ revision and identity hash.
 
 from __future__ import annotations
 
+from typing import Any
+
 from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import Catalog, ProviderEntry, resolve_catalog
 from rewardkit.composition import CompositionError, RewardSpec, compose
@@ -46,6 +48,17 @@ from rewardkit.reward import Reward, load
 from rewardkit.worker import RewardWorker, ScoredBatch
 
 _install_moved_paths()
+
+
+def __getattr__(name: str) -> Any:
+    # ``rewardkit.audit`` lives in the rewardkit-audit distribution: reached on first use, with the
+    # one-line install hint when it is missing (the core imports no distribution).
+    if name == "audit":
+        from rewardkit.extras import import_optional
+
+        return import_optional("rewardkit_audit", "audit", "rewardkit.audit")
+    raise AttributeError(f"module 'rewardkit' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_PLUGINS",

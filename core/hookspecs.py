@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from rewardkit.protocols import (
         CatalogRegistrar,
         ProviderRegistrar,
+        RewardAttackRegistrar,
         ServingStrategyRegistrar,
         TrainerBindingRegistrar,
     )
@@ -32,6 +33,7 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "register_catalogs",
+    "register_reward_attacks",
     "register_reward_providers",
     "register_serving_strategies",
     "register_trainer_bindings",
@@ -81,4 +83,15 @@ def register_trainer_bindings(register: TrainerBindingRegistrar) -> None:
     ``rewardkit bindings``, ``rewardkit plugins``). ``register(spec)`` takes a
     ``rewardkit.TrainerBindingSpec``; its ``target`` is imported only by ``get``. Return value:
     ignored. Since 0.1.
+    """
+
+
+@hookspec
+def register_reward_attacks(register: RewardAttackRegistrar) -> None:
+    """Contribute attack families for ``rewardkit audit`` (red-teaming a reward before training).
+
+    Called once per plugin when an audit first looks up the families (``rewardkit audit``,
+    ``rewardkit_audit.audit``, ``rewardkit attacks``). ``register(item)`` takes a
+    ``rewardkit.attacks.AttackFamily`` (the baselines) or a ``rewardkit.attacks.AttackSpec`` (one
+    attack of a family, which any plugin may register). Return value: ignored. Since 0.2.
     """

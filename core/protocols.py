@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Generic, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from rewardkit.attacks import AttackFamily, AttackSpec
     from rewardkit.catalog import Catalog
     from rewardkit.composition import RewardSpec
     from rewardkit.config import RewardkitConfig, RewardSelection
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CatalogRegistrar",
     "ProviderRegistrar",
+    "RewardAttackRegistrar",
     "RewardLike",
     "ServingStrategyRegistrar",
     "TrainerBindingRegistrar",
@@ -61,6 +63,12 @@ class TrainerBindingRegistrar(Protocol):
     """``register`` of ``register_trainer_bindings``: one call per binding."""
 
     def __call__(self, spec: TrainerBindingSpec, /) -> None: ...
+
+
+class RewardAttackRegistrar(Protocol):
+    """``register`` of ``register_reward_attacks``: one call per attack family or attack."""
+
+    def __call__(self, item: AttackFamily | AttackSpec, /) -> None: ...
 
 
 # -- what every reward backend offers -------------------------------------------------------------

@@ -299,3 +299,27 @@ class RewardProviderTests:
         with pytest.raises(RewardContractError):
             guarded.score_group("conformance", rollouts, len(rollouts) + 1)  # an incomplete group
         assert recorder.calls == 0
+
+
+def assert_attacks_hold(config: Any, overrides: Sequence[str] = (), **options: Any) -> Any:
+    """Audit the reward ``config`` selects (``rewardkit audit``) and fail unless every attack holds.
+
+    For a provider package's own tests: ``assert_attacks_hold({"rl": {...}})`` runs every installed
+    attack family that applies (``options`` as for ``rewardkit_audit.audit``: ``rows``,
+    ``family``, ...) and raises ``AssertionError`` naming each attack that leaks or errors, with its
+    worst row. Returns the report. Needs ``rewardkit-audit``.
+    """
+    from rewardkit.extras import import_optional
+
+    audit = import_optional("rewardkit_audit", "audit", "rewardkit.testing.assert_attacks_hold")
+    report = audit(config, overrides, **options)
+    failed = [
+        f"{unit.family}/{attack.name}: {attack.verdict} (worst row {attack.worst_row}, "
+        f"gain {attack.worst_gain}; {attack.error_example or 'no error'})"
+        for unit, attack in report.failed
+    ]
+    if failed:
+        raise AssertionError("attacks that do not hold:\n" + "\n".join(failed))
+    if report.exit_code != 0:
+        raise AssertionError("nothing was audited: " + "; ".join(report.summary_lines()))
+    return report

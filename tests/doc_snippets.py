@@ -56,6 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # routing by guess would let a snippet needing a plugin skip silently in an env without it.
 DOC_ENVS: dict[str, str] = {
     "README.md": "core",
+    "docs/audit.md": "audit",
     "docs/bindings.md": "core",
     "docs/checkpoints.md": "checkpoints",
     "docs/code_rewards.md": "rl",
@@ -75,7 +76,7 @@ DOC_ENVS: dict[str, str] = {
     "docs/writing_providers.md": "core",
 }
 # Envs with a test that runs their documents' blocks; a runnable block elsewhere is an error.
-RUNNER_ENVS = ("core", "rl", "service", "checkpoints", "media", "nih_judge")
+RUNNER_ENVS = ("core", "rl", "service", "checkpoints", "media", "nih_judge", "audit")
 RUN_LANGS = ("bash", "sh", "console", "python")
 MARKER = re.compile(r"^<!-- doc-test: (skip|file) ?(.*?) -->$")
 FENCE = re.compile(r"^(`{3,})([\w+-]*)[^\n]*$")

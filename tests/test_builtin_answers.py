@@ -49,6 +49,41 @@ def test_gsm8k_accepts_common_answer_forms(completion: str) -> None:
     assert gsm8k(completion) == 1.0
 
 
+@pytest.mark.parametrize(
+    "completion",
+    [
+        "#### 18 or 19",
+        "#### 18 (or 19)",
+        "#### 18 \\pm 1",
+        "#### 18 + 1",
+        "#### 18/1 + 1",
+        "#### 18-19",
+        "#### 18e5",
+        "#### 18^{10^{10}}",
+        "#### 18!!",
+        "#### 18,5",
+        "#### 18:30",
+        "#### \\phantom{18}19",
+        "#### \\text{18}19",
+        "\\boxed{18 \\text{ or } 19}",
+        "The answer is 18 or 19.",
+        "Answer: 18, 19, 20",
+        "####\n\nThough I got 18 along the way, I am not sure.",
+    ],
+)
+def test_a_final_answer_that_hedges_lists_or_computes_states_no_answer(completion: str) -> None:
+    """Revision 1 read the first number of the final span, so the right number first paid
+    (``rewardkit audit`` found these); each of these states no single number."""
+    assert gsm8k(completion) == 0.0
+    assert score_arithmetic(RewardCandidate("t", completion), RewardContext(reference="18")).terms["task"] == 0.0
+
+
+def test_gsm8k_and_arithmetic_are_at_revision_2() -> None:
+    catalog = resolve_catalog()
+    assert catalog.entry("gsm8k").spec.revision == catalog.entry("arithmetic").spec.revision == "2"
+    assert catalog.entry("countdown").spec.revision == "1"
+
+
 def test_gsm8k_reads_thousands_separators_and_latex_groups() -> None:
     assert gsm8k("A: 90,000", "#### 90000") == 1.0
     assert gsm8k("\\boxed{1{,}450{,}000}", "1,450,000") == 1.0

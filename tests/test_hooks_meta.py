@@ -16,9 +16,10 @@ HOOKS = sorted(
 )
 
 
-def test_there_are_four_extension_points():
+def test_there_are_five_extension_points():
     assert HOOKS == [
         "register_catalogs",
+        "register_reward_attacks",
         "register_reward_providers",
         "register_serving_strategies",
         "register_trainer_bindings",

@@ -11,20 +11,20 @@ from rewardkit.contracts import RewardProviderSpec
 from rewardkit.hookspecs import hookimpl
 from rewardkit.pointwise import map_candidates
 
-# Bump when extraction or comparison changes what any of these rewards score.
-ANSWER_RULES_REVISION = "1"
+# Bump when extraction or comparison changes what gsm8k or arithmetic score. 2: a final answer must
+# state one number ("18 or 19", "18 \\pm 1", "18^2" state none; `rewardkit audit` found them paid).
+ANSWER_RULES_REVISION = "2"
+COUNTDOWN_REVISION = "1"
+_answer_spec = partial(RewardProviderSpec, needs=("reference",), terms=("task",), cheap=True)
 
 
 @hookimpl
 def register_reward_providers(register: Callable[[RewardProviderSpec], None]) -> None:
     register(
-        RewardProviderSpec(
+        _answer_spec(
             name="gsm8k",
-            factory=partial(map_candidates, score_gsm8k),
-            needs=("reference",),
             revision=ANSWER_RULES_REVISION,
-            terms=("task",),
-            cheap=True,
+            factory=partial(map_candidates, score_gsm8k),
             diagnostics=("extracted",),
             semantic_identity={"compare": "exact-rational", "forms": "hash,boxed,tag,line,answer-is,bare"},
             description="1 when the final answer (#### N, \\boxed{N}, A: N, 'the answer is N') equals the "
@@ -32,13 +32,10 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
         )
     )
     register(
-        RewardProviderSpec(
+        _answer_spec(
             name="arithmetic",
-            factory=partial(map_candidates, score_arithmetic),
-            needs=("reference",),
             revision=ANSWER_RULES_REVISION,
-            terms=("task",),
-            cheap=True,
+            factory=partial(map_candidates, score_arithmetic),
             diagnostics=("extracted",),
             semantic_identity={"compare": "exact-rational", "reference": "number-or-expression"},
             description="1 when the final answer equals the exact value of the reference number or "
@@ -46,13 +43,10 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
         )
     )
     register(
-        RewardProviderSpec(
+        _answer_spec(
             name="countdown",
+            revision=COUNTDOWN_REVISION,
             factory=countdown_provider,
-            needs=("reference",),
-            revision=ANSWER_RULES_REVISION,
-            terms=("task",),
-            cheap=True,
             diagnostics=("extracted", "valid"),
             semantic_identity={"compare": "exact-rational", "answer": "last <answer> block"},
             description="1 when the last <answer> reaches reference.target using each of "

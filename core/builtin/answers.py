@@ -16,15 +16,17 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from rewardkit.builtin.expressions import ExpressionError, evaluate
-from rewardkit.builtin.numbers import first_number, format_number, last_number, parse_number
+from rewardkit.builtin.numbers import last_number, parse_number, stated_number
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
 from rewardkit.errors import RewardContractError
 
-_HASH_FORM = re.compile(r"####\s*(?P<span>[^\n]*)")
+# [ \t]*, not \s*: an empty "####" line must not read the next line of prose as its answer.
+_HASH_FORM = re.compile(r"####[ \t]*(?P<span>[^\n]*)")
 _ANSWER_LINE = re.compile(
     r"^[ \t*#>_]*(?:A|Answer|Final\s+answer)[\s*_]*[:：][\s*_]*(?P<span>[^\n]*)", re.IGNORECASE | re.MULTILINE
 )
 _ANSWER_IS = re.compile(r"\bthe\s+(?:final\s+)?answer\s+is\b[\s:*_]*(?P<span>[^\n]*)", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.;!?](?=\s|$)")
 _OPERATOR = re.compile(r"[+*/()=]|(?<=[\d\s])-")
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _MAX_BOX_ATTEMPTS = 8
@@ -43,9 +45,7 @@ class FoundAnswer:
 
 def last_boxed(text: str) -> str | None:
     """The content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) with balanced braces, or None."""
-    best = -1
-    for command in _BOX_COMMANDS:
-        best = max(best, text.rfind(command))
+    best = max(text.rfind(command) for command in _BOX_COMMANDS)
     # Bounded so that a completion full of unclosed boxes costs linear time, not quadratic.
     for _ in range(_MAX_BOX_ATTEMPTS):
         if best < 0:
@@ -111,10 +111,16 @@ def find_answer(text: str) -> FoundAnswer | None:
 
 
 def answer_value(span: str) -> Fraction | None:
-    """The number a stated answer gives: in "3 + 4 = 7" the part after the last ``=``."""
+    """The number a stated answer gives: its first sentence, and there the part after the last
+    ``=`` ("3 + 4 = 7" gives 7).
+
+    That part must state one number (``stated_number``): "18 or 19", "18 \\pm 1" or "18^2" state
+    none, so a policy cannot pay itself by hedging with the right number first.
+    """
+    span = _SENTENCE_END.split(span, maxsplit=1)[0]
     if "=" in span:
         span = span.rsplit("=", 1)[1]
-    return first_number(span)
+    return stated_number(span)
 
 
 def completion_value(text: str, fallback_last_number: bool) -> tuple[Fraction | None, str]:
@@ -161,7 +167,8 @@ def gsm8k_gold(reference: object) -> Fraction | None:
     return answer_value(found.span) if found is not None else None
 
 
-def _verdict(gold: Fraction, answer: Fraction | None) -> RewardProviderResult:
+def _verdict(gold: Fraction, completion: str, fallback_last_number: bool) -> RewardProviderResult:
+    answer, _form = completion_value(completion, fallback_last_number)
     return RewardProviderResult(
         terms={"task": float(answer is not None and answer == gold)},
         diagnostics=(MetricContribution("extracted", float(answer is not None)),),
@@ -180,8 +187,7 @@ def score_gsm8k(
         return RewardProviderResult.skip(
             f"the gsm8k reference has no number: {str(context.reference)[:80]!r}"
         )
-    answer, _form = completion_value(candidate.completion, fallback_last_number)
-    return _verdict(gold, answer)
+    return _verdict(gold, candidate.completion, fallback_last_number)
 
 
 def arithmetic_gold(reference: object) -> Fraction | None:
@@ -208,8 +214,7 @@ def score_arithmetic(
         return RewardProviderResult.skip(
             f"the arithmetic reference is not a number or expression: {str(context.reference)[:80]!r}"
         )
-    answer, _form = completion_value(candidate.completion, fallback_last_number)
-    return _verdict(gold, answer)
+    return _verdict(gold, candidate.completion, fallback_last_number)
 
 
 __all__ = [
@@ -218,7 +223,6 @@ __all__ = [
     "arithmetic_gold",
     "completion_value",
     "find_answer",
-    "format_number",
     "gsm8k_gold",
     "last_answer_tag",
     "last_boxed",

@@ -29,22 +29,15 @@ Policy = Literal["strict", "lenient"]
 POLICIES: tuple[str, ...] = ("strict", "lenient")
 
 _INTEGER = re.compile(r"\s*-?\d+\s*")
-_LENIENT_OPERATORS: tuple[tuple[str, str], ...] = (
+_LENIENT_LATEX: tuple[tuple[str, str], ...] = (
     ("\\times", "*"),
     ("\\cdot", "*"),
     ("\\div", "/"),
     ("\\left", ""),
     ("\\right", ""),
-    ("×", "*"),
-    ("✕", "*"),
-    ("·", "*"),
-    ("⋅", "*"),
-    ("∗", "*"),
-    ("÷", "/"),
-    ("∕", "/"),
-    ("−", "-"),
-    ("–", "-"),
-    ("—", "-"),
+)
+_LENIENT_CHARACTERS = str.maketrans(
+    dict.fromkeys("×✕·⋅∗", "*") | dict.fromkeys("÷∕", "/") | dict.fromkeys("−–—", "-")
 )
 
 
@@ -79,8 +72,9 @@ def countdown_problem(reference: object) -> tuple[tuple[int, ...], int]:
 
 def _lenient_expression(answer: str, target: int) -> str | None:
     """Map Unicode/LaTeX operators to ASCII and drop a trailing ``= target``; None if it is wrong."""
-    for old, new in _LENIENT_OPERATORS:
+    for old, new in _LENIENT_LATEX:
         answer = answer.replace(old, new)
+    answer = answer.translate(_LENIENT_CHARACTERS)
     answer = answer.strip().strip("$").strip()
     if answer.count("=") > 1:
         return None
@@ -98,12 +92,9 @@ def judge_countdown(completion: str, numbers: Sequence[int], target: int, policy
     answer = last_answer_tag(completion)
     if answer is None:
         return False, "missing-answer"
-    if policy == "lenient":
-        expression = _lenient_expression(answer, target)
-        if expression is None:
-            return False, "invalid-expression"
-    else:
-        expression = answer
+    expression = _lenient_expression(answer, target) if policy == "lenient" else answer
+    if expression is None:
+        return False, "invalid-expression"
     try:
         evaluated = evaluate(expression.strip())
     except ExpressionError:

@@ -20,6 +20,9 @@ NUMBER_PATTERN = re.compile(
     r"(?:\s*/\s*(?P<den>\d+))?"
 )
 
+_DIGIT = re.compile(r"\d")
+_NOT_ONE_VALUE = re.compile(r"[!^±∓]|\\[mp]m\b")
+
 # LaTeX and Unicode spellings that only dress a number up; removed or replaced before reading it.
 _LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox|mathbf)\s*\{([^{}]*)\}")
@@ -67,11 +70,6 @@ def iter_numbers(text: str) -> Iterator[Fraction]:
             yield value
 
 
-def numbers_in(text: str) -> list[Fraction]:
-    """Every number in ``text``, in order, as exact fractions."""
-    return list(iter_numbers(text))
-
-
 def first_number(text: str) -> Fraction | None:
     """The first number in ``text`` (the answer in "A: $1,200 per month"), or None."""
     return next(iter_numbers(text), None)
@@ -85,6 +83,19 @@ def last_number(text: str) -> Fraction | None:
     return value
 
 
+def stated_number(text: str) -> Fraction | None:
+    """The one number ``text`` states, or None when it holds none, more than one, a digit outside
+    that number (``18e5``, ``18,5``) or an operator that makes it a computation or a range
+    (``18!``, ``18^2``, ``18 \\pm 1``)."""
+    dressed = dress_down(text)
+    found = [(m, value) for m in NUMBER_PATTERN.finditer(dressed) if (value := _to_fraction(m)) is not None]
+    if len(found) != 1:
+        return None
+    match, value = found[0]
+    rest = dressed[: match.start()] + dressed[match.end() :]
+    return None if _DIGIT.search(rest) or _NOT_ONE_VALUE.search(rest) else value
+
+
 def parse_number(text: str) -> Fraction | None:
     """``text`` read as exactly one number, allowing currency, units and separators around it.
 
@@ -92,13 +103,3 @@ def parse_number(text: str) -> Fraction | None:
     """
     found = list(islice(iter_numbers(text), 2))
     return found[0] if len(found) == 1 else None
-
-
-def format_number(value: Fraction) -> str:
-    """A short exact spelling: ``18``, ``-2.5``, ``1/3``."""
-    if value.denominator == 1:
-        return str(value.numerator)
-    as_float = float(value)
-    if Fraction(repr(as_float)) == value:
-        return repr(as_float)
-    return f"{value.numerator}/{value.denominator}"

@@ -9,7 +9,7 @@ from functools import partial
 from rewardkit.contracts import RewardCandidate, RewardContext, RewardProviderResult, RewardProviderSpec
 from rewardkit.errors import RewardContractError
 from rewardkit.hookspecs import hookimpl
-from rewardkit.pointwise import map_candidates
+from rewardkit.pointwise import Scorer, map_candidates
 
 _WHITESPACE = re.compile(r"\s+")
 # A result is immutable (read-only terms, frozen fields), so the two verdicts of a yes/no rule are
@@ -58,37 +58,26 @@ def _normalise(text: str, case_sensitive: bool, collapse_whitespace: bool) -> st
 
 @hookimpl
 def register_reward_providers(register: Callable[[RewardProviderSpec], None]) -> None:
-    register(
-        RewardProviderSpec(
-            name="constant",
-            factory=partial(map_candidates, score_constant),
-            needs=(),
-            revision="1",
-            terms=("task",),
-            cheap=True,
-            description="A constant reward (param: value, default 1.0).",
-        )
-    )
-    register(
-        RewardProviderSpec(
-            name="nonempty",
-            factory=partial(map_candidates, score_nonempty),
-            needs=(),
-            revision="1",
-            terms=("task",),
-            cheap=True,
-            description="1 for a completion with any non-whitespace text, else 0.",
-        )
-    )
-    register(
-        RewardProviderSpec(
-            name="exact-match",
-            factory=partial(map_candidates, score_exact_match),
-            needs=("reference",),
-            revision="1",
-            terms=("task",),
-            cheap=True,
-            description="1 when the completion equals the reference "
+    rules: tuple[tuple[str, Scorer, tuple[str, ...], str], ...] = (
+        ("constant", score_constant, (), "A constant reward (param: value, default 1.0)."),
+        ("nonempty", score_nonempty, (), "1 for a completion with any non-whitespace text, else 0."),
+        (
+            "exact-match",
+            score_exact_match,
+            ("reference",),
+            "1 when the completion equals the reference "
             "(params: case_sensitive=false, collapse_whitespace=true).",
-        )
+        ),
     )
+    for name, scorer, needs, description in rules:
+        register(
+            RewardProviderSpec(
+                name=name,
+                factory=partial(map_candidates, scorer),
+                needs=needs,
+                revision="1",
+                terms=("task",),
+                cheap=True,
+                description=description,
+            )
+        )

@@ -48,7 +48,6 @@ class EndpointStrategy:
 
 @hookimpl
 def register_serving_strategies(register: Callable[[ServingStrategySpec], None]) -> None:
-    """Registers ``endpoint``."""
     register(
         ServingStrategySpec(
             name="endpoint",

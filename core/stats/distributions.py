@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-from statistics import NormalDist
 
 _EPS = 1e-15
 _TINY = 1e-300
@@ -22,17 +21,14 @@ def _beta_fraction(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, 400):
         m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > _TINY else _TINY
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > _TINY else _TINY
-        delta = d * c
-        h *= delta
+        even = m * (b - m) * x / ((qam + m2) * (a + m2))
+        odd = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        for aa in (even, odd):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > _TINY else _TINY)
+            c = 1.0 + aa / c if abs(1.0 + aa / c) > _TINY else _TINY
+            delta = d * c
+            h *= delta
         if abs(delta - 1.0) < _EPS:
             break
     return h
@@ -79,7 +75,3 @@ def t_quantile(probability: float, df: float) -> float:
             break
     value = (low + high) / 2.0
     return value if upper else -value
-
-
-def normal_quantile(probability: float) -> float:
-    return NormalDist().inv_cdf(probability)

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from statistics import NormalDist
 
 import numpy as np
 
-from rewardkit.stats.distributions import normal_quantile, t_quantile
+from rewardkit.stats.distributions import t_quantile
 from rewardkit.stats.intervals import Interval, Method, paired_interval
 
 _POWER = 0.8
@@ -41,9 +41,7 @@ _DENSITY = np.exp(-0.5 * _GRID**2) / math.sqrt(2 * math.pi)
 
 
 def _normal_cdf(values: np.ndarray) -> np.ndarray:
-    from math import erf
-
-    return 0.5 * (1.0 + np.vectorize(erf)(values / math.sqrt(2.0)))
+    return 0.5 * (1.0 + np.vectorize(math.erf)(values / math.sqrt(2.0)))
 
 
 def many_to_one_critical_value(looks: int, rho: float, alpha: float) -> float:
@@ -91,18 +89,7 @@ class GateDecision:
         )
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "step": self.step,
-            "look": self.look,
-            "fired": self.fired,
-            "difference": self.difference,
-            "interval": self.interval.as_dict(),
-            "upper_bound": self.upper_bound,
-            "alpha_spent": self.alpha_spent,
-            "tolerance": self.tolerance,
-            "min_detectable_drop": self.min_detectable_drop,
-            "rule": self.rule,
-        }
+        return asdict(self)  # the interval as its own as_dict()
 
 
 class RegressionGate:
@@ -171,9 +158,8 @@ class RegressionGate:
         if self.method == "t" and df < _NORMAL_DF:
             critical, power = t_quantile(1.0 - alpha, df), t_quantile(_POWER, df)
         else:
-            critical, power = normal_quantile(1.0 - alpha), normal_quantile(_POWER)
+            critical, power = NormalDist().inv_cdf(1.0 - alpha), NormalDist().inv_cdf(_POWER)
         upper = shown.mean + critical * shown.se
-        spread = critical + power
         return GateDecision(
             step=str(step),
             look=look,
@@ -183,6 +169,6 @@ class RegressionGate:
             upper_bound=upper,
             alpha_spent=alpha,
             tolerance=self.tolerance,
-            min_detectable_drop=self.tolerance + spread * shown.se,
+            min_detectable_drop=self.tolerance + (critical + power) * shown.se,
             rule=self.rule,
         )

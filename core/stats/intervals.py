@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 import numpy as np
@@ -36,16 +36,7 @@ class Interval:
     clusters: int | None = None
 
     def as_dict(self) -> dict[str, float | int | str | None]:
-        return {
-            "mean": self.mean,
-            "low": self.low,
-            "high": self.high,
-            "se": self.se,
-            "n": self.n,
-            "method": self.method,
-            "level": self.level,
-            "clusters": self.clusters,
-        }
+        return asdict(self)
 
 
 def _as_values(values: Sequence[float] | np.ndarray, what: str) -> np.ndarray:

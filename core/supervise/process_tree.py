@@ -8,8 +8,8 @@ SIGTERM while its engine starts, and its engine and worker processes survive a S
 server's main PID (re-parented, still serving).
 
 If the owner itself dies (SIGKILL, a crash) no ``finally`` runs, so each tree also has a tiny
-watchdog process holding the read end of a pipe from the owner: when the pipe closes, the
-watchdog kills the whole session. The main process also gets SIGKILL as its parent-death signal.
+watchdog (``sessions.py``) holding the read end of a pipe from the owner: when the pipe closes,
+the watchdog kills the whole session. The main process gets SIGKILL as its parent-death signal.
 """
 
 from __future__ import annotations
@@ -25,63 +25,14 @@ from pathlib import Path
 from types import TracebackType
 
 from rewardkit.errors import RewardkitError
+from rewardkit.supervise.sessions import end_session, session_pids
 
 _PR_SET_PDEATHSIG = 1
-
-# Runs as ``python -c``: waits for EOF on stdin (the owner closed it or died), then kills the
-# session given in argv: SIGTERM, up to ``grace`` seconds, SIGKILL, until no process is left.
-_WATCHDOG = r"""
-import os, signal, sys, time
-session, grace = int(sys.argv[1]), float(sys.argv[2])
-signal.signal(signal.SIGINT, signal.SIG_IGN)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-while os.read(0, 4096):
-    pass
-def members():
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    fields = handle.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == session and fields[0] not in (b"Z", b"X"):
-                found.append(int(entry))
-    return found
-for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 30.0)):
-    end = time.monotonic() + wait
-    while True:
-        pids = members()
-        if not pids or time.monotonic() > end:
-            break
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass
-        time.sleep(0.1)
-"""
+_WATCHDOG = str(Path(__file__).with_name("sessions.py"))
 
 
 class StartError(RewardkitError):
     """The command exited or did not become ready in time; the message ends with its log's tail."""
-
-
-def session_pids(session: int) -> list[int]:
-    """Live (not zombie) processes whose session id is ``session``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == session and fields[0] not in (b"Z", b"X"):
-            found.append(int(entry))
-    return found
 
 
 def _parent_death_kills() -> None:
@@ -111,7 +62,6 @@ class ProcessTree:
         self.name = name
         self.grace_s = grace_s
         self.process: subprocess.Popen[bytes] | None = None
-        self.seen_pids: set[int] = set()
         self._watchdog: subprocess.Popen[bytes] | None = None
 
     @property
@@ -139,7 +89,7 @@ class ProcessTree:
             except OSError as error:
                 raise StartError(f"{self.name}: cannot start {self.argv[0]}: {error}") from None
         self._watchdog = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(self.process.pid), str(self.grace_s)],
+            [sys.executable, "-I", "-S", _WATCHDOG, str(self.process.pid), str(self.grace_s)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -148,12 +98,8 @@ class ProcessTree:
         return self
 
     def pids(self) -> list[int]:
-        """Every live process of the tree now (the session); remembered for ``stop``."""
-        if self.process is None:
-            return []
-        found = session_pids(self.process.pid)
-        self.seen_pids.update(found)
-        return found
+        """Every live process of the tree now (the session)."""
+        return session_pids(self.process.pid) if self.process is not None else []
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -170,7 +116,6 @@ class ProcessTree:
         deadline = time.monotonic() + timeout_s
         started = time.monotonic()
         while True:
-            self.pids()
             code = process.poll()
             if code is not None:
                 self.stop()
@@ -196,19 +141,7 @@ class ProcessTree:
         process = self.process
         if process is None:
             return None
-        session = process.pid
-        for sig, wait in ((signal.SIGTERM, self.grace_s), (signal.SIGKILL, 30.0)):
-            end = time.monotonic() + wait
-            while True:
-                # by session only: a PID seen earlier may belong to someone else by now
-                alive = session_pids(session)
-                process.poll()
-                if not alive or time.monotonic() > end:
-                    break
-                for pid in alive:
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, sig)
-                time.sleep(0.1)
+        end_session(process.pid, self.grace_s)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(5)
         if self._watchdog is not None:

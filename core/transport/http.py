@@ -187,13 +187,20 @@ class HttpClient:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise HttpTimeout(f"{method} {url}: the deadline passed" + _after(last), url=url)
+            call_s = min(per_call, remaining)
             retry_after = None
             try:
-                response = await self._send(method, url, json_body, data, headers, min(per_call, remaining))
+                async with self._session_now().request(
+                    method,
+                    url,
+                    json=json_body,
+                    data=data,
+                    headers=dict(headers or {}),
+                    timeout=aiohttp.ClientTimeout(total=call_s),
+                ) as answer:
+                    response = HttpResponse(answer.status, dict(answer.headers), await answer.read(), url)
             except asyncio.TimeoutError:
-                last = HttpTimeout(
-                    f"{method} {url}: no answer within {min(per_call, remaining):.3g} s", url=url
-                )
+                last = HttpTimeout(f"{method} {url}: no answer within {call_s:.3g} s", url=url)
             except aiohttp.ClientError as error:
                 last = HttpError(f"{method} {url}: {type(error).__name__}: {error}", url=url)
             else:
@@ -221,23 +228,6 @@ class HttpClient:
             await asyncio.sleep(wait)
         assert last is not None
         raise last
-
-    async def _send(
-        self,
-        method: str,
-        url: str,
-        json_body: Any,
-        data: bytes | BinaryIO | aiohttp.FormData | None,
-        headers: Mapping[str, str] | None,
-        timeout_s: float,
-    ) -> HttpResponse:
-        session = self._session_now()
-        timeout = aiohttp.ClientTimeout(total=timeout_s)
-        async with session.request(
-            method, url, json=json_body, data=data, headers=dict(headers or {}), timeout=timeout
-        ) as response:
-            body = await response.read()
-            return HttpResponse(response.status, dict(response.headers), body, url)
 
     async def get_json(self, path: str, **options: Any) -> Any:
         return (await self.request("GET", path, **options)).json()
@@ -276,10 +266,6 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     if failure:
         raise failure[0]
     return result[0]
-
-
-async def _awaited(make: Callable[[], Awaitable[T]]) -> T:
-    return await make()
 
 
 async def _cancellable(make: Callable[[], Awaitable[T]], scope: CancelScope) -> T:

@@ -23,6 +23,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             factory=CodeTestsProvider,
             params_schema=CodeTestsParams,
             needs=("reference",),
+            sandboxed=True,
             revision=REVISION,
             terms=TERMS,
             diagnostics=DIAGNOSTICS,

@@ -1,0 +1,145 @@
+"""What ``rewardkit audit`` sends at a reward: attack families that plugins register.
+
+A family knows how to write an honest right and an honest wrong completion for a row, and holds
+attacks: completions a policy under RL could learn to write. Every attack is built so that a
+grader that cannot be fooled scores it no higher than the honest wrong one: it never puts the
+right answer where the grader's documented extraction reads it. An attack that scores higher
+anyway has found a hole. The audit itself (sampling rows, scoring, the paired verdict, the
+report) is the ``rewardkit-audit`` distribution; the core only defines what a plugin registers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewardkit.contracts import check_name
+from rewardkit.errors import RegistrationError
+from rewardkit.plugins import PluginManager, load_plugins
+from rewardkit.registry import Registry
+
+__all__ = ["AttackFamily", "AttackSpec", "AuditRow", "AuditRowBuilder", "reward_attacks"]
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One row an audit works from.
+
+    ``reference`` is the row's gold reference as the data holds it (a JSON value); ``completion``
+    is the row's own completion when the data holds one (a rollout). ``fields`` holds the row's
+    other values (a rollout's ``completion_token_count``, ...).
+    """
+
+    row_id: str
+    prompt: Any = None
+    reference: Any = None
+    completion: str | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+# Builds a completion from a row; ``None`` when the row lacks what the builder needs (the audit
+# then skips the row for that family or attack and counts it).
+AuditRowBuilder = Callable[[AuditRow], "str | None"]
+
+
+@dataclass(frozen=True)
+class AttackFamily:
+    """A family of attacks and the two baselines its attacks are compared with.
+
+    ``providers`` names the providers the family audits by default. ``needs`` (provider needs
+    such as ``reference`` or ``prompt``) makes it apply also to any other provider that needs all
+    of them: that is how a custom provider gets audited without being named anywhere.
+    """
+
+    name: str
+    honest_right: AuditRowBuilder
+    honest_wrong: AuditRowBuilder
+    providers: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        check_name("attack family", self.name)
+        for attr in ("providers", "needs"):
+            value = getattr(self, attr)
+            if isinstance(value, str) or not isinstance(value, (tuple, list)):
+                raise RegistrationError(f"attack family {self.name!r}: {attr} must be a tuple of names")
+            object.__setattr__(self, attr, tuple(value))
+        for attr in ("honest_right", "honest_wrong"):
+            if not callable(getattr(self, attr)):
+                raise RegistrationError(f"attack family {self.name!r}: {attr} is not callable")
+
+    def applies_to(self, provider: str, needs: tuple[str, ...]) -> bool:
+        return provider in self.providers or (bool(self.needs) and set(self.needs) <= set(needs))
+
+
+@dataclass(frozen=True)
+class AttackSpec:
+    """One attack: its name (unique across families), its family and how it builds a completion.
+
+    ``providers`` narrows the attack to some of its family's providers (empty: all of them).
+    ``destructive`` marks a payload that acts on the grader's machine (a surviving process, an
+    output flood): the audit sends it only to providers that declare ``sandboxed`` or under
+    ``--allow-unsandboxed``, and such a payload only proves reach (a marker, a bounded sleep of
+    at most 2 s); it never kills, spins longer, or writes outside its working directory.
+    """
+
+    name: str
+    family: str
+    build: AuditRowBuilder
+    description: str = ""
+    providers: tuple[str, ...] = ()
+    destructive: bool = False
+
+    def __post_init__(self) -> None:
+        check_name("attack", self.name)
+        if not callable(self.build):
+            raise RegistrationError(f"attack {self.name!r}: build is not callable")
+        if isinstance(self.providers, str) or not isinstance(self.providers, (tuple, list)):
+            raise RegistrationError(f"attack {self.name!r}: providers must be a tuple of names")
+        object.__setattr__(self, "providers", tuple(self.providers))
+        if type(self.destructive) is not bool:
+            raise RegistrationError(f"attack {self.name!r}: destructive must be True or False")
+
+
+@dataclass(frozen=True)
+class RewardAttacks:
+    """Every registered family and attack, by name."""
+
+    families: Registry[AttackFamily]
+    attacks: Registry[AttackSpec]
+
+    def of_family(self, family: str) -> list[AttackSpec]:
+        return [entry.value for entry in self.attacks if entry.value.family == family]
+
+
+def reward_attacks(manager: PluginManager | None = None) -> RewardAttacks:
+    """The families and attacks every loaded plugin registered through ``register_reward_attacks``."""
+    from rewardkit.catalog import _cached, _collect
+
+    manager = manager or load_plugins()
+
+    def build() -> RewardAttacks:
+        both: Registry[AttackFamily | AttackSpec] = Registry("reward attack", (AttackFamily, AttackSpec))
+        _collect(manager, "register_reward_attacks", both, _entry_name)
+        families: Registry[AttackFamily] = Registry("attack family", AttackFamily)
+        attacks: Registry[AttackSpec] = Registry("attack", AttackSpec)
+        for entry in both:
+            if isinstance(entry.value, AttackFamily):
+                families.add(entry.value.name, entry.value, entry.owner)
+            else:
+                attacks.add(entry.value.name, entry.value, entry.owner)
+        orphans = sorted(
+            f"{a.value.name} ({a.value.family})" for a in attacks if a.value.family not in families
+        )
+        if orphans:
+            raise RegistrationError(f"attacks name a family nobody registered: {', '.join(orphans)}")
+        families.failures = attacks.failures = both.failures
+        return RewardAttacks(families, attacks)
+
+    return _cached(manager, "attacks", build)
+
+
+def _entry_name(item: AttackFamily | AttackSpec) -> str:
+    return f"{'family' if isinstance(item, AttackFamily) else 'attack'} {item.name}"
