@@ -10,6 +10,7 @@ scored candidate (it has nothing to be relative to).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Literal
@@ -22,10 +23,8 @@ EPSILON = 1e-6
 
 
 def mean_std(values: Sequence[float], kind: StdKind = "population") -> tuple[float, float]:
-    """Mean and standard deviation (population, or ``sample`` with ``n - 1``).
-
-    ``(0.0, 0.0)`` for no values; a single value has standard deviation 0 of either kind.
-    """
+    """Mean and standard deviation (population, or ``sample`` with ``n - 1``); ``(0.0, 0.0)`` for no
+    values, and a single value has standard deviation 0 of either kind."""
     if not values:
         return 0.0, 0.0
     mean = math.fsum(values) / len(values)
@@ -44,11 +43,8 @@ def group_advantages(
     eps: float = EPSILON,
     batch_std: float | None = None,
 ) -> list[list[float]]:
-    """Advantages for every candidate of every group, in the same nesting and order.
-
-    ``batch_std`` gives the ``batch`` scale computed elsewhere (a job that streams its groups
-    scales each one by the standard deviation of every total of the run).
-    """
+    """Advantages for every candidate of every group, in the same nesting and order; ``batch_std``
+    gives the ``batch`` scale computed elsewhere (by a job that streams its groups)."""
     if scaling not in SCALINGS:
         raise ValueError(f"advantage scaling must be one of {SCALINGS}, got {scaling!r}")
     if std not in STD_KINDS:
@@ -63,20 +59,15 @@ def group_advantages(
         _, scale_of_batch = mean_std(present, std)
     out = []
     for group in totals_by_group:
-        if len(group) < 2:  # one candidate (OpenRLHF's shape): nothing to be relative to
-            out.append([0.0] * len(group))
-            continue
         present = [total for total in group if total is not None]
-        if len(present) < 2:
-            out.append([0.0 for _ in group])
-            continue
         mean, group_std = mean_std(present, std)
         scale = group_std if scaling == "group" else scale_of_batch
         divisor = 1.0 if scaling == "none" else scale + eps
-        if divisor == 0:  # eps 0 and every total equal: every difference is 0 as well
-            out.append([0.0 for _ in group])
-            continue
-        out.append([0.0 if total is None else (total - mean) / divisor for total in group])
+        # Under two scored totals nothing is relative; a 0 divisor (eps 0, all equal) has 0 differences.
+        if len(present) < 2 or divisor == 0:
+            out.append([0.0] * len(group))
+        else:
+            out.append([0.0 if total is None else (total - mean) / divisor for total in group])
     return out
 
 
@@ -88,14 +79,10 @@ def batch_advantages(
     std: StdKind = "sample",
     eps: float = EPSILON,
 ) -> list[float]:
-    """``group_advantages`` of a batch held flat: every candidate's total in batch order, and each
-    group's candidate count in order; the advantages come back flat too."""
+    """``group_advantages`` of a batch held flat: totals in batch order and each group's size."""
     if all(size == 1 for size in sizes):  # groups of one (OpenRLHF's shape): nothing to be relative to
         group_advantages((), scaling, std=std, eps=eps)  # the settings are still checked
         return [0.0] * len(totals)
-    groups: list[Sequence[float | None]] = []
-    position = 0
-    for size in sizes:
-        groups.append(totals[position : position + size])
-        position += size
+    starts = [0, *itertools.accumulate(sizes)]
+    groups = [totals[start:stop] for start, stop in itertools.pairwise(starts)]
     return [advantage for group in group_advantages(groups, scaling, std=std, eps=eps) for advantage in group]

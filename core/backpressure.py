@@ -1,10 +1,8 @@
 """Back-pressure, not rejection: a weighted in-flight limit with first-come, first-served waiting.
 
-Past ``rewards.max_inflight`` rollouts, a caller waits for capacity until its deadline, so a
-trainer slows down instead of failing a step. Waiters are admitted strictly in arrival order, so a
-large request at the head is never overtaken forever by a stream of small ones, and small ones
-wait at most for the requests ahead of them. A request larger than the whole limit is refused at
-once: it could never be admitted.
+Past ``rewards.max_inflight`` rollouts a caller waits for capacity until its deadline, so a trainer
+slows down instead of failing a step. Waiters are admitted strictly in arrival order (a large
+request is never starved by small ones); a request larger than the whole limit is refused at once.
 """
 
 from __future__ import annotations
@@ -46,10 +44,8 @@ class InflightLimiter:
         return len(self._queue)
 
     def acquire(self, weight: int, deadline: float | None) -> float:
-        """Wait until ``weight`` rollouts fit, in arrival order; return seconds waited.
-
-        ``deadline`` is a ``time.monotonic()`` instant (``None`` waits forever).
-        """
+        """Wait until ``weight`` rollouts fit, in arrival order, until ``deadline`` (a
+        ``time.monotonic()`` instant; ``None`` waits forever); return seconds waited."""
         if type(weight) is not int or weight < 1:
             raise ValueError(f"an in-flight weight is a positive number of rollouts, got {weight!r}")
         if weight > self.capacity:

@@ -54,11 +54,8 @@ def group_parts(group: GroupLike) -> tuple[str, Rollouts]:
 
 
 def as_batch(groups: Iterable[GroupLike]) -> Sequence[GroupLike]:
-    """A batch read once into a list: any iterable of groups (a list, a generator, an iterator).
-
-    A group whose rollouts are a one-shot iterable becomes ``(group_id, [rollouts...])`` holding
-    the same rollout objects, so every later pass over the batch sees them all.
-    """
+    """A batch read once into a list: any iterable of groups. A group whose rollouts are a one-shot
+    iterable becomes ``(group_id, [rollouts...])`` holding the same objects, for every later pass."""
     if isinstance(groups, (str, bytes, Mapping)) or not isinstance(groups, Iterable):
         raise RewardkitError(
             f"a batch is an iterable of groups (RolloutGroup, (group_id, rollouts) or "
@@ -151,10 +148,8 @@ def check_one_prompt(group_id: str, rollouts: Sequence[Mapping[str, Any]]) -> No
 def located(
     error: CompositionRowError, groups: Sequence[tuple[str, int]], ids: Sequence[str]
 ) -> CompositionError:
-    """The error for a row that failed to compose, naming its group and candidate.
-
-    ``groups`` gives each group's id and candidate count, in the order of the composed rows.
-    """
+    """The error for a row that failed to compose, naming its group and candidate (``groups``: each
+    group's id and candidate count, in the order of the composed rows)."""
     group_id, passed = groups[0][0], 0
     for group_id, count in groups:  # noqa: B007 - the group the failing row is in
         if error.position < passed + count:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
+from rewardkit.batch_input import Rollouts
 from rewardkit.contracts import (
     CANDIDATE_NEEDS,
     KNOWN_NEEDS,
@@ -57,11 +58,7 @@ class BoundProvider:
     )
 
     def __init__(
-        self,
-        spec: RewardProviderSpec,
-        provider: RewardProvider,
-        params: Mapping[str, Any],
-        identity: str,
+        self, spec: RewardProviderSpec, provider: RewardProvider, params: Mapping[str, Any], identity: str
     ) -> None:
         self.spec = spec
         self.provider = provider
@@ -83,26 +80,18 @@ class BoundProvider:
     # -- before the provider -------------------------------------------------------------------
 
     def prepare(
-        self,
-        group_id: str,
-        rollouts: Sequence[Mapping[str, Any]],
-        expected_size: int | None = None,
+        self, group_id: str, rollouts: Rollouts, expected_size: int | None = None
     ) -> RewardGroupRequest:
-        """Build the frozen request for one complete group of rollouts.
-
-        A rollout is a mapping with ``trajectory_id``, ``completion`` and optionally ``group_id``,
-        ``prompt``, ``reference``, ``completion_token_count``, ``finish_reason`` and ``media``
-        (an in-process object handed to providers that need it, as it is).
+        """Build the frozen request for one complete group of rollouts: mappings with
+        ``trajectory_id``, ``completion`` and optionally ``group_id``, ``prompt``, ``reference``,
+        ``completion_token_count``, ``finish_reason`` and ``media`` (an in-process object, as it is).
         """
         candidates = self.candidates(group_id, rollouts, expected_size)
         prompt, reference = self.common_inputs(group_id, rollouts, candidates)
         return build_request(group_id, tuple(candidates), prompt, reference)
 
     def candidates(
-        self,
-        group_id: str,
-        rollouts: Sequence[Mapping[str, Any]],
-        expected_size: int | None = None,
+        self, group_id: str, rollouts: Rollouts, expected_size: int | None = None
     ) -> list[RewardCandidate]:
         """The checked candidates of one complete group (``prepare``'s first half)."""
         if not isinstance(group_id, str) or not group_id:
@@ -183,7 +172,7 @@ class BoundProvider:
                     )
 
     def common_inputs(
-        self, group_id: str, rollouts: Sequence[Mapping[str, Any]], candidates: list[RewardCandidate]
+        self, group_id: str, rollouts: Rollouts, candidates: list[RewardCandidate]
     ) -> tuple[Any, Any]:
         """The group's frozen prompt and reference, each only if this provider needs it, else ``None``."""
         prompt = reference = None
@@ -194,11 +183,7 @@ class BoundProvider:
         return prompt, reference
 
     def _common_input(
-        self,
-        group_id: str,
-        need: str,
-        rollouts: Sequence[Mapping[str, Any]],
-        candidates: list[RewardCandidate],
+        self, group_id: str, need: str, rollouts: Rollouts, candidates: list[RewardCandidate]
     ) -> Any:
         first = rollouts[0].get(need)
         try:
@@ -286,10 +271,7 @@ class BoundProvider:
         return self.check_result(request, result)
 
     def score_group(
-        self,
-        group_id: str,
-        rollouts: Sequence[Mapping[str, Any]],
-        expected_size: int | None = None,
+        self, group_id: str, rollouts: Rollouts, expected_size: int | None = None
     ) -> RewardGroupResult:
         """Prepare, evaluate and check one group."""
         return self.evaluate(self.prepare(group_id, rollouts, expected_size))
@@ -349,12 +331,9 @@ class BoundProvider:
         results: Sequence[object],
         recent: LastTwo[object, bool] | None = None,
     ) -> None:
-        """Check a pointwise scorer's results, one per candidate in order, as ``check_result``
-        checks each item (raising the same error for the first that breaks the contract).
-
-        ``recent`` (from ``results_memo``, one per provider, passed to every call for it) spares a
-        yes/no rule's two shared results being checked again for every candidate.
-        """
+        """Check a pointwise scorer's results, one per candidate in order, as ``check_result`` checks
+        each item. ``recent`` (``results_memo()``, one per provider across calls) spares a yes/no
+        rule's two shared results being checked again for every candidate."""
         plain = (self.results_memo() if recent is None else recent).map(results)
         if False in plain:
             for candidate, result, valid in zip(candidates, results, plain):
@@ -491,35 +470,18 @@ def _candidate(group_id: str, index: int, rollout: object) -> RewardCandidate:
             rule="missing-trajectory-id",
         )
     rollout_group = rollout.get("group_id", group_id)
-    if rollout_group != group_id:
-        raise RewardContractError(
-            f"rollout says it belongs to group {rollout_group!r}",
-            group_id=group_id,
-            trajectory_id=trajectory_id,
-            rule="group-id-disagreement",
-        )
     completion = rollout.get("completion")
-    if type(completion) is not str:
-        raise RewardContractError(
-            f"completion must be a string, got {type(completion).__name__}",
-            group_id=group_id,
-            trajectory_id=trajectory_id,
-            rule="missing-completion",
-        )
     token_count = rollout.get("completion_token_count")
-    if token_count is not None and (type(token_count) is not int or token_count < 0):
-        raise RewardContractError(
-            f"completion_token_count must be a non-negative integer or null, got {token_count!r}",
-            group_id=group_id,
-            trajectory_id=trajectory_id,
-            rule="token-count",
-        )
     finish_reason = rollout.get("finish_reason")
-    if finish_reason is not None and type(finish_reason) is not str:
-        raise RewardContractError(
-            f"finish_reason must be a string or null, got {finish_reason!r}",
-            group_id=group_id,
-            trajectory_id=trajectory_id,
-            rule="finish-reason",
-        )
-    return build_candidate(trajectory_id, completion, token_count, finish_reason, rollout.get("media"))
+    if rollout_group != group_id:
+        message, rule = f"rollout says it belongs to group {rollout_group!r}", "group-id-disagreement"
+    elif type(completion) is not str:
+        message, rule = f"completion must be a string, got {type(completion).__name__}", "missing-completion"
+    elif token_count is not None and (type(token_count) is not int or token_count < 0):
+        message = f"completion_token_count must be a non-negative integer or null, got {token_count!r}"
+        rule = "token-count"
+    elif finish_reason is not None and type(finish_reason) is not str:
+        message, rule = f"finish_reason must be a string or null, got {finish_reason!r}", "finish-reason"
+    else:
+        return build_candidate(trajectory_id, completion, token_count, finish_reason, rollout.get("media"))
+    raise RewardContractError(message, group_id=group_id, trajectory_id=trajectory_id, rule=rule)

@@ -1,15 +1,12 @@
 """Cancelling the work of one request end to end: ``CancelScope`` and ``current()``.
 
-A scope stands for one request (a service call, a ``Reward.score`` call). Whoever owns the
-request cancels it (its timeout passed, its client went away); code doing work for it, in any
-thread, finds the scope with ``current()`` and either checks it (``raise_if_cancelled()`` before
-starting a group or a case) or registers a callback that stops what cannot check: kill a sandbox's
-process tree, cancel an HTTP call. The worker runs every executor chunk in a copy of the caller's
-context, so the scope set by the request's thread is the one its providers' threads see.
+A scope stands for one request (a service call, a ``Reward.score`` call); its owner cancels it
+(timeout, client gone). Code working for it, in any thread (the worker runs executor chunks in a
+copy of the caller's context), finds it with ``current()`` and checks it (``raise_if_cancelled()``)
+or registers a callback that stops what cannot check (kill a sandbox, cancel an HTTP call).
 
 Callbacks run in the thread that cancels, which may be the service's event loop: they must only
-signal (send SIGKILL, cancel a future), never wait for the work to end. The thread doing the work
-notices and cleans up (reaps processes, frees its slot) itself.
+signal (SIGKILL, cancel a future), never wait; the working thread cleans up itself.
 """
 
 from __future__ import annotations
@@ -44,12 +41,8 @@ T = TypeVar("T")
 
 
 class CancelScope:
-    """A thread-safe cancellation token for one request, with an optional deadline.
-
-    ``deadline`` is a ``time.monotonic()`` instant; the scope does not cancel itself when it
-    passes unless ``expiring()`` runs (a timer thread) or its owner cancels it (the service uses
-    its event loop's clock). ``remaining()`` lets work bound its own waits by it.
-    """
+    """A thread-safe cancellation token for one request, with an optional ``time.monotonic()``
+    ``deadline``; passing it cancels nothing unless ``expiring()`` runs or the owner cancels."""
 
     def __init__(self, *, timeout_s: float | None = None, deadline: float | None = None) -> None:
         if timeout_s is not None:
@@ -71,8 +64,6 @@ class CancelScope:
         state = f"cancelled: {self._error}" if self._error is not None else "active"
         return f"CancelScope({state}, deadline={self.deadline})"
 
-    # -- state -------------------------------------------------------------------------------------
-
     @property
     def cancelled(self) -> bool:
         return self._event.is_set()
@@ -84,16 +75,11 @@ class CancelScope:
 
     def remaining(self) -> float | None:
         """Seconds until the deadline (at least 0), or None without one."""
-        if self.deadline is None:
-            return None
-        return max(0.0, self.deadline - time.monotonic())
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
     def raise_if_cancelled(self) -> None:
-        """Raise the cancellation error if the scope was cancelled; a cheap check between steps.
-
-        Each call raises its own copy: many threads raise a cancelled request's error, and one
-        shared instance would collect every thread's traceback (and keep their frames alive).
-        """
+        """Raise the cancellation error if the scope was cancelled; a cheap check between steps. Each
+        call raises its own copy: one shared instance would collect every thread's traceback."""
         if self._event.is_set():
             assert self._error is not None
             raise copy.copy(self._error).with_traceback(None)
@@ -102,13 +88,8 @@ class CancelScope:
         """Block up to ``timeout_s`` for a cancellation; True when cancelled."""
         return self._event.wait(timeout_s)
 
-    # -- cancelling ----------------------------------------------------------------------------------
-
     def cancel(self, reason: RequestCancelled | str = "the request was cancelled") -> bool:
-        """Cancel once: record why, then run every callback (errors are logged, not raised).
-
-        Returns False when the scope was already cancelled (the first reason stays).
-        """
+        """Cancel once: record why, run every callback (errors logged); False if already cancelled."""
         error = reason if isinstance(reason, RequestCancelled) else RequestCancelled(reason)
         with self._lock:
             if self._error is not None:
@@ -144,11 +125,9 @@ class CancelScope:
     def add_callback(self, callback: Callback) -> Remover:
         """Run ``callback`` on cancellation (at once if already cancelled); returns its remover.
 
-        Call the remover when the work it would stop has ended, so a late cancel does not kill
-        what the same process, sandbox slot or connection is doing for someone else by then: once
-        the remover returns, the callback has either run to its end or will never run (a remover
-        waits for its callback when another thread is running it right then).
-        """
+        Call the remover when the work has ended, so a late cancel cannot kill what the same process
+        or slot does for someone else by then: once it returns, the callback has run to its end or
+        never will (it waits for a callback another thread is running right then)."""
         with self._lock:
             if self._error is None:
                 key = self._next_key
@@ -229,12 +208,9 @@ def timeout_of(*candidates: float | None) -> float | None:
 
 
 def run_bounded(timeout_s: float | None, call: Callable[[], T]) -> T:
-    """``call()`` in a scope of its own that times out after ``timeout_s`` (None: in the current one).
-
-    The new scope is also cancelled when the scope around it is. Past the timeout the call raises
-    ``RequestTimeout``, whatever the cancelled work itself raised or returned (a sandbox killed
-    mid-run reports an error result, not a score): a cancelled request has no answer.
-    """
+    """``call()`` in a scope of its own, cancelled with the one around it, that times out after
+    ``timeout_s`` (None: in the current one). Past the timeout the call raises ``RequestTimeout``
+    whatever the work raised or returned: a cancelled request has no answer."""
     if timeout_s is None:
         return call()
     outer = current()

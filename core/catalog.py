@@ -92,6 +92,7 @@ class ProviderEntry:
             "scoring_packages": list(spec.scoring_packages),
             "runtime": list(spec.runtime),
             "cheap": spec.cheap,
+            "sandboxed": spec.sandboxed,
             "params": schema_document(self.params_model),
         }
 
@@ -128,15 +129,10 @@ class Catalog:
     ) -> BoundProvider:
         """Construct provider ``name`` with ``params`` and bind it to its spec (preflight).
 
-        ``runtime`` holds in-process objects (a decoder) for providers that declare them in
-        ``spec.runtime``; ``None`` means the caller is not the process that owns such objects (the
-        Reward Service, ``rewardkit score``, Ray actors), so providers needing them, or needing
-        in-process ``media``, are refused with an error saying where they can run.
-
-        Fails with ``PreflightError`` when the params do not fit the provider's parameter schema
-        (strict types, documented maxima), when a param disables the sandbox without
-        ``REWARDKIT_ALLOW_UNSANDBOXED=1``, when the factory rejects the params or returns something
-        without ``evaluate``, or when the provider needs an input the data does not supply.
+        ``runtime`` holds in-process objects (a decoder) for providers declaring them in
+        ``spec.runtime``; ``None`` (the Reward Service, ``rewardkit score``, Ray actors) refuses
+        providers needing them, or in-process ``media``. ``PreflightError`` for params outside the
+        schema, an unsandboxed choice without opt-in, a failing factory, or a missing input.
         """
         entry = self.entry(name)
         spec = entry.spec
@@ -159,9 +155,8 @@ class Catalog:
                 "rl.data.reference_column)"
             )
         normal = self.normalise(name, params)
-        model = entry.params_model
         try:
-            require_unsandboxed_opt_in(name, unsandboxed_choices(model, params))
+            require_unsandboxed_opt_in(name, unsandboxed_choices(entry.params_model, params))
         except ParamsError as error:
             raise PreflightError(f"provider {name!r}: {error}") from None
         objects = self._runtime_objects(name, spec, runtime)
@@ -222,9 +217,8 @@ class Catalog:
 
     def normalise(self, name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``params`` as the provider's schema reads them: checked strictly, defaults filled in,
-        numbers as their declared type (JSON values). Equal configurations normalise equally, so
-        ``{"value": 6}`` and ``{"value": 6.0}`` of a float param, or an explicit default and an
-        omitted one, give one identity. A provider without a schema keeps its params as given.
+        numbers as their declared type, so equal configurations (``6`` and ``6.0`` of a float
+        param, an explicit default and an omitted one) give one identity. No schema: as given.
         """
         entry = self.entry(name)
         params = dict(params or {})
@@ -232,11 +226,10 @@ class Catalog:
             text = canonical_json(params, f"params of {name!r}")
         except NotJSONError as error:
             raise PreflightError(f"provider {name!r}: params are not JSON ({error})") from None
-        model = entry.params_model
-        if model is None:
+        if entry.params_model is None:
             return params
         try:
-            return normalised_params(model, params, json_text=text)
+            return normalised_params(entry.params_model, params, json_text=text)
         except ParamsError as error:
             verb = f" rejected params {list(error.unknown)}" if error.unknown else ""
             where = f"provider {name!r} from {owner_label(entry.owner)}{verb}"
@@ -284,15 +277,20 @@ def _cached(manager: PluginManager, key: str, build: Callable[[], Any]) -> Any:
     return manager.cache[key]
 
 
-def installed_providers(manager: PluginManager | None = None) -> Registry[RewardProviderSpec]:
+def _spec_registry(manager: PluginManager | None, key: str, kind: str, spec_type: type, hook: str) -> Any:
+    """The registry of ``spec_type`` entries that ``hook`` registers, built once per manager."""
     manager = manager or load_plugins()
 
-    def build() -> Registry[RewardProviderSpec]:
-        registry: Registry[RewardProviderSpec] = Registry("provider", RewardProviderSpec)
-        _collect(manager, "register_reward_providers", registry, lambda spec: spec.name)
+    def build() -> Registry[Any]:
+        registry: Registry[Any] = Registry(kind, spec_type)
+        _collect(manager, hook, registry, lambda spec: spec.name)
         return registry
 
-    return _cached(manager, "providers", build)
+    return _cached(manager, key, build)
+
+
+def installed_providers(manager: PluginManager | None = None) -> Registry[RewardProviderSpec]:
+    return _spec_registry(manager, "providers", "provider", RewardProviderSpec, "register_reward_providers")
 
 
 def catalog_factories(manager: PluginManager | None = None) -> Registry[Callable[[], Any]]:
@@ -317,25 +315,15 @@ def catalog_factories(manager: PluginManager | None = None) -> Registry[Callable
 
 
 def serving_strategies(manager: PluginManager | None = None) -> Registry[ServingStrategySpec]:
-    manager = manager or load_plugins()
-
-    def build() -> Registry[ServingStrategySpec]:
-        registry: Registry[ServingStrategySpec] = Registry("serving strategy", ServingStrategySpec)
-        _collect(manager, "register_serving_strategies", registry, lambda spec: spec.name)
-        return registry
-
-    return _cached(manager, "serving", build)
+    return _spec_registry(
+        manager, "serving", "serving strategy", ServingStrategySpec, "register_serving_strategies"
+    )
 
 
 def trainer_bindings(manager: PluginManager | None = None) -> Registry[TrainerBindingSpec]:
-    manager = manager or load_plugins()
-
-    def build() -> Registry[TrainerBindingSpec]:
-        registry: Registry[TrainerBindingSpec] = Registry("trainer binding", TrainerBindingSpec)
-        _collect(manager, "register_trainer_bindings", registry, lambda spec: spec.name)
-        return registry
-
-    return _cached(manager, "bindings", build)
+    return _spec_registry(
+        manager, "bindings", "trainer binding", TrainerBindingSpec, "register_trainer_bindings"
+    )
 
 
 def resolve_catalog(ref: str | None = None, manager: PluginManager | None = None) -> Catalog:

@@ -5,13 +5,12 @@ Deterministic evidence (a guard that refused the text, a verdict the text asked 
 always stands. Non-deterministic evidence (a timeout, an unreadable verdict) is a judgement call:
 when more than ``max(BREAKER_MIN, BREAKER_SHARE x candidates)`` of one provider's candidates in a
 batch are charged on it, a shared cause (an overloaded machine, a judge that went bad) is likelier
-than that many offenders, so those charges become infrastructure errors, which the composition's
-``onError`` handles (``raise``, the default, fails the batch). Frameworks that mask judge
-failures as a zero reward (or drop them silently) train on the outage; this one never does.
+than that many offenders, so those charges become infrastructure errors for the composition's
+``onError`` (``raise``, the default, fails the batch) instead of training on the outage.
 
-The thresholds are the reward spec's ``breaker`` (``min`` 2, ``share`` 0.2 by default): part of the
-spec, so of every run's recorded identity, and the operator's alone on a Reward Service. They are
-documented in ``docs/composition.md``.
+The thresholds are the reward spec's ``breaker`` (``min`` 2, ``share`` 0.2 by default; see
+``docs/composition.md``): part of the spec, so of every run's recorded identity, and the operator's
+alone on a Reward Service.
 """
 
 from __future__ import annotations

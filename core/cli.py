@@ -8,7 +8,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 
-from rewardkit.catalog import resolve_catalog
+from rewardkit.catalog import installed_providers, resolve_catalog, serving_strategies, trainer_bindings
 from rewardkit.errors import RewardkitError
 from rewardkit.extras import import_optional, install_line, missing_extra
 from rewardkit.plugins import load_plugins
@@ -49,8 +49,7 @@ def cmd_providers(args: argparse.Namespace) -> int:
 
 @command("show")
 def cmd_show(args: argparse.Namespace) -> int:
-    entry = resolve_catalog(args.catalog).entry(args.name)
-    row = entry.describe()
+    row = resolve_catalog(args.catalog).entry(args.name).describe()
     if args.json:
         print(json.dumps(row, indent=2))
         return 0
@@ -73,8 +72,6 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def _contributions() -> dict[str, dict[str, list[str]]]:
     """For each plugin name: the providers, serving strategies and bindings it registered."""
-    from rewardkit.catalog import installed_providers, serving_strategies, trainer_bindings
-
     found: dict[str, dict[str, list[str]]] = {}
     registries = (
         ("providers", installed_providers()),
@@ -112,8 +109,6 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 @command("serving")
 def cmd_serving(args: argparse.Namespace) -> int:
-    from rewardkit.catalog import serving_strategies
-
     rows = [
         {
             "name": entry.name,
@@ -122,7 +117,7 @@ def cmd_serving(args: argparse.Namespace) -> int:
             "plugin": entry.owner.name,
             "description": entry.value.description,
         }
-        for entry in sorted(serving_strategies(), key=lambda entry: entry.name)
+        for entry in serving_strategies()  # sorted by name
     ]
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -172,6 +167,12 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     run_serve = import_optional("rewardkit_service.cli", "run_serve", "`rewardkit serve`", extra="server")
     return int(run_serve(args))
+
+
+@command("audit")
+def cmd_audit(args: argparse.Namespace) -> int:
+    run = import_optional("rewardkit_audit.cli", "run_audit", "`rewardkit audit`")
+    return int(run(args))
 
 
 @command("checkpoints")
@@ -237,16 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true")
     show.add_argument("--catalog", help="catalog name or package.module:factory")
 
-    plugins = sub.add_parser("plugins", help="list loaded plugins, their hooks and load failures")
-    plugins.add_argument("--json", action="store_true")
-
-    serving = sub.add_parser("serving", help="list installed checkpoint serving strategies")
-    serving.add_argument("--json", action="store_true")
-
-    bindings = sub.add_parser(
-        "bindings", help="list trainer bindings and the import path each trainer is given"
-    )
-    bindings.add_argument("--json", action="store_true")
+    for name, about in (
+        ("plugins", "list loaded plugins, their hooks and load failures"),
+        ("serving", "list installed checkpoint serving strategies"),
+        ("bindings", "list trainer bindings and the import path each trainer is given"),
+    ):
+        sub.add_parser(name, help=about).add_argument("--json", action="store_true")
 
     checkpoints = sub.add_parser("checkpoints", help="evaluate checkpoints as a model trains")
     checkpoints.add_argument("action", choices=("watch", "curve"))
@@ -286,6 +283,33 @@ def build_parser() -> argparse.ArgumentParser:
         "matplotlib: the core's plot extra)",
     )
 
+    audit = sub.add_parser(
+        "audit",
+        help="red-team the configured reward with every installed attack family (docs/audit.md)",
+        description="Red-team the configured reward: attack completions scored as training would "
+        "score them, against honest baselines; exit 4 when an attack leaks or errors.",
+        formatter_class=_DefaultsFormatter,
+    )
+    audit.add_argument("config", nargs="?", help="YAML or TOML configuration, as for `rewardkit score`")
+    audit.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
+    audit.add_argument("--rows", type=int, default=12, help="rows sampled from the configured data")
+    audit.add_argument("--family", help="run only this attack family, against every provider")
+    audit.add_argument("--json", metavar="OUT", help="write every candidate's score and reason here")
+    audit.add_argument(
+        "--max-calls", type=int, default=1000, help="most candidates scored by a judge or reward model"
+    )
+    audit.add_argument(
+        "--margin", type=float, default=0.05, help="share of the observed range of finals an attack may gain"
+    )
+    audit.add_argument(
+        "--allow-unsandboxed",
+        action="store_true",
+        help="send destructive payloads to providers that do not declare a sandbox",
+    )
+    audit.add_argument("--seed", type=int, default=0, help="seed of the row sample")
+    audit.add_argument("--list", action="store_true", help="list the installed attack families and exit")
+    audit.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
     # Every option says its default (None stands for "from the configuration" or "no limit", so
     # those say it in words).
     serve = sub.add_parser(
@@ -303,11 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="bearer tokens, one per line (also REWARDKIT_TOKENS) (default: none: loopback only, "
         "unless --insecure-no-auth)",
     )
-    serve.add_argument(
-        "--max-body-bytes",
-        type=int,
-        help=SERVE_MAX_BODY_HELP,
-    )
+    serve.add_argument("--max-body-bytes", type=int, help=SERVE_MAX_BODY_HELP)
     serve.add_argument(
         "--max-rollouts-per-call",
         type=int,

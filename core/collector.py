@@ -3,14 +3,11 @@
 Scoring allocates a few objects per rollout that live until the batch is reported; they push the
 collector into full passes over the whole heap (in a trainer: every module and tensor), measured
 at 4 to 11 us per rollout in ``benchmarks/overhead.py``, more than the scoring itself. Reference
-counting frees all of a batch's garbage at once, so holding the collector off while a cheap batch
-is scored leaks nothing; cycles wait until it resumes.
+counting frees a batch's garbage at once, so the pause leaks nothing; cycles wait until it ends.
 
-The pause is shared: overlapping batches (several threads, the service's requests) hold one pause,
-and the collector resumes when the last of them ends. A batch joins a pause only while that pause
-is younger than ``MAX_PAUSE_S``, so under a steady stream of overlapping batches the collector
-still runs between them. When the application has turned the collector off, nothing changes.
-Turning it off from another thread while a pause is held is not seen: the pause's end turns it on.
+Overlapping batches share one pause, which ends with the last of them; a batch joins a pause only
+while it is younger than ``MAX_PAUSE_S``, so the collector still runs under a steady stream. A
+collector the application turned off stays off; turning it off mid-pause is undone at the end.
 """
 
 from __future__ import annotations

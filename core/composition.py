@@ -18,7 +18,6 @@ The per-component breakdown is always returned, because reward hacking shows up 
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,27 +33,28 @@ from pydantic import (
     PrivateAttr,
     StrictBool,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from rewardkit.contracts import NAME_PATTERN, RewardProviderResult
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts import NAME_PATTERN, RewardProviderResult, check_name
+from rewardkit.errors import RegistrationError, RewardkitError, nearest
 from rewardkit.frozen import NotJSONError, freeze
 from rewardkit.recent import LastTwo
 
 OnError = Literal["raise", "zero", "none"]
-ON_ERROR_CHOICES: tuple[str, ...] = ("raise", "zero", "none")
 STATUSES: tuple[str, ...] = ("scored", "skipped", "error")
 _OUTCOME_KEYS = frozenset(("status", "value", "reason"))
+Outcome = tuple[str, Any, "str | None"]  # a checked (status, value, reason), what composition reads
 
 
 class CompositionError(RewardkitError):
     """Composition refused a spec or a candidate's component outcomes.
 
-    ``component`` names the offending component when there is one; ``breakdown`` holds the
-    per-component breakdown when the outcomes themselves were well-formed (an error under
-    ``onError: raise``), so a failed batch still shows what every component said.
+    ``component`` names the offending component, if any; ``breakdown`` holds the per-component
+    breakdown when the outcomes were well-formed (``onError: raise``), so a failed batch still shows
+    what every component said.
     """
 
     def __init__(
@@ -102,22 +102,12 @@ def _real_number(value: object) -> object:
 FiniteNumber = Annotated[float, AllowInfNan(False), BeforeValidator(_real_number)]
 
 
-def _check_name(kind: str, value: str) -> str:
-    if not NAME_PATTERN.match(value):
-        raise ValueError(
-            f"invalid {kind} {value!r}: use 1-64 characters of lower-case letters, digits, "
-            "'_', '-' or '.', starting with a letter or digit"
-        )
-    return value
-
-
 class ComponentSpec(BaseModel):
     """One component of a reward: which provider, which of its terms, and how it counts.
 
-    ``name`` defaults to ``provider`` (two components on one provider need distinct names);
-    ``term`` may be left ``None`` and filled later from the provider's declared terms with
-    ``RewardSpec.with_terms``. A gate counts like any component (``weight * value``) and in
-    addition sends the total to the floor when it does not score at least ``threshold``.
+    ``name`` defaults to ``provider`` (two components on one provider need distinct names); a
+    ``None`` ``term`` is filled by ``RewardSpec.with_terms``. A gate counts like any component and
+    also sends the total to the floor when it does not score at least ``threshold``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -142,20 +132,14 @@ class ComponentSpec(BaseModel):
                 data["name"] = provider
         return data
 
-    @field_validator("name")
+    @field_validator("name", "provider", "term")
     @classmethod
-    def _valid_name(cls, value: str) -> str:
-        return _check_name("component name", value)
-
-    @field_validator("provider")
-    @classmethod
-    def _valid_provider(cls, value: str) -> str:
-        return _check_name("provider name", value)
-
-    @field_validator("term")
-    @classmethod
-    def _valid_term(cls, value: str | None) -> str | None:
-        return None if value is None else _check_name("term name", value)
+    def _valid_names(cls, value: str | None, info: ValidationInfo) -> str | None:
+        kind = "component" if info.field_name == "name" else str(info.field_name)
+        try:
+            return None if value is None else check_name(kind, value)
+        except RegistrationError as error:
+            raise ValueError(str(error)) from None
 
     @field_validator("params")
     @classmethod
@@ -173,14 +157,10 @@ class _Plan:
 
     names: tuple[str, ...]
     name_set: frozenset[str]
-    weights: tuple[float, ...]
-    gates: tuple[bool, ...]
-    thresholds: tuple[float, ...]
     floor: float
     on_error: str
     clip: tuple[float, float] | None
-    # (name, weight, gate, threshold) per component: what the per-candidate loop reads.
-    columns: tuple[tuple[str, float, bool, float], ...] = ()
+    columns: tuple[tuple[str, float, bool, float], ...]  # (name, weight, gate, threshold) per component
 
 
 class BreakerSpec(BaseModel):
@@ -196,10 +176,9 @@ class BreakerSpec(BaseModel):
 class RewardSpec(BaseModel):
     """How components combine into one reward; validate once, then ``compose`` per candidate.
 
-    Accepts ``onError`` or ``on_error``; ``clip`` is ``[lo, hi]`` with ``lo <= hi``. Build one with
-    ``RewardSpec.parse(data)`` to get a ``RewardSpecError`` listing every problem with its path;
-    ``RewardSpec.model_validate`` raises pydantic's ``ValidationError``, which nests inside a
-    larger pydantic config with full paths.
+    Accepts ``onError`` or ``on_error``; ``clip`` is ``[lo, hi]`` with ``lo <= hi``. ``parse(data)``
+    raises a ``RewardSpecError`` listing every problem with its path; ``model_validate`` raises
+    pydantic's ``ValidationError``, which nests inside a larger pydantic config with full paths.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
@@ -260,9 +239,6 @@ class RewardSpec(BaseModel):
         self._plan = _Plan(
             names=names,
             name_set=frozenset(names),
-            weights=tuple(float(c.weight) for c in components),
-            gates=tuple(c.gate for c in components),
-            thresholds=tuple(float(c.threshold) for c in components),
             floor=float(self.floor),
             on_error=self.on_error,
             clip=None if self.clip is None else (float(self.clip[0]), float(self.clip[1])),
@@ -298,11 +274,8 @@ class RewardSpec(BaseModel):
         return self._plan.names
 
     def with_terms(self, resolver: Callable[[str], str]) -> RewardSpec:
-        """Return a spec where every component's ``term`` is set.
-
-        ``resolver(provider_name)`` gives the provider's default term (its single or first one);
-        it is asked only for components that left ``term`` unset.
-        """
+        """Return a spec where every component's ``term`` is set: ``resolver(provider_name)``, the
+        provider's default term, is asked for each component that left it unset."""
         if all(c.term is not None for c in self.components):
             return self
         data = self.to_json()
@@ -341,13 +314,7 @@ def _describe_validation_error(error: ValidationError) -> list[str]:
 
 
 def _path(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).removeprefix(".")
 
 
 def _suggest(loc: Sequence[int | str]) -> str:
@@ -356,8 +323,8 @@ def _suggest(loc: Sequence[int | str]) -> str:
     known = [f.alias or name for name, f in model.model_fields.items()]
     if model is RewardSpec:
         known.append("on_error")
-    close = difflib.get_close_matches(unknown, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    close = nearest(unknown, known)
+    hint = f"; did you mean {close!r}?" if close is not None else ""
     return f"{hint} (known fields: {', '.join(sorted(known))})"
 
 
@@ -398,30 +365,26 @@ class ComponentOutcome:
 
 
 def _check_outcome(name: str, status: object, value: object, reason: object) -> None:
-    where = f"component {name!r}"
+    problem = None
     if status not in STATUSES:
-        raise CompositionError(
-            f"{where}: status {status!r} is not one of {', '.join(STATUSES)}", component=name
-        )
-    if status == "scored":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise CompositionError(
-                f"{where}: a scored outcome needs a numeric 'value', got {value!r}", component=name
-            )
-        if not math.isfinite(value):
-            raise CompositionError(f"{where}: scored value {value!r} is not finite", component=name)
-    elif value is not None:
-        raise CompositionError(f"{where}: a {status} outcome carries no value, got {value!r}", component=name)
-    if reason is not None and not isinstance(reason, str):
-        raise CompositionError(f"{where}: reason must be a string, got {reason!r}", component=name)
+        problem = f"status {status!r} is not one of {', '.join(STATUSES)}"
+    elif status != "scored":
+        if value is not None:
+            problem = f"a {status} outcome carries no value, got {value!r}"
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        problem = f"a scored outcome needs a numeric 'value', got {value!r}"
+    elif not math.isfinite(value):
+        problem = f"scored value {value!r} is not finite"
+    if problem is None and reason is not None and not isinstance(reason, str):
+        problem = f"reason must be a string, got {reason!r}"
+    if problem is not None:
+        raise CompositionError(f"component {name!r}: {problem}", component=name)
 
 
 class Composition(NamedTuple):
     """One candidate's composed reward: ``total`` (``None`` under ``onError: none`` with an error),
-    whether a gate sent it to the floor, and what every component said and contributed.
-
-    A named tuple, not a dataclass: one is built per rollout, and a tuple builds several times
-    faster than a frozen dataclass.
+    whether a gate sent it to the floor, and what every component said and contributed (a named
+    tuple: one is built per rollout, several times faster than a frozen dataclass).
     """
 
     total: float | None
@@ -440,18 +403,15 @@ _new_tuple = tuple.__new__
 
 
 def compose(
-    spec: RewardSpec | Mapping[str, Any],
-    components: Mapping[str, ComponentOutcome | Mapping[str, Any]],
+    spec: RewardSpec | Mapping[str, Any], components: Mapping[str, ComponentOutcome | Mapping[str, Any]]
 ) -> Composition:
     """Compose one candidate's component outcomes under ``spec`` (rules in the module docstring).
 
     ``components`` maps every component name to a ``ComponentOutcome`` or a dict
     ``{"status": "scored"|"skipped"|"error", "value"?: number, "reason"?: str}``. Pass a validated
-    ``RewardSpec`` in hot paths: a plain dict spec is validated on every call.
-
-    Raises ``CompositionError`` for a bad spec (``RewardSpecError``), an unknown or missing
-    component, a malformed outcome, an errored component under ``onError: raise``, or a total that
-    overflows to a non-finite number.
+    ``RewardSpec`` in hot paths: a plain dict spec is validated on every call. Raises
+    ``CompositionError`` for a bad spec (``RewardSpecError``), an unknown or missing component, a
+    malformed outcome, an error under ``onError: raise``, or a total that overflows.
     """
     # Straight to pydantic's private store: `model._plan` goes through BaseModel.__getattr__, which
     # costs microseconds per call (measured with benchmarks/compose_speed.py).
@@ -465,7 +425,7 @@ def compose(
     if len(components) != len(plan.names) or not plan.name_set.issuperset(components):
         _mismatched_names(plan, components)
 
-    checked: list[tuple[str, Any, str | None]] = []
+    checked: list[Outcome] = []
     for name in plan.names:
         outcome = components[name]
         if type(outcome) is ComponentOutcome:
@@ -537,9 +497,8 @@ def _said(
 def _finished(
     plan: _Plan, position: int, total: float, gated: bool, errored: bool, breakdown: dict[str, dict[str, Any]]
 ) -> float | None:
-    """One candidate's total from its weighted sum and marks, under the spec-wide rules (1, 2, 4 and
-    5 of the module docstring, and a sum that overflowed); what every composition path ends a row
-    with. Raises ``CompositionRowError`` naming ``position``."""
+    """One candidate's total from its weighted sum and marks under rules 1, 2, 4 and 5 (and a sum
+    that overflowed), as every composition path ends a row. Raises ``CompositionRowError``."""
     on_error = plan.on_error
     if errored and on_error == "raise":
         errors = [name for name, entry in breakdown.items() if entry["status"] == "error"]
@@ -571,15 +530,10 @@ def _finished(
     return result
 
 
-def compose_rows(
-    spec: RewardSpec, rows: Iterable[Sequence[tuple[str, Any, str | None]]]
-) -> list[Composition]:
-    """Compose many candidates at once: one row of checked ``(status, value, reason)`` outcomes per
-    candidate, one per component in the spec's order. ``compose`` checks its input, then comes here;
-    every row ends in ``_finished``, as every row of ``compose_parts`` does. Pinned by
-    ``testdata/reward_vectors.json``.
-
-    Raises ``CompositionRowError`` (a ``CompositionError`` with the failing row's ``position``).
+def compose_rows(spec: RewardSpec, rows: Iterable[Sequence[Outcome]]) -> list[Composition]:
+    """Compose many candidates at once: one row of checked outcomes per candidate, one per component
+    in the spec's order (``compose`` checks its input, then comes here). Raises
+    ``CompositionRowError`` (a ``CompositionError`` with the failing row's ``position``).
     """
     plan: _Plan = spec.__pydantic_private__["_plan"]  # type: ignore[index]
     columns = plan.columns
@@ -603,17 +557,11 @@ def compose_rows(
     return out
 
 
-def compose_columns(
-    spec: RewardSpec, columns: Sequence[Sequence[tuple[str, Any, str | None]]]
-) -> list[Composition]:
-    """``compose_rows`` over the transposed rows, computed a component at a time: one column of
-    checked ``(status, value, reason)`` outcomes per component in the spec's order, each holding one
-    outcome per candidate. What batch paths call, since they collect what each provider said as a
-    column.
-
-    A candidate's total still adds its contributions left to right, so every total equals
-    ``compose_rows``'s, and every row ends in the same ``_finished``. A batch with an unknown status
-    is handed to ``compose_rows``, which names the first failing row.
+def compose_columns(spec: RewardSpec, columns: Sequence[Sequence[Outcome]]) -> list[Composition]:
+    """``compose_rows`` over the transposed rows (one column of checked outcomes per component, as
+    batch paths collect them), computed a component at a time. A total still adds contributions
+    left to right and ends in ``_finished``, so it equals ``compose_rows``'s; a batch with an
+    unknown status is handed to ``compose_rows``, which names the first failing row.
     """
     totals, gated, breakdowns = compose_parts(spec, columns)
     return [_new_tuple(Composition, row) for row in zip(totals, gated, breakdowns)]
@@ -626,11 +574,20 @@ class ComposedParts(NamedTuple):
     gated: list[bool]
     breakdowns: list[dict[str, dict[str, Any]]]
 
+    @classmethod
+    def of(cls, compositions: Sequence[Composition]) -> ComposedParts:
+        """The columns of ``compositions``."""
+        return cls(
+            [c.total for c in compositions],
+            [c.gated for c in compositions],
+            [c.breakdown for c in compositions],
+        )
+
 
 def _saying(
     weight: float, gate: bool, threshold: float
-) -> Callable[[tuple[str, Any, str | None]], tuple[dict[str, Any], float, int]]:
-    def say(outcome: tuple[str, Any, str | None]) -> tuple[dict[str, Any], float, int]:
+) -> Callable[[Outcome], tuple[dict[str, Any], float, int]]:
+    def say(outcome: Outcome) -> tuple[dict[str, Any], float, int]:
         return _said(*outcome, weight, gate, threshold)
 
     return say
@@ -639,9 +596,7 @@ def _saying(
 _entry, _contribution, _marks = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
-def compose_parts(
-    spec: RewardSpec, columns: Sequence[Sequence[tuple[str, Any, str | None]]]
-) -> ComposedParts:
+def compose_parts(spec: RewardSpec, columns: Sequence[Sequence[Outcome]]) -> ComposedParts:
     """``compose_columns`` without a ``Composition`` per candidate: the totals, gated flags and
     breakdowns as columns, for a caller that builds its own per-candidate records from them."""
     plan: _Plan = spec.__pydantic_private__["_plan"]  # type: ignore[index]
@@ -654,8 +609,8 @@ def compose_parts(
     entry_columns: list[list[dict[str, Any]]] = []
     marked: dict[int, int] = {}  # row -> the marks its outcomes put on it
     for (_, weight, gate, threshold), column in zip(plan.columns, columns):
-        # Outcomes are immutable tuples, and a yes/no rule's column holds two of them many times:
-        # each is worked out once, and every row gets its own copy of the breakdown entry.
+        # A yes/no rule's column holds two immutable outcomes many times: each is worked out once,
+        # and every row gets its own copy of the breakdown entry.
         said = LastTwo(_saying(weight, gate, threshold)).map(column)
         entry_columns.append(list(map(dict.copy, map(_entry, said))))
         sums = list(map(add, sums, map(_contribution, said)))
@@ -665,7 +620,7 @@ def compose_parts(
                 if mark:
                     marked[position] = marked.get(position, 0) | mark
     if any(mark & _UNKNOWN for mark in marked.values()):
-        return _parts(compose_rows(spec, zip(*columns)))  # raises, naming the first failing row
+        return ComposedParts.of(compose_rows(spec, zip(*columns)))  # raises, naming the first failing row
     if len(entry_columns) == 1:
         (name,), (entries,) = plan.names, entry_columns
         breakdowns = [{name: entry} for entry in entries]
@@ -690,15 +645,6 @@ def compose_parts(
         if gated:
             gated_flags[position] = True
     return ComposedParts(totals, gated_flags, breakdowns)
-
-
-def _parts(compositions: list[Composition]) -> ComposedParts:
-    return ComposedParts(
-        [c.total for c in compositions], [c.gated for c in compositions], [c.breakdown for c in compositions]
-    )
-
-
-Outcome = tuple[str, Any, "str | None"]  # a checked (status, value, reason), what composition reads
 
 
 def read_outcomes(results: Iterable[RewardProviderResult], term: str) -> list[Outcome]:

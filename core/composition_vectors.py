@@ -25,9 +25,8 @@ ComposeFn = Callable[[dict[str, Any], dict[str, Any]], Mapping[str, Any]]
 VECTORS_ENV = "REWARDKIT_REWARD_VECTORS"
 SUPPORTED_VERSION = 1
 TOLERANCE = 1e-12
-_CASE_KEYS = frozenset(("name", "description", "rules", "spec", "components", "expect", "expect_error",
-                        "expect_spec_error"))  # fmt: skip
 _OUTCOMES = ("expect", "expect_error", "expect_spec_error")
+_CASE_KEYS = frozenset(("name", "description", "rules", "spec", "components", *_OUTCOMES))
 _EXPECT_KEYS = frozenset(("total", "gated", "breakdown"))
 
 
@@ -44,11 +43,8 @@ def default_vectors_path() -> Path:
 
 
 def load_reward_vectors(path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
-    """Read and check the vector file; return its cases in file order.
-
-    Raises ``FileNotFoundError`` saying where it looked, and ``ValueError`` naming the case and the
-    key for a malformed file, so a broken vector never passes silently.
-    """
+    """Read and check the vector file; return its cases in file order. Raises ``FileNotFoundError``
+    saying where it looked, and ``ValueError`` naming the case and key of a malformed file."""
     where = Path(path) if path is not None else default_vectors_path()
     if not where.is_file():
         raise FileNotFoundError(
@@ -106,32 +102,29 @@ def _check_case_shape(case: object, where: str) -> None:
 def check_vector(case: Mapping[str, Any], compose_fn: ComposeFn) -> None:
     """Run one case through ``compose_fn``; raise ``VectorMismatch`` describing every difference.
 
-    Error substrings match case-insensitively, so implementations in other languages need only keep
-    the key words of a message. Numbers compare within ``1e-12`` (absolute or relative).
+    Error substrings match case-insensitively (other implementations need only keep a message's key
+    words); numbers compare within ``1e-12`` (absolute or relative).
     """
     name = case["name"]
     spec = json.loads(json.dumps(case["spec"]))  # a private copy: an implementation may not mutate the vector
     components = json.loads(json.dumps(case["components"]))
     needle = case.get("expect_error") or case.get("expect_spec_error")
-    if needle is not None:
-        try:
-            got = compose_fn(spec, components)
-        except Exception as error:
-            if needle.casefold() not in str(error).casefold():
-                raise VectorMismatch(
-                    f"case {name!r}: raised as expected, but the message does not contain {needle!r}: "
-                    f"{type(error).__name__}: {error}"
-                ) from error
-            return
-        raise VectorMismatch(f"case {name!r}: expected an error containing {needle!r}, got {dict(got)!r}")
-
-    expect = case["expect"]
     try:
         got = compose_fn(spec, components)
     except Exception as error:
-        raise VectorMismatch(
-            f"case {name!r}: expected a result, but it raised {type(error).__name__}: {error}"
-        ) from error
+        if needle is None:
+            raise VectorMismatch(
+                f"case {name!r}: expected a result, but it raised {type(error).__name__}: {error}"
+            ) from error
+        if needle.casefold() not in str(error).casefold():
+            raise VectorMismatch(
+                f"case {name!r}: raised as expected, but the message does not contain {needle!r}: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+        return
+    if needle is not None:
+        raise VectorMismatch(f"case {name!r}: expected an error containing {needle!r}, got {dict(got)!r}")
+    expect = case["expect"]
     problems: list[str] = []
     if not isinstance(got, Mapping) or not {"total", "gated", "breakdown"} <= set(got):
         raise VectorMismatch(f"case {name!r}: the result must have total, gated and breakdown, got {got!r}")

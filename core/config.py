@@ -1,23 +1,14 @@
 """Run configuration: YAML or TOML files with dotted keys, and ``key=value`` overrides.
 
-A configuration is a tree of keys. In a file, a key may be written nested or dotted, and the two
-forms mix freely, so these three are the same::
+In a file a key may be written nested or dotted, the two forms mixed freely (``rl: {data.path: x}``
+is ``rl.data.path: x``); a key given twice, in either form, is an error rather than last-one-wins.
+Command-line overrides (``rl.group_size=8``, ``rl.reward.params={value: 2}``) are read as YAML
+scalars or flow collections and replace what the file holds.
 
-    rl: {data: {path: rows.jsonl}}
-    rl.data.path: rows.jsonl
-    rl: {data.path: rows.jsonl}
-
-Giving the same key twice (in either form) is an error rather than a silent last-one-wins.
-Overrides from the command line (``rl.group_size=8``, ``rl.reward.params={value: 2}``) are applied
-after the file and replace what is there; each value is read as a YAML scalar or flow collection.
-
-Relative file paths written in a config file (``rl.data.path``, ``rl.data.rollouts_path``) are
-resolved against the folder of that file, so a config means the same thing from any working
-directory; relative paths given in overrides or in a mapping are left relative to the working
-directory, where the user typed them.
-
-Every problem raises ``ConfigError`` naming the full dotted key; an unknown key also names the
-nearest known key.
+Relative paths in a file (``rl.data.path``, ...) are resolved against its folder, so a config means
+the same from any working directory; those in overrides or a mapping stay relative to the working
+directory, where the user typed them. Every problem raises ``ConfigError`` naming the dotted key
+(an unknown key also names the nearest known one).
 """
 
 from __future__ import annotations
@@ -91,25 +82,11 @@ def _non_empty(value: str | None, what: str) -> str | None:
     return value
 
 
-def _one_reference_column(section: str, response: str | None, reference: str | None) -> str | None:
-    """The reference column of a section that accepts two names for it, or an error if they disagree.
-
-    ``response_column`` is the name the seeds and the trainers use, although it maps the gold
-    *reference* (a GSM8K ``answer``), never the model's response; ``reference_column`` says so.
-    """
-    if response is not None and reference is not None and response != reference:
-        raise ValueError(
-            f"{section}.response_column ({response!r}) and {section}.reference_column ({reference!r}) "
-            "are two names for one key, the column holding the gold reference; give one of them"
-        )
-    return reference if reference is not None else response
-
-
 class DataConfig(_Section):
     """``rl.data``: where prompts and rollouts come from and how their columns map to canonical names.
 
-    ``reference_column`` and ``response_column`` are one key (either name may be given; after
-    validation both hold the column): the column holding each row's gold reference.
+    ``reference_column`` and ``response_column`` (the seeds' and trainers' name, although it maps the
+    gold *reference*, never the response) are one key; after validation both hold the column.
     """
 
     # Where the section sits in a configuration, for messages naming its keys.
@@ -138,8 +115,14 @@ class DataConfig(_Section):
 
     @model_validator(mode="after")
     def _consistent(self) -> DataConfig:
-        column = _one_reference_column(self.SECTION, self.response_column, self.reference_column)
-        self.response_column = self.reference_column = column
+        response, reference = self.response_column, self.reference_column
+        if response is not None and reference is not None and response != reference:
+            raise ValueError(
+                f"{self.SECTION}.response_column ({response!r}) and {self.SECTION}.reference_column "
+                f"({reference!r}) are two names for one key, the column holding the gold reference; "
+                "give one of them"
+            )
+        self.response_column = self.reference_column = reference if reference is not None else response
         if self.source != "hf":
             hf_only = [name for name in ("items_fn", "split") if getattr(self, name) is not None]
             if hf_only:
@@ -239,7 +222,6 @@ class RayConfig(_Section):
 
 
 SpecField = Literal["floor", "onError", "clip", "weight", "gate", "threshold"]
-SPEC_FIELDS: tuple[str, ...] = typing.get_args(SpecField)
 
 
 class AllowedProvider(_Section):
@@ -256,11 +238,8 @@ class AllowedProvider(_Section):
 
 
 class ServiceAllow(_Section):
-    """``rewards.service.allow``: what a Reward Service client may select beyond the configured reward.
-
-    Empty (the default): a client may select exactly the configured reward (``rl.reward``, or
-    ``rl.validation.reward``), nothing else.
-    """
+    """``rewards.service.allow``: what a Reward Service client may select beyond the configured reward
+    (``rl.reward`` or ``rl.validation.reward``); empty, the default, allows nothing else."""
 
     providers: dict[str, AllowedProvider] = Field(default_factory=dict)
     spec_fields: list[SpecField] = Field(default_factory=list)
@@ -316,9 +295,8 @@ class RewardsConfig(_Section):
 
 
 class PromptsConfig(DataConfig):
-    """``checkpoints.prompts``: the evaluation prompts, a data section read as ``rl.data`` is (a JSONL
-    file or a ``datasets`` source, the same column mapping and ``items_fn``), plus the columns that
-    name each record and its cluster. Without it, checkpoint evaluation reads ``rl.data`` itself."""
+    """``checkpoints.prompts``: the evaluation prompts, a data section read as ``rl.data`` is, plus the
+    columns naming each record and its cluster. Without it, checkpoint evaluation reads ``rl.data``."""
 
     SECTION: ClassVar[str] = "checkpoints.prompts"
 
@@ -512,9 +490,8 @@ def _put(
 ) -> None:
     """Set ``value`` at ``prefix + parts`` inside ``tree`` (which sits at ``prefix``).
 
-    ``model`` is the section at ``prefix``; ``None`` means an open mapping whose keys are free.
-    With ``replace=False`` (file contents) setting an already set key is an error.
-    """
+    ``model`` is the section at ``prefix`` (``None``: an open mapping); ``replace=False`` (a file)
+    makes setting a key already set an error."""
     head, rest = parts[0], parts[1:]
     path = [*prefix, head]
     dotted = ".".join(path)
@@ -566,15 +543,8 @@ def _put(
                     raise ConfigError("given twice", key=f"{dotted}.{key}", source=source)
                 target[key] = item
             else:
-                _put(
-                    target,
-                    sub_model,
-                    path,
-                    _split_key(key, path, source),
-                    item,
-                    replace=replace,
-                    source=source,
-                )
+                split = _split_key(key, path, source)
+                _put(target, sub_model, path, split, item, replace=replace, source=source)
         return
     if head in tree and not replace:
         raise ConfigError("given twice", key=dotted, source=source)
@@ -589,12 +559,8 @@ def _is_index(segment: str) -> bool:
 def _put_item(
     current: Any, path: Sequence[str], parts: Sequence[str], value: Any, *, replace: bool, source: str | None
 ) -> Any:
-    """``current`` (the value at ``path``, a list) with ``value`` set at ``parts``, whose first segment
-    indexes it; a copy, so a caller's own list is never changed. Raises ``ConfigError`` naming the key
-    for an index into something that is not a list, a non-integer segment, or an index out of range.
-
-    A dict inside a list is an open mapping (its keys are not checked here: the model validates them).
-    """
+    """A copy of ``current`` (the list at ``path``) with ``value`` set at ``parts``, whose first
+    segment indexes it; a dict inside it is an open mapping (the model validates its keys)."""
     dotted = ".".join(path)
     head, rest = parts[0], parts[1:]
     key = f"{dotted}.{head}"
@@ -749,13 +715,6 @@ _MISSING_HINTS = {
 }
 
 
-def _mapped_model(annotation: Any) -> type[BaseModel] | None:
-    """The section model of the values of a ``dict[str, Model]`` field (``allow.providers``)."""
-    if typing.get_origin(annotation) is dict:
-        return _model_in(typing.get_args(annotation)[-1])
-    return None
-
-
 def _section_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
     """The section model at ``loc``, following ``dict[str, Model]`` values; ``None`` if free."""
     model: type[BaseModel] | None = RewardkitConfig
@@ -769,12 +728,13 @@ def _section_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
                 continue  # a union member tag
             return None
         annotation = model.model_fields[item].annotation
-        model, values = _model_in(annotation), _mapped_model(annotation)
+        model = _model_in(annotation)
+        # The section model of the values of a ``dict[str, Model]`` field (``allow.providers``).
+        values = _model_in(typing.get_args(annotation)[-1]) if typing.get_origin(annotation) is dict else None
     return None if values is not None else model
 
 
 def _describe(error: Mapping[str, Any]) -> str:
-    message = str(error["msg"])
     if error["type"] == "extra_forbidden":
         parent = _section_at(error["loc"][:-1])
         if parent is not None:
@@ -782,15 +742,12 @@ def _describe(error: Mapping[str, Any]) -> str:
             close = nearest(wrong, parent.model_fields)
             hint = f"; did you mean {close}?" if close is not None else ""
             return f"unknown key {wrong!r}{hint} (known keys: {', '.join(parent.model_fields)})"
-    for noise in ("Value error, ", "Assertion failed, "):
-        if message.startswith(noise):
-            message = message[len(noise) :]
+    message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
     if error["type"] == "missing":
         return "required key is missing" + _MISSING_HINTS.get(_dotted_loc(error["loc"]), "")
     if error["type"] not in ("value_error", "assertion_error") and "input" in error:
         shown = repr(error["input"])
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
+        shown = shown if len(shown) <= 80 else shown[:77] + "..."
         message = f"{message} (got {shown})"
     return message
 
@@ -802,12 +759,11 @@ def _validation_error(error: ValidationError, source: str | None) -> ConfigError
         text = _describe(item)
         if text not in by_key.setdefault(key, []):
             by_key[key].append(text)
+    if len(by_key) == 1:
+        key, texts = next(iter(by_key.items()))
+        return ConfigError(" | ".join(texts), key=key, source=source)
     lines = [f"{key}: {' | '.join(texts)}" for key, texts in by_key.items()]
-    first = next(iter(by_key))
-    message = (
-        lines[0].split(": ", 1)[1] if len(lines) == 1 else "invalid configuration:\n  " + "\n  ".join(lines)
-    )
-    return ConfigError(message, key=first if len(lines) == 1 else None, source=source)
+    return ConfigError("invalid configuration:\n  " + "\n  ".join(lines), source=source)
 
 
 # --------------------------------------------------------------------------------------------
@@ -819,8 +775,7 @@ _REFERENCE_NAMES = ("response_column", "reference_column")
 
 
 def _drop_other_name(tree: dict[str, Any], parts: Sequence[str]) -> None:
-    """An override of one name of the reference column replaces the file's value under the other
-    name too, as any override replaces what is there (rather than the two disagreeing)."""
+    """An override of one name of the reference column replaces the file's value under either name."""
     section, name = tuple(parts[:-1]), parts[-1]
     if section not in _TWO_NAMED or name not in _REFERENCE_NAMES:
         return
@@ -835,11 +790,7 @@ def _drop_other_name(tree: dict[str, Any], parts: Sequence[str]) -> None:
 def load_config(
     source: str | os.PathLike[str] | Mapping[str, Any], overrides: Sequence[str] = ()
 ) -> RewardkitConfig:
-    """Read a configuration from a YAML/TOML file or a mapping, apply ``key=value`` overrides, validate.
-
-    Raises ``ConfigError`` naming the dotted key for an unknown key (with the nearest known one),
-    a key given twice, a wrong type or value, a malformed override, or an unreadable file.
-    """
+    """Read a configuration from a YAML/TOML file or a mapping, apply ``key=value`` overrides, validate."""
     if isinstance(overrides, str):
         raise ConfigError("overrides must be a sequence of 'key=value' strings, not one string")
     source_path: Path | None = None

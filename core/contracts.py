@@ -37,10 +37,8 @@ RESERVED_DIAGNOSTICS = frozenset({"sample_count"})
 
 
 def is_length_verdict(finish_reason: str | None) -> bool:
-    """True only when the engine said it cut the completion at its token budget.
-
-    ``None`` (no verdict recorded) reads as "not known to be truncated", never as "stopped".
-    """
+    """True only when the engine said it cut the completion at its token budget (``None``, no
+    verdict recorded, reads as "not known to be truncated", never as "stopped")."""
     return finish_reason == LENGTH_VERDICT
 
 
@@ -58,9 +56,8 @@ def check_name(kind: str, name: object) -> str:
 class RewardCandidate:
     """One completion of a group, with what the rollout engine recorded about how it ended.
 
-    ``media`` is an optional in-process payload (e.g. the final latent of a generated video) for
-    providers that declare ``needs=("media",)``; it is opaque to rewardkit, never frozen, never
-    compared and never serialised.
+    ``media`` is an optional in-process payload (a video's final latent) for providers that need
+    ``"media"``: opaque to rewardkit, never frozen, compared or serialised.
     """
 
     trajectory_id: str
@@ -130,10 +127,9 @@ class RewardProviderResult:
         reason: str | None = None,
         charge: Charge | None = None,
     ) -> None:
-        # Written by hand: providers build one per candidate, and the generated __init__ with its
-        # object.__setattr__ per field costs about twice as much. The terms are always copied into a
-        # read-only mapping (a read-only view of the caller's dict too: the dict could still change),
-        # so a result never changes after it is built, and a result checked once stays valid.
+        # By hand: the generated __init__ (object.__setattr__ per field) costs about twice as much,
+        # once per candidate. The terms are copied (the caller's dict could still change), so a
+        # result checked once stays valid.
         _set_terms(self, MappingProxyType(dict(terms or {})))
         _set_diagnostics(self, diagnostics if type(diagnostics) is tuple else tuple(diagnostics))
         _set_status(self, status)
@@ -162,13 +158,11 @@ class RewardProviderResult:
     ) -> RewardProviderResult:
         """A verdict on the candidate for what its own text caused: a candidate can only hurt itself.
 
-        ``scored``, every term at its worst value (``worst``, one value per declared term),
-        ``reason`` set and the declared diagnostic ``diagnostic`` = 1 added. An ``error`` is
-        infrastructure; charge only on evidence that the candidate caused the fault.
-        ``deterministic`` evidence (a guard that refused the text, a verdict the candidate's own
-        text asked for, a crash) always stands; non-deterministic evidence (a timeout, an
-        unreadable verdict) is voided by the batch's circuit breaker when too many candidates of
-        one provider are charged on it, since that is more likely the infrastructure.
+        ``scored``, every term at its ``worst`` value, ``reason`` set and the declared diagnostic
+        ``diagnostic`` = 1 added. An ``error`` is infrastructure; charge only on evidence that the
+        candidate caused the fault. ``deterministic`` evidence (a guard that refused the text, a
+        verdict its own text asked for, a crash) always stands; non-deterministic evidence (a
+        timeout, an unreadable verdict) is voided by the batch's breaker (``rewardkit.charges``).
         """
         return cls(
             terms=worst,
@@ -179,20 +173,16 @@ class RewardProviderResult:
 
 
 def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
-    """The ``__set__`` of the slot ``name`` of ``cls``: writes that field even on a frozen value.
-
-    Read from the class's ``__dict__`` (the same descriptor ``cls.name`` returns): a type checker
-    sees ``cls.name`` as the field's value, not as its slot.
-    """
+    """The ``__set__`` of the slot ``name`` of ``cls``: writes that field even on a frozen value
+    (read from ``__dict__``: a type checker sees ``cls.name`` as the field's value, not its slot)."""
     slot: MemberDescriptorType = cls.__dict__[name]
     return slot.__set__
 
 
-_set_terms = _slot_setter(RewardProviderResult, "terms")
-_set_diagnostics = _slot_setter(RewardProviderResult, "diagnostics")
-_set_status = _slot_setter(RewardProviderResult, "status")
-_set_reason = _slot_setter(RewardProviderResult, "reason")
-_set_charge = _slot_setter(RewardProviderResult, "charge")
+_set_terms, _set_diagnostics, _set_status, _set_reason, _set_charge = (
+    _slot_setter(RewardProviderResult, name)
+    for name in ("terms", "diagnostics", "status", "reason", "charge")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,9 +208,6 @@ class RewardProvider(Protocol):
     def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult: ...
 
 
-ProviderFactory = Callable[..., RewardProvider]
-
-
 @dataclass(frozen=True)
 class RewardProviderSpec:
     """A catalog entry: how to build a provider and what it promises to return.
@@ -230,21 +217,22 @@ class RewardProviderSpec:
     Change ``revision`` whenever the provider's code changes what it scores.
     ``semantic_identity`` is JSON describing anything else that changes scores (judge model,
     prompt hash, timeouts, credential *references*); it is hashed into the identity.
-    ``params_schema`` is a pydantic model of the factory's params (see ``rewardkit.params``);
-    when ``None`` it is derived from the annotations of the factory (or of the scorer behind
-    ``partial(map_candidates, scorer)``). Every configuration is validated against it at load.
+    ``params_schema`` is a pydantic model of the factory's params (see ``rewardkit.params``),
+    derived from the annotations of the factory (or of the scorer behind
+    ``partial(map_candidates, scorer)``) when ``None``; every configuration is validated against it.
     ``scoring_packages`` names third-party distributions whose version changes scores (such as
     ``math-verify``); their versions enter the code fingerprint with the provider's package files.
     ``runtime`` names objects the factory takes as keyword arguments that JSON params cannot carry
-    (a model-owned decoder); an in-process caller passes them as
-    ``rewardkit.load(config, runtime={...})``. ``runtime_identity(objects)`` returns the JSON that
-    stands for them in the identity (a decoder's attested name, revision and output range);
-    the objects themselves never enter it.
+    (a model-owned decoder), passed as ``rewardkit.load(config, runtime={...})``;
+    ``runtime_identity(objects)`` returns the JSON that stands for them in the identity (a
+    decoder's attested name, revision and output range), never the objects themselves.
     ``cheap`` declares a provider whose whole group costs microseconds of CPU and never waits
-    (rule checks, string matching): rewardkit scores it in the calling thread instead of handing
-    groups to worker threads, whose hand-off would cost more than the scoring. A provider that
-    waits on anything (processes, sandboxes, HTTP, a model) leaves it ``False``. It does not
-    change scores, so it is not part of the identity.
+    (rule checks, string matching): it is scored in the calling thread, since a hand-off to worker
+    threads would cost more. One that waits on anything (processes, sandboxes, HTTP, a model)
+    leaves it ``False``. It does not change scores, so it is not part of the identity.
+    ``sandboxed`` declares a provider that runs candidate code inside a sandbox (``code-tests``):
+    ``rewardkit audit`` sends it the attack families with destructive payloads (surviving
+    processes, floods). It does not change scores, so it is not part of the identity.
     ``needs`` may name candidate fields (``CANDIDATE_NEEDS``: ``completion_token_count``,
     ``finish_reason``); a candidate without one is a ``RewardContractError`` naming the field,
     unless it is listed in ``skip_when_absent`` (the provider then skips such a candidate itself).
@@ -252,7 +240,7 @@ class RewardProviderSpec:
     """
 
     name: str
-    factory: ProviderFactory
+    factory: Callable[..., RewardProvider]
     needs: tuple[str, ...]
     revision: str
     terms: tuple[str, ...]
@@ -264,13 +252,15 @@ class RewardProviderSpec:
     runtime: tuple[str, ...] = ()
     runtime_identity: Callable[[Mapping[str, Any]], Any] | None = None
     cheap: bool = False
+    sandboxed: bool = False
     skip_when_absent: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_name("provider", self.name)
         where = f"provider {self.name!r}"
-        if type(self.cheap) is not bool:
-            raise RegistrationError(f"{where}: cheap must be True or False, got {self.cheap!r}")
+        for flag in ("cheap", "sandboxed"):
+            if type(getattr(self, flag)) is not bool:
+                raise RegistrationError(f"{where}: {flag} must be True or False, got {getattr(self, flag)!r}")
         if not callable(self.factory):
             raise RegistrationError(f"{where}: factory {self.factory!r} is not callable")
         schema = self.params_schema
@@ -328,22 +318,21 @@ class RewardProviderSpec:
         return self.terms[0]
 
 
-# Hot-loop constructors for values the framework has already checked. A frozen dataclass's
-# generated ``__init__`` sets each field through ``object.__setattr__``; writing the slots through
-# their descriptors builds the same object in about half the time, which matters at one candidate
-# per rollout. Never for values a provider hands in: those go through the classes themselves.
+# Hot-loop constructors for values the framework has already checked: writing the slots through
+# their descriptors builds the same object in about half the time of the generated ``__init__``
+# (one ``object.__setattr__`` per field). Never for values a provider hands in.
 _new = object.__new__
-_set_result_id = _slot_setter(RewardCandidateResult, "trajectory_id")
-_set_result = _slot_setter(RewardCandidateResult, "result")
+_set_result_id, _set_result = (
+    _slot_setter(RewardCandidateResult, name) for name in ("trajectory_id", "result")
+)
 
 
 class _OpenCandidate(RewardCandidate):
     """A ``RewardCandidate`` under construction: the same slots, written as plain attributes.
 
-    ``build_candidate`` fills one and then makes it a ``RewardCandidate`` (the layouts are the same,
-    so CPython allows the class change), frozen from then on: less than half the cost of writing
-    five slots through their descriptors. Both dunders must be the plain ones for CPython to give
-    the class its C-level attribute writes.
+    ``build_candidate`` fills one, then makes it a ``RewardCandidate`` (same layout, so CPython
+    allows the class change): less than half the cost of five descriptor writes. Both dunders must
+    be the plain ones for CPython to give the class its C-level attribute writes.
     """
 
     __slots__ = ()
@@ -380,13 +369,13 @@ def build_candidate_result(trajectory_id: str, result: RewardProviderResult) -> 
     return item
 
 
-_set_prompt = _slot_setter(RewardContext, "prompt")
-_set_reference = _slot_setter(RewardContext, "reference")
-_set_request_group = _slot_setter(RewardGroupRequest, "group_id")
-_set_request_candidates = _slot_setter(RewardGroupRequest, "candidates")
-_set_request_context = _slot_setter(RewardGroupRequest, "context")
-_set_result_group = _slot_setter(RewardGroupResult, "group_id")
-_set_result_items = _slot_setter(RewardGroupResult, "items")
+_set_prompt, _set_reference = (_slot_setter(RewardContext, name) for name in ("prompt", "reference"))
+_set_request_group, _set_request_candidates, _set_request_context = (
+    _slot_setter(RewardGroupRequest, name) for name in ("group_id", "candidates", "context")
+)
+_set_result_group, _set_result_items = (
+    _slot_setter(RewardGroupResult, name) for name in ("group_id", "items")
+)
 
 
 def build_context(prompt: Any, reference: Any) -> RewardContext:
@@ -401,12 +390,11 @@ def build_request(
     group_id: str, candidates: tuple[RewardCandidate, ...], prompt: Any, reference: Any
 ) -> RewardGroupRequest:
     """``RewardGroupRequest(group_id, candidates, RewardContext(prompt, reference))`` for checked,
-    frozen values, without the two generated ``__init__`` calls (once per group)."""
-    context = build_context(prompt, reference)
+    frozen values."""
     request = _new(RewardGroupRequest)
     _set_request_group(request, group_id)
     _set_request_candidates(request, candidates)
-    _set_request_context(request, context)
+    _set_request_context(request, build_context(prompt, reference))
     return request
 
 

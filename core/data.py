@@ -1,27 +1,19 @@
 """The data contract: prompt rows and rollouts, mapped onto the canonical ``prompt`` and ``reference``.
 
 Column names are the customer's; ``rl.data.prompt_column`` and ``rl.data.reference_column`` (also
-spelt ``response_column``: it names the gold reference, not the model's response) map them onto the
-framework's ``prompt`` and opaque ``reference``. Rows that already hold fields named ``prompt`` and
-``reference`` need no mapping: those are the defaults, read where present and required only when the
-provider needs them. A column mapped under another name must be on every row (a misspelt mapping
-is an error listing the row's columns, not an input silently left out). rewardkit checks that the
-values are present, non-null when the provider needs them, and JSON-compatible; it never
-interprets them.
+spelt ``response_column``: it names the gold reference) map them onto ``prompt`` and the opaque
+``reference``. Unmapped, fields named ``prompt`` and ``reference`` are read where present and
+required only when the provider needs them; a column mapped under another name must be on every
+row (a misspelt mapping is an error listing the row's columns, not an input silently left out).
+Values are checked present, non-null when needed, and JSON-compatible; never interpreted.
 
-* A local JSONL file keeps only the mapped fields: anything else a provider needs must live inside
-  the structured reference.
-* A Hugging Face ``datasets`` source (a folder written by ``Dataset.save_to_disk`` or a local data
-  file, never the hub) may rewrite row values with ``rl.data.items_fn`` before mapping, but must keep
-  each row's keys; its unmapped columns are kept in ``PreparedRow.representations``.
-* A job may keep further columns of every row (``keep``: checkpoint evaluation's record id and
-  cluster), in ``PreparedRow.kept``; they must be on every row, whichever the source.
-* ``checkpoints.prompts`` is a data section of the same shape (``PromptsConfig``); errors name the
-  keys of the section read.
+* A JSONL file keeps only the mapped fields (and the ``keep`` columns, in ``PreparedRow.kept``).
+* A ``datasets`` source (a ``save_to_disk`` folder or a local data file, never the hub) may rewrite
+  values with ``items_fn`` but must keep each row's keys; unmapped columns go to ``representations``.
 * Rollouts (the input of ``rewardkit score``) are JSONL rows with ``group_id``, optional
-  ``trajectory_id``, the mapped prompt/reference columns, ``completion`` and optionally
-  ``completion_token_count`` and ``finish_reason``. Rows of one group need not be adjacent: they
-  are grouped by ``group_id`` in order of first appearance, candidates in file order.
+  ``trajectory_id``, the mapped columns, ``completion`` and optionally ``completion_token_count``
+  and ``finish_reason``, grouped by ``group_id`` in order of first appearance (not necessarily
+  adjacent), candidates in file order.
 
 Every violation raises ``DataError`` naming the file, the row and the column.
 """
@@ -33,6 +25,7 @@ import json
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,7 +35,6 @@ from rewardkit.frozen import NotJSONError, freeze, strictly_equal
 from rewardkit.plugins import import_module_attribute
 
 __all__ = [
-    "CANONICAL_ROLLOUT_KEYS",
     "PreparedRow",
     "RolloutGroup",
     "check_group_sizes",
@@ -52,15 +44,6 @@ __all__ = [
     "read_rollouts",
 ]
 
-CANONICAL_ROLLOUT_KEYS: tuple[str, ...] = (
-    "group_id",
-    "trajectory_id",
-    "completion",
-    "prompt",
-    "reference",
-    "completion_token_count",
-    "finish_reason",
-)
 # Local data files ``datasets`` reads with a packaged builder (no hub access needed).
 _HF_BUILDERS = {
     ".json": "json",
@@ -76,10 +59,9 @@ _HF_BUILDERS = {
 class PreparedRow:
     """One prompt row in canonical form.
 
-    ``index`` is the row's 0-based position in the source (blank JSONL lines not counted).
-    ``prompt`` and ``reference`` are JSON values (``reference`` is ``None`` when not mapped).
-    ``representations`` holds a datasets row's unmapped columns as they were (empty for JSONL).
-    ``kept`` holds the columns the caller asked to keep (``keep``), by column name, for either source.
+    ``index``: 0-based position in the source (blank JSONL lines not counted). ``reference`` is
+    ``None`` when not mapped. ``representations``: a datasets row's unmapped columns (empty for
+    JSONL); ``kept``: the columns asked for by ``keep``, by column name.
     """
 
     index: int
@@ -96,10 +78,6 @@ class RolloutGroup:
     group_id: str
     rollouts: tuple[dict[str, Any], ...]
     first_row: int
-
-
-# --------------------------------------------------------------------------------------------
-# Shared checks.
 
 
 def _check_needs(needs: Sequence[str], path: str | None) -> frozenset[str]:
@@ -126,19 +104,12 @@ def _json_value(value: Any, *, path: str | None, row: int, column: str, label: s
     """``value`` if it is JSON-compatible (finite numbers, string keys), else a ``DataError`` saying where."""
     try:
         freeze(value, "$")
+        return value
     except NotJSONError as error:
-        raise DataError(
-            f"value is not JSON-compatible at {error.path}: {error.reason}",
-            path=path,
-            row=row,
-            column=column,
-            row_label=label,
-        ) from None
+        problem = f"value is not JSON-compatible at {error.path}: {error.reason}"
     except RecursionError:
-        raise DataError(
-            "value is nested too deeply to use", path=path, row=row, column=column, row_label=label
-        ) from None
-    return value
+        problem = "value is nested too deeply to use"
+    raise DataError(problem, path=path, row=row, column=column, row_label=label) from None
 
 
 def _missing_column(canonical: str, column: str, holder: str, shown: str, section: str = "rl.data") -> str:
@@ -156,19 +127,17 @@ def _missing_column(canonical: str, column: str, holder: str, shown: str, sectio
 def _mapped(
     record: Mapping[str, Any],
     column: str,
-    *,
+    canonical: str,
     needed: bool,
     path: str | None,
     row: int,
     label: str,
-    canonical: str,
     section: str = "rl.data",
 ) -> Any:
     """The value of ``column`` as the ``canonical`` input, or ``None`` when it may be left out.
 
-    The column must be on the row when the provider needs the input, or when the user mapped it
-    (a name other than the canonical one); a null value is an error only when needed.
-    """
+    The column must be there when needed or mapped (named other than ``canonical``); null only
+    when not needed."""
     if column not in record:
         if not needed and column == canonical:
             return None
@@ -189,13 +158,7 @@ def _mapped(
 def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(1-based line number, object) for each non-blank line; a bad line is a ``DataError`` naming it."""
     where = str(path)
-    try:
-        handle = path.open(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError("file not found", path=where) from None
-    except OSError as error:
-        raise DataError(f"cannot open: {error}", path=where) from error
-    with handle:
+    with _open(path, "r") as handle:
         line_number = 0
         while True:
             try:
@@ -261,15 +224,10 @@ def _reject_constant(name: str) -> float:
 def load_prompt_rows(
     data: DataConfig, needs: Sequence[str] = ("prompt",), *, keep: Mapping[str, str] | None = None
 ) -> list[PreparedRow]:
-    """Read ``rl.data`` (or another data section, ``checkpoints.prompts``) into canonical rows,
-    checking what ``needs`` requires.
+    """Read ``rl.data`` (or another data section, ``checkpoints.prompts``) into canonical rows.
 
-    The prompt column is required on every row. The reference column (``rl.data.reference_column``,
-    else ``reference``) is required and non-null on every row when ``"reference"`` is in ``needs``;
-    otherwise a mapped one must be on every row, and an unmapped ``reference`` is read where present.
-    ``keep`` maps further columns to keep (in ``PreparedRow.kept``) to the key that names each; they
-    must be on every row and hold JSON values.
-    """
+    ``keep`` maps further columns to keep (``PreparedRow.kept``, required on every row) to the key
+    that names each."""
     if data.path is None:
         raise DataError(f"{data.SECTION}.path is not set; point it at a JSONL file or a datasets folder/file")
     wanted = _check_needs(needs, data.path)
@@ -283,29 +241,12 @@ def load_prompt_rows(
 def _prompt_and_reference(
     record: Mapping[str, Any], data: DataConfig, needs: frozenset[str], where: str, row: int, label: str
 ) -> tuple[Any, Any]:
-    """The prompt (always required) and the reference (required when needed or mapped, else
-    read when the row has a ``reference`` field)."""
-    prompt = _mapped(
-        record,
-        data.prompt_column,
-        needed=True,
-        path=where,
-        row=row,
-        label=label,
-        canonical="prompt",
-        section=data.SECTION,
+    """The prompt (always required) and the reference (required when needed or mapped)."""
+    reference_column = reference_column_of(data.response_column)
+    return (
+        _mapped(record, data.prompt_column, "prompt", True, where, row, label, data.SECTION),
+        _mapped(record, reference_column, "reference", "reference" in needs, where, row, label, data.SECTION),
     )
-    reference = _mapped(
-        record,
-        reference_column_of(data.response_column),
-        needed="reference" in needs,
-        path=where,
-        row=row,
-        label=label,
-        canonical="reference",
-        section=data.SECTION,
-    )
-    return prompt, reference
 
 
 def _kept(
@@ -338,25 +279,17 @@ def _jsonl_rows(data: DataConfig, needs: frozenset[str], keep: Mapping[str, str]
     return rows
 
 
-def _import_datasets(section: str = "rl.data") -> Any:
+def _open_dataset(data: DataConfig) -> Any:
+    """The ``datasets.Dataset`` that ``rl.data`` names, read from local disk only."""
     try:
         import datasets
     except ImportError as error:
-        raise DataError(f"{section}.source: hf needs the 'datasets' library: pip install datasets") from error
-    return datasets
-
-
-def _open_dataset(data: DataConfig) -> Any:
-    """The ``datasets.Dataset`` that ``rl.data`` names, read from local disk only."""
-    datasets = _import_datasets(data.SECTION)
+        raise DataError(
+            f"{data.SECTION}.source: hf needs the 'datasets' library: pip install datasets"
+        ) from error
     path = Path(data.path or "")
     where = str(path)
-    if path.is_dir():
-        try:
-            loaded = datasets.load_from_disk(where)
-        except (FileNotFoundError, ValueError) as error:
-            raise DataError(f"not a folder written by Dataset.save_to_disk: {error}", path=where) from error
-    elif path.is_file():
+    if path.is_file():
         builder = _HF_BUILDERS.get(path.suffix.lower())
         if builder is None:
             known = ", ".join(sorted(_HF_BUILDERS))
@@ -365,12 +298,15 @@ def _open_dataset(data: DataConfig) -> Any:
                 path=where,
             )
         try:
-            loaded = datasets.load_dataset(builder, data_files=where, split=data.split or "train")
+            return datasets.load_dataset(builder, data_files=where, split=data.split or "train")
         except Exception as error:
             raise DataError(f"datasets could not read the file: {error}", path=where) from error
-        return loaded
-    else:
+    if not path.is_dir():
         raise DataError("file or folder not found", path=where)
+    try:
+        loaded = datasets.load_from_disk(where)
+    except (FileNotFoundError, ValueError) as error:
+        raise DataError(f"not a folder written by Dataset.save_to_disk: {error}", path=where) from error
     if isinstance(loaded, datasets.DatasetDict):
         splits = sorted(loaded)
         if data.split is None:
@@ -390,7 +326,7 @@ def _open_dataset(data: DataConfig) -> Any:
     return loaded
 
 
-def _items_fn(dotted: str, section: str = "rl.data") -> Callable[[dict[str, Any]], Mapping[str, Any]]:
+def _items_fn(dotted: str, section: str) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
     try:
         function = import_module_attribute(dotted)
     except (ImportError, AttributeError, ValueError) as error:
@@ -401,35 +337,27 @@ def _items_fn(dotted: str, section: str = "rl.data") -> Callable[[dict[str, Any]
 
 
 def _apply_items_fn(
-    function: Callable[[dict[str, Any]], Mapping[str, Any]],
-    dotted: str,
-    row: dict[str, Any],
-    index: int,
-    where: str,
-    section: str = "rl.data",
+    function: Callable[[dict[str, Any]], Mapping[str, Any]], data: DataConfig, row: dict[str, Any], index: int
 ) -> dict[str, Any]:
+    """``row`` as ``data.items_fn`` rewrites it: a mapping with the row's keys, or a ``DataError``."""
+
+    def fail(problem: str) -> DataError:
+        return DataError(
+            f"{data.SECTION}.items_fn {data.items_fn!r} {problem}", path=data.path, row=index, row_label="row"
+        )
+
     try:
         rewritten = function(dict(row))
     except Exception as error:
-        raise DataError(
-            f"{section}.items_fn {dotted!r} raised {error!r}", path=where, row=index, row_label="row"
-        ) from error
+        raise fail(f"raised {error!r}") from error
     if not isinstance(rewritten, Mapping):
-        raise DataError(
-            f"{section}.items_fn {dotted!r} returned {type(rewritten).__name__}, not a row mapping",
-            path=where,
-            row=index,
-            row_label="row",
-        )
+        raise fail(f"returned {type(rewritten).__name__}, not a row mapping")
     added = sorted(set(rewritten) - set(row))
     removed = sorted(set(row) - set(rewritten))
     if added or removed:
-        raise DataError(
-            f"{section}.items_fn {dotted!r} must keep the row's keys; it added {added} and removed "
-            f"{removed}. Rewrite values only; map columns with {section}.prompt_column/reference_column",
-            path=where,
-            row=index,
-            row_label="row",
+        raise fail(
+            f"must keep the row's keys; it added {added} and removed {removed}. Rewrite values only; "
+            f"map columns with {data.SECTION}.prompt_column/reference_column"
         )
     return dict(rewritten)
 
@@ -461,22 +389,11 @@ def _hf_rows(data: DataConfig, needs: frozenset[str], keep: Mapping[str, str]) -
     mapped = {data.prompt_column} | ({reference_column} & set(columns))
     rows: list[PreparedRow] = []
     for index, raw in enumerate(dataset):
-        record = (
-            _apply_items_fn(function, data.items_fn or "", raw, index, where, data.SECTION)
-            if function
-            else raw
-        )
+        record = _apply_items_fn(function, data, raw, index) if function else raw
         prompt, reference = _prompt_and_reference(record, data, needs, where, index, "row")
         representations = {key: value for key, value in record.items() if key not in mapped}
-        rows.append(
-            PreparedRow(
-                index=index,
-                prompt=prompt,
-                reference=reference,
-                representations=representations,
-                kept=_kept(record, keep, where, index, "row"),
-            )
-        )
+        kept = _kept(record, keep, where, index, "row")
+        rows.append(PreparedRow(index, prompt, reference, representations, kept))
     return rows
 
 
@@ -534,26 +451,18 @@ def read_rollouts(
 ) -> list[RolloutGroup]:
     """Read a rollouts JSONL file into groups, in order of each group's first appearance.
 
-    Each rollout dict holds the canonical keys present (``group_id``, ``trajectory_id``,
-    ``completion``, ``prompt``, ``reference``, ``completion_token_count``, ``finish_reason``) plus
-    ``row``, its 1-based line number. ``trajectory_id`` is kept when given and otherwise generated
-    as ``f"{group_id}/{k}"`` with ``k`` the rollout's position in its group. ``response_column``
-    ``None`` reads the reference from a ``reference`` field. The prompt and reference columns are
-    required, non-null and equal across a group when in ``needs``; when not needed they are carried
-    along if present (a column mapped under another name must still be on every row), and the
-    prompt must still be one per group (a group whose rows carry different prompts is refused
-    naming the line and column).
+    Each rollout holds the canonical keys present plus ``row``, its 1-based line; a missing
+    ``trajectory_id`` is ``f"{group_id}/{k}"`` (``k``: its position in the group). The prompt and
+    reference are required, non-null and equal across a group when in ``needs``, else carried along
+    where present (a mapped column must still be on every row); a group never mixes prompts.
     """
     where = str(path)
-    wanted = _check_needs(needs, where)
-    reference_column = reference_column_of(response_column)
+    columns = (prompt_column, reference_column_of(response_column), _check_needs(needs, where), where)
     by_group: dict[str, list[dict[str, Any]]] = {}
     for line, record in _json_lines(Path(path)):
         group_id = _group_id(record, where, line)
         members = by_group.setdefault(group_id, [])
-        members.append(
-            _rollout(record, group_id, len(members), line, prompt_column, reference_column, wanted, where)
-        )
+        members.append(_rollout(record, group_id, len(members), line, columns))
     if not by_group:
         raise DataError("no rollouts: the file has no rows", path=where)
     groups = [
@@ -561,7 +470,7 @@ def read_rollouts(
         for group_id, members in by_group.items()
     ]
     for group in groups:
-        _check_group(group, wanted, prompt_column, reference_column, where)
+        _check_group(group, columns)
     return groups
 
 
@@ -575,16 +484,12 @@ def _group_id(record: Mapping[str, Any], where: str, line: int) -> str:
 
 
 def _rollout(
-    record: Mapping[str, Any],
-    group_id: str,
-    position: int,
-    line: int,
-    prompt_column: str,
-    reference_column: str,
-    wanted: frozenset[str],
-    where: str,
+    record: Mapping[str, Any], group_id: str, position: int, line: int, columns: tuple
 ) -> dict[str, Any]:
-    """The canonical rollout of one row (the ``position``-th of its group), checked."""
+    """The canonical rollout of one row (the ``position``-th of its group), checked.
+
+    ``columns``: the prompt column, the reference column, the needs and the file's name."""
+    prompt_column, reference_column, wanted, where = columns
     completion = record.get("completion")
     if not isinstance(completion, str):
         problem = "missing" if "completion" not in record else f"not a string ({type(completion).__name__})"
@@ -594,15 +499,7 @@ def _rollout(
     rollout["trajectory_id"] = given_id if given_id is not None else f"{group_id}/{position}"
     rollout["completion"] = completion
     for column, canonical in ((prompt_column, "prompt"), (reference_column, "reference")):
-        value = _mapped(
-            record,
-            column,
-            needed=canonical in wanted,
-            path=where,
-            row=line,
-            label="line",
-            canonical=canonical,
-        )
+        value = _mapped(record, column, canonical, canonical in wanted, where, line, "line")
         if value is not None:
             rollout[canonical] = value
     _optional_fields(record, rollout, where=where, line=line)
@@ -635,13 +532,11 @@ def iter_rollout_groups(
 ) -> Iterator[tuple[RolloutGroup, bytes] | RestartGroups]:
     """``read_rollouts`` one group at a time, each with the SHA-256 of its rows' bytes.
 
-    Groups come in order of first appearance with the same checks. A file whose groups are
-    contiguous (every row of a group next to the others, the usual layout) is read in one pass
-    holding one group at a time, plus the set of group ids seen. When a group turns out not to
-    be contiguous (its id comes back, or with ``group_size`` it ends short), the reader yields
-    ``RESTART`` and starts over with an index pass: file offsets of every row (8 bytes a row, 16
-    with line numbers and groups) and the group sizes, checked before the first group is yielded;
-    each group's rows are then read by offset. Groups yielded before a ``RESTART`` are void.
+    Contiguous groups (the usual layout) are read in one pass holding one group, plus the ids seen.
+    When a group turns out not to be (its id comes back, or it ends short of ``group_size``), this
+    yields ``RESTART``, voiding the groups before it, and starts over with an index pass: each row's
+    offset (8 bytes a row, 16 with line numbers and groups) and the group sizes, checked before the
+    first group; each group's rows are then read by offset.
     """
     where = str(path)
     wanted = _check_needs(needs, where)
@@ -657,7 +552,7 @@ def iter_rollout_groups(
     yield from _indexed_groups(Path(path), columns, group_size)
 
 
-def _lines(handle: IO[bytes], where: str) -> Iterator[tuple[int, int, bytes]]:
+def _lines(handle: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
     """(1-based line number, byte offset, raw line) of each non-blank line."""
     offset = 0
     for number, raw in enumerate(handle, 1):
@@ -667,9 +562,9 @@ def _lines(handle: IO[bytes], where: str) -> Iterator[tuple[int, int, bytes]]:
             yield number, start, raw
 
 
-def _open_rollouts(path: Path) -> IO[bytes]:
+def _open(path: Path, mode: str = "rb") -> IO[Any]:
     try:
-        return path.open("rb")
+        return path.open(mode, encoding=None if "b" in mode else "utf-8")
     except FileNotFoundError:
         raise DataError("file not found", path=str(path)) from None
     except OSError as error:
@@ -679,22 +574,21 @@ def _open_rollouts(path: Path) -> IO[bytes]:
 def _finish_group(
     group_id: str, rows: list[dict[str, Any]], digest: Any, columns: tuple
 ) -> tuple[RolloutGroup, bytes]:
-    prompt_column, reference_column, wanted, where = columns
     group = RolloutGroup(group_id=group_id, rollouts=tuple(rows), first_row=rows[0]["row"])
-    _check_group(group, wanted, prompt_column, reference_column, where)
+    _check_group(group, columns)
     return group, digest.digest()
 
 
 def _contiguous_groups(
     path: Path, columns: tuple, group_size: int | None
 ) -> Iterator[tuple[RolloutGroup, bytes]]:
-    prompt_column, reference_column, wanted, where = columns
+    where = columns[3]
     seen: set[str] = set()
     current: str | None = None
     rows: list[dict[str, Any]] = []
     digest = hashlib.sha256()
-    with _open_rollouts(path) as handle:
-        for line, _, raw in _lines(handle, where):
+    with _open(path) as handle:
+        for line, _, raw in _lines(handle):
             record = parse_json_line(raw, where, line)
             group_id = _group_id(record, where, line)
             if group_id != current:
@@ -707,9 +601,7 @@ def _contiguous_groups(
                 seen.add(group_id)
                 current, rows, digest = group_id, [], hashlib.sha256()
             digest.update(raw)
-            rows.append(
-                _rollout(record, group_id, len(rows), line, prompt_column, reference_column, wanted, where)
-            )
+            rows.append(_rollout(record, group_id, len(rows), line, columns))
     if current is None:
         raise DataError("no rollouts: the file has no rows", path=where)
     if group_size is not None and len(rows) != group_size:
@@ -720,11 +612,11 @@ def _contiguous_groups(
 def _indexed_groups(
     path: Path, columns: tuple, group_size: int | None
 ) -> Iterator[tuple[RolloutGroup, bytes]]:
-    prompt_column, reference_column, wanted, where = columns
+    where = columns[3]
     ids: dict[str, int] = {}
     row_group, row_line, row_offset = array("l"), array("l"), array("q")
-    with _open_rollouts(path) as handle:
-        for line, offset, raw in _lines(handle, where):
+    with _open(path) as handle:
+        for line, offset, raw in _lines(handle):
             group_id = _group_id(parse_json_line(raw, where, line), where, line)
             row_group.append(ids.setdefault(group_id, len(ids)))
             row_line.append(line)
@@ -734,12 +626,8 @@ def _indexed_groups(
     counts = array("l", bytes(array("l").itemsize * len(ids)))
     for index in row_group:
         counts[index] += 1
-    starts = array("l", [0]) * len(ids)
-    total = 0
-    for index, count in enumerate(counts):
-        starts[index] = total
-        total += count
-    order = array("l", bytes(array("l").itemsize * total))  # row numbers, grouped, in file order
+    starts = array("l", accumulate(counts, initial=0))  # where each group begins in ``order``
+    order = array("l", bytes(array("l").itemsize * len(row_group)))  # row numbers, grouped, in file order
     filled = array("l", starts)
     for row, index in enumerate(row_group):
         order[filled[index]] = row
@@ -750,16 +638,9 @@ def _indexed_groups(
         for index, count in enumerate(counts):
             if count != group_size:
                 lines = [row_line[order[starts[index] + k]] for k in range(min(count, 8))]
-                shown = ", ".join(map(str, lines)) + (", ..." if count > 8 else "")
-                raise DataError(
-                    f"group {names[index]!r} has {count} rollout(s) but rl.group_size is {group_size} "
-                    f"(its rows: {shown})",
-                    path=where,
-                    row=lines[0],
-                    column="group_id",
-                )
+                raise _size_error(names[index], count, group_size, lines, lines[0], where)
     del ids
-    with _open_rollouts(path) as handle:
+    with _open(path) as handle:
         for index, group_id in enumerate(names):
             rows: list[dict[str, Any]] = []
             digest = hashlib.sha256()
@@ -769,21 +650,13 @@ def _indexed_groups(
                 raw = handle.readline()
                 line = row_line[row]
                 digest.update(raw)
-                record = parse_json_line(raw, where, line)
-                rows.append(
-                    _rollout(record, group_id, k, line, prompt_column, reference_column, wanted, where)
-                )
+                rows.append(_rollout(parse_json_line(raw, where, line), group_id, k, line, columns))
             yield _finish_group(group_id, rows, digest, columns)
 
 
-def _check_group(
-    group: RolloutGroup,
-    needs: frozenset[str],
-    prompt_column: str,
-    reference_column: str,
-    where: str,
-) -> None:
+def _check_group(group: RolloutGroup, columns: tuple) -> None:
     """Unique trajectory ids and one common prompt/reference per group, named by row before scoring."""
+    prompt_column, reference_column, needs, where = columns
     seen: dict[str, int] = {}
     for rollout in group.rollouts:
         previous = seen.setdefault(rollout["trajectory_id"], rollout["row"])
@@ -825,14 +698,19 @@ def check_group_sizes(
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
         raise DataError(f"group size must be a positive integer, got {group_size!r}", path=path)
     for group in groups:
-        size = len(group.rollouts)
-        if size != group_size:
-            rows = ", ".join(str(rollout["row"]) for rollout in group.rollouts[:8])
-            more = ", ..." if size > 8 else ""
-            raise DataError(
-                f"group {group.group_id!r} has {size} rollout(s) but rl.group_size is {group_size} "
-                f"(its rows: {rows}{more})",
-                path=path,
-                row=group.first_row,
-                column="group_id",
-            )
+        if len(group.rollouts) != group_size:
+            rows = [rollout["row"] for rollout in group.rollouts[:8]]
+            raise _size_error(group.group_id, len(group.rollouts), group_size, rows, group.first_row, path)
+
+
+def _size_error(
+    group_id: str, size: int, group_size: int, rows: Sequence[int], first_row: int, path: str | None
+) -> DataError:
+    """A group of ``size`` rollouts where ``rl.group_size`` is ``group_size``; ``rows``: its first 8 lines."""
+    shown = ", ".join(map(str, rows)) + (", ..." if size > 8 else "")
+    return DataError(
+        f"group {group_id!r} has {size} rollout(s) but rl.group_size is {group_size} (its rows: {shown})",
+        path=path,
+        row=first_row,
+        column="group_id",
+    )

@@ -17,10 +17,8 @@ class RewardkitError(Exception):
 
 
 class RewardContractError(RewardkitError):
-    """A request, a result or a provider broke the reward contract.
-
-    ``group_id`` and ``trajectory_id`` say where, when known, and also appear in the message.
-    """
+    """A request, a result or a provider broke the reward contract; ``group_id`` and
+    ``trajectory_id`` say where, when known, and also appear in the message."""
 
     def __init__(
         self,
@@ -30,9 +28,7 @@ class RewardContractError(RewardkitError):
         trajectory_id: str | None = None,
         rule: str | None = None,
     ) -> None:
-        where = []
-        if group_id is not None:
-            where.append(f"group {group_id!r}")
+        where = [f"group {group_id!r}"] if group_id is not None else []
         if trajectory_id is not None:
             where.append(f"candidate {trajectory_id!r}")
         prefix = f"[{', '.join(where)}] " if where else ""
@@ -49,11 +45,9 @@ class RegistrationError(RewardkitError):
 
 
 class NameConflictError(RegistrationError):
-    """Two plugins registered one name, or a plugin tried to override a built-in.
-
-    Unlike a plugin that registers something invalid (that plugin alone fails), a conflict is
-    fatal: which of two owners should win is not for the loader to guess.
-    """
+    """Two plugins registered one name, or a plugin tried to override a built-in: fatal, unlike an
+    invalid registration (which fails that plugin alone), since which owner wins is not for the
+    loader to guess."""
 
 
 class UnknownNameError(RewardkitError, LookupError):
@@ -94,11 +88,9 @@ class PreflightError(RewardkitError):
 
 
 class SelectionRefused(PreflightError):
-    """A Reward Service refused a client's reward selection (HTTP 403): ``field`` names what.
-
-    A client may select the service's configured reward; anything else needs the operator's
-    allow-list (``rewards.service.allow``), and some params are never client-settable.
-    """
+    """A Reward Service refused a client's reward selection (HTTP 403): ``field`` names what. Only
+    the configured reward or the operator's allow-list (``rewards.service.allow``) may be selected,
+    and some params are never client-settable."""
 
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -107,11 +99,8 @@ class SelectionRefused(PreflightError):
 
 
 class ConfigError(RewardkitError):
-    """A configuration file, mapping or ``key=value`` override is invalid.
-
-    ``key`` is the full dotted key at fault (``rl.group_size``) when one is known; ``source`` is the
-    file or override it came from. Both also appear in the message.
-    """
+    """A configuration file, mapping or ``key=value`` override is invalid; ``key`` (the full dotted
+    key at fault, when known) and ``source`` (the file or override) also appear in the message."""
 
     def __init__(self, message: str, *, key: str | None = None, source: str | None = None) -> None:
         where = [part for part in (source, key) if part]
@@ -124,9 +113,8 @@ class ConfigError(RewardkitError):
 class DataError(RewardkitError):
     """A data or rollouts row breaks the data contract.
 
-    ``row`` is where: the 1-based line number for JSONL files, the 0-based dataset index for
-    datasets (``row_label`` says which); ``column`` is the column at fault; ``path`` is the file.
-    All three appear in the message; any may be ``None`` when the fault is not tied to one.
+    ``row`` is the 1-based line of a JSONL file or the 0-based index of a dataset (``row_label``
+    says which), ``column`` the column at fault, ``path`` the file; each, when known, is in the message.
     """
 
     def __init__(
@@ -138,9 +126,7 @@ class DataError(RewardkitError):
         column: str | None = None,
         row_label: str = "line",
     ) -> None:
-        where = []
-        if path is not None:
-            where.append(str(path))
+        where = [str(path)] if path is not None else []
         if row is not None:
             where.append(f"{row_label} {row}")
         if column is not None:

@@ -14,11 +14,9 @@ from rewardkit.errors import RegistrationError
 class ServingStrategySpec:
     """A way to serve a checkpoint so an evaluation can reach it.
 
-    ``factory(**params)`` returns a ``rewardkit.checkpoint_serving.ServingStrategy``: its ``settings()``
-    are part of the recorded identity, and its ``serve(checkpoint)`` context manager yields a
-    ``rewardkit.checkpoint_serving.ServedModel`` (base URL of an OpenAI-compatible server, the model name to
-    request, the checkpoint's folder hash and path, the settings) for as long as the block runs.
-    Like provider factories, the factory is light: servers start in ``serve``, not in it.
+    ``factory(**params)`` returns a ``rewardkit.checkpoint_serving.ServingStrategy``, whose
+    ``settings()`` are part of the recorded identity and whose ``serve(checkpoint)`` context manager
+    yields a ``ServedModel`` while the block runs. The factory is light: servers start in ``serve``.
     """
 
     name: str
@@ -33,11 +31,8 @@ class ServingStrategySpec:
 
 @dataclass(frozen=True)
 class TrainerBindingSpec:
-    """An adapter that hands a resolved reward to a trainer.
-
-    ``target`` is the binding's entry function or a dotted ``module:attribute`` path to it,
-    imported only when the binding is used (trainers are heavy, optional dependencies).
-    """
+    """An adapter that hands a resolved reward to a trainer. ``target`` is its entry function or a
+    ``module:attribute`` path, imported only when used (trainers are heavy, optional dependencies)."""
 
     name: str
     target: Callable[..., Any] | str

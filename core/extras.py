@@ -1,14 +1,12 @@
 """What to install when something optional is missing: the one-line hint, in the user's install mode.
 
-The core reaches the distributions that hold verbs and backends (``rewardkit serve`` in
-``rewardkit-service``, ``rewards.backend: ray`` in ``rewardkit-ray``, ...) lazily, by importing
-them when they are used. A command that needs one that is not installed, or a module one of them
-needs from an extra, ends with one line naming what needed it, the missing module and the install
-line, instead of a ``ModuleNotFoundError`` traceback from deep inside an import.
+The core imports the distributions holding verbs and backends (``rewardkit serve`` in
+``rewardkit-service``, ``rewards.backend: ray`` in ``rewardkit-ray``, ...) only when they are used.
+A missing one, or a module one needs from an extra, ends in one line naming what needed it, the
+module and the install line, instead of a ``ModuleNotFoundError`` traceback.
 
-The install line depends on how the core was installed: from a checkout of the repository (an
-editable install, ``pip install .``, or a source tree on ``sys.path``) the distributions are local
-folders (``pip install ./plugins/service``); from an index they are names (``pip install
+From a checkout (editable, ``pip install .``, or a source tree on ``sys.path``) the install line
+names local folders (``pip install ./plugins/service``), from an index names (``pip install
 rewardkit-service``). ``tests/test_cli.py`` checks every entry against the pyproject files.
 """
 
@@ -53,6 +51,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
         Distribution("rewardkit-ray", "plugins/ray"),
         Distribution("rewardkit-checkpoints", "plugins/checkpoints"),
         Distribution("rewardkit-media", "plugins/media"),
+        Distribution("rewardkit-audit", "plugins/audit"),
     )
 }
 
@@ -68,6 +67,7 @@ MODULES: dict[str, tuple[str, str | None]] = {
     "rewardkit_checkpoints": ("rewardkit-checkpoints", None),
     "matplotlib": ("rewardkit-checkpoints", "plot"),
     "rewardkit_media": ("rewardkit-media", None),
+    "rewardkit_audit": ("rewardkit-audit", None),
     "pytest": (CORE_DISTRIBUTION, "testing"),
 }
 
@@ -79,11 +79,8 @@ class MissingExtraError(RewardkitError, ImportError):
 def missing_extra(
     error: ImportError, needed_for: str, *, extra: str | None = None
 ) -> MissingExtraError | None:
-    """The one-line error for ``error`` when we know what brings the missing module, else ``None``.
-
-    ``needed_for`` names what needed it (``rewardkit serve``, ``rl.reward.service``); ``extra``
-    asks for an extra of the missing distribution too (``rewardkit serve`` needs the server's).
-    """
+    """The one-line error for ``error`` when we know what brings the missing module, else ``None``;
+    ``needed_for`` names what needed it, ``extra`` an extra of the distribution to ask for."""
     module = (error.name or "").split(".")[0]
     if module not in MODULES:
         return None
@@ -93,11 +90,8 @@ def missing_extra(
 
 
 def import_optional(module: str, attribute: str, needed_for: str, *, extra: str | None = None) -> Any:
-    """``module.attribute`` from a distribution the core reaches lazily, or the one-line install error.
-
-    The core never imports a distribution at import time (the import rule of the layout): a verb
-    or backend that lives in one is imported here, when it is used.
-    """
+    """``module.attribute`` from a distribution the core reaches lazily, or the one-line install error
+    (the layout's import rule: the core never imports a distribution at import time)."""
     try:
         return getattr(importlib.import_module(module), attribute)
     except ImportError as error:

@@ -28,9 +28,7 @@ class NotJSONError(ValueError):
 
 def freeze(value: JSONValue, path: str = "$") -> JSONValue:
     """Return a read-only deep copy of a JSON value: mappings become read-only, sequences tuples.
-
-    Raises ``NotJSONError`` for non-string keys, non-finite floats and non-JSON types.
-    """
+    Raises ``NotJSONError`` for non-string keys, non-finite floats and non-JSON types."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
@@ -60,10 +58,8 @@ def thaw(value: JSONValue) -> JSONValue:
 
 
 def strictly_equal(left: JSONValue, right: JSONValue) -> bool:
-    """Structural equality that also requires equal JSON types at every level.
-
-    Lists and tuples are both JSON arrays, dicts and read-only mappings both JSON objects.
-    """
+    """Structural equality that also requires equal JSON types at every level (lists and tuples
+    are both arrays, dicts and read-only mappings both objects)."""
     if left is right:
         return True
     left_kind, right_kind = type(left), type(right)

@@ -1,12 +1,10 @@
 """``@rewardkit.provider``: a plain scoring function as a catalog entry.
 
-The decorated function asks for its inputs by parameter name: ``completion`` (the candidate's
-text), ``prompt``, ``reference``, ``candidate`` (the whole ``RewardCandidate``) and ``context`` (the
-``RewardContext``). Its other parameters are the provider's params, with a schema derived from
-their annotations. It returns a number (the value of the provider's one term), ``None`` (the reward
-does not apply: skipped), a mapping of term values, or a ``RewardProviderResult``. The decorator
-returns a ``RewardProviderSpec`` whose factory is ``partial(map_candidates, scorer)``, so an
-exception in the function becomes that candidate's ``error``, as for any lifted scorer.
+The function asks for its inputs by parameter name (``completion``, ``prompt``, ``reference``,
+``candidate``, ``context``); its other parameters are the provider's params, with a schema derived
+from their annotations. It returns a number (the one term's value), ``None`` (skipped), a mapping
+of term values, or a ``RewardProviderResult``. The spec's factory is ``partial(map_candidates,
+scorer)``, so an exception in the function becomes that candidate's ``error``.
 """
 
 from __future__ import annotations
@@ -174,13 +172,10 @@ def provider(
 ) -> Callable[[Callable[..., Any]], RewardProviderSpec]:
     """Turn a scoring function into a ``RewardProviderSpec`` (see the module docstring).
 
-    ``needs`` defaults to the inputs the function takes (``prompt``, ``reference``); ``terms`` to
-    ``("score",)``; ``description`` to the first line of the function's docstring; the params
-    schema to one derived from the annotations of the function's own params. The other arguments
-    are the spec's fields of the same names (``cheap=True`` for a function that only computes on
-    its text in microseconds: it is then scored in the calling thread). Raises
-    ``RegistrationError`` when the function and the arguments disagree (an input taken but not
-    needed, ``*args``, an invalid name).
+    ``needs`` defaults to the inputs the function takes, ``description`` to its docstring's first
+    line, the params schema to one derived from its own params; the rest are the spec's fields
+    (``cheap=True``: scored in the calling thread). ``RegistrationError`` when the function and the
+    arguments disagree (an input taken but not needed, ``*args``, an invalid name).
     """
 
     def decorate(function: Callable[..., Any]) -> RewardProviderSpec:

@@ -23,11 +23,8 @@ from rewardkit.frozen import freeze, thaw
 
 
 def canonical_json(value: Any, path: str = "$") -> str:
-    """Serialise a JSON value canonically; refuse anything JSON cannot represent exactly.
-
-    Validation is ``freeze``'s, so what the adapter accepts as a common input and what identity
-    accepts as params or semantic identity are the same set of values.
-    """
+    """Serialise a JSON value canonically; refuse anything JSON cannot represent exactly (by
+    ``freeze``, so common inputs and identity params or semantic identity accept the same values)."""
     plain = thaw(freeze(value, path))
     return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -36,8 +33,9 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def identity_document(spec: RewardProviderSpec, params: Mapping[str, Any] | None = None) -> dict:
-    """What the identity hash covers. ``params`` appear only when a configuration sets some."""
+def provider_identity(spec: RewardProviderSpec, params: Mapping[str, Any] | None = None) -> str:
+    """The 64-hex identity of a provider, optionally configured with ``params`` (which, like
+    ``skip_when_absent``, enter the hashed document only when set, so other identities stay)."""
     document: dict[str, Any] = {
         "name": spec.name,
         "revision": spec.revision,
@@ -46,16 +44,10 @@ def identity_document(spec: RewardProviderSpec, params: Mapping[str, Any] | None
         "diagnostics": list(spec.diagnostics),
         "semantic_identity": spec.semantic_identity,
     }
-    if spec.skip_when_absent:  # only when set, so every other identity stays what it was
+    if spec.skip_when_absent:
         document["skip_when_absent"] = list(spec.skip_when_absent)
     if params:
         document["params"] = dict(params)
-    return document
-
-
-def provider_identity(spec: RewardProviderSpec, params: Mapping[str, Any] | None = None) -> str:
-    """The 64-hex identity of a provider, optionally configured with ``params``."""
-    document = identity_document(spec, params)
     return sha256_hex(canonical_json(document, f"provider {spec.name!r}"))
 
 
@@ -64,15 +56,12 @@ def code_fingerprint(spec: RewardProviderSpec) -> str:
 
     The code is every file of the package holding each callable behind the factory (the factory,
     the scorer of a ``partial(map_candidates, scorer)``, what partials wrap), sub-packages and
-    folders included: helper modules and scripts a sandbox runs (never imported here, so an
-    import walk would miss them) count as much as the factory's own file. A module of the
-    framework itself (``rewardkit.pointwise``) counts alone. Files are hashed by their path
-    inside the package and their bytes, so the fingerprint is the same wherever it is installed.
-    ``spec.scoring_packages`` adds ``name==version`` of each third-party distribution named there.
+    folders included: scripts a sandbox runs are never imported, so an import walk would miss them.
+    A framework module (``rewardkit.pointwise``) counts alone. Files are hashed by their path inside
+    the package and their bytes, so the fingerprint is the same wherever it is installed;
+    ``spec.scoring_packages`` adds ``name==version`` of each distribution named there.
     """
-    roots: set[tuple[str, str]] = set()  # (folder or file, label it is hashed under)
-    for target in _callables_behind(spec.factory):
-        roots.add(_code_root(target))
+    roots = {_code_root(target) for target in _callables_behind(spec.factory)}  # (path, label)
     digest = hashlib.sha256()
     for root, label in sorted(roots):
         digest.update(f"root {label}\n".encode())

@@ -58,17 +58,8 @@ class Report:
     def mean(self, name: str, value: float, weight: float = 1.0) -> None:
         self.means.setdefault(name, WeightedMean()).add(value, weight)
 
-    def provider_diagnostics(self, provider: str, contributions: Iterable[MetricContribution]) -> None:
-        for contribution in contributions:
-            self.mean(
-                metric_name(self.namespace, "reward_provider", provider, contribution.name),
-                contribution.value,
-                contribution.weight,
-            )
-
     def weights(self) -> dict[str, float]:
-        """The weight behind each mean (how many values, or their summed weights): what merging
-        two reports' means needs, so that a split batch reports what the whole batch would."""
+        """The weight behind each mean (values counted, or weights summed), what merging reports needs."""
         return dict(sorted((name, mean.weight) for name, mean in self.means.items() if mean.weight))
 
     def as_dict(self) -> dict[str, float]:
@@ -81,17 +72,14 @@ def merge_metrics(
     parts: Iterable[tuple[Mapping[str, float], Mapping[str, float]]],
     default_weight: Iterable[float | None] = (),
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """The report of a whole batch from the reports of its parts: ``(metrics, weights)`` of each.
+    """The report of a whole batch from the ``(metrics, weights)`` of its parts (split service
+    calls, journaled chunks, a trainer's ranks): the merged ``(metrics, weights)``.
 
-    The parts are the pieces of one batch scored apart: split service calls, journaled chunks, or
-    the ranks of a distributed trainer that each scored their own trajectories. Counts (names
-    ending ``_count``) add up. A mean is weighted by what it averaged in each part (its entry in
-    that part's weights: scored values, candidates for an ``infra_error_rate``, or summed diagnostic
-    weights), so the merge equals the report of the whole batch scored in one process; a mean only
-    one part reports keeps that part's value exactly. ``default_weight`` gives, per part, the weight
-    of a mean the part has no weight for (e.g. its rollouts, for an older service). Returns the
-    merged metrics and weights; a mean over group-relative values (the advantage) is not mergeable:
-    ``rewardkit.split_batch`` recomputes it over the whole batch.
+    Counts (names ending ``_count``) add up. A mean is weighted by what it averaged in each part
+    (that part's weights), so the merge equals the report of the whole batch scored at once; a mean
+    only one part reports keeps its value exactly. ``default_weight`` gives, per part, the weight of
+    a mean it has no weight for (e.g. its rollouts, for an older service). The advantage's mean is
+    not mergeable: ``rewardkit.split_batch`` recomputes it.
     """
     defaults = list(default_weight)
     counts: dict[str, float] = {}
@@ -123,23 +111,14 @@ ADVANTAGE_MEAN_SUFFIX = "/advantage/abs_mean"
 
 
 def advantage_abs_mean(advantages: Sequence[float]) -> float:
-    """The batch's mean absolute advantage (``<ns>/advantage/abs_mean``), from all its advantages.
-
-    An advantage is relative to its group (and, under ``batch`` scaling, to the whole batch), so
-    the means of a batch's parts cannot be merged into it: it is computed here from the advantages
-    of the whole batch, by every path that reports one.
-    """
+    """The batch's mean absolute advantage (``<ns>/advantage/abs_mean``), from all its advantages:
+    an advantage is relative to its group (or batch), so the means of parts cannot be merged."""
     return sum(map(abs, advantages)) / len(advantages)
 
 
 def zero_variance_groups(groups: Iterable[Sequence[float | None]]) -> int:
-    """How many groups have final rewards that are all equal: no learning signal for GRPO.
-
-    Each group is its candidates' final rewards; ``None`` (a candidate with no reward, under
-    ``onError: none``) is left out, and a group with fewer than two rewards left counts too (its
-    advantages are all zero). The ``rewardkit score`` summary shows this count and its share of the
-    groups; a reward monitor reports the same number by calling this function.
-    """
+    """How many groups have final rewards that are all equal (no learning signal for GRPO); ``None``
+    rewards are left out, and a group with fewer than two left counts too."""
     count = 0
     for group in groups:
         values = [value for value in group if value is not None]
@@ -173,17 +152,11 @@ def batch_report(
     gated: Sequence[bool],
     advantages: Sequence[float],
 ) -> Report:
-    """The batch report.
-
-    ``provider_names`` maps each provider key to its name; every provider was asked about all
-    ``rollouts``. ``diagnostics`` yields ``(provider key, contributions)`` per candidate, in batch
-    order. ``totals`` and ``gated`` give each candidate's composed total and gate flag, in batch
-    order. Names are built (and validated) once per batch, never per candidate.
-
-    ``reward/infra_error_rate`` (candidates with any component in error) and each component's
-    ``infra_error_rate`` are reported on every batch, 0.0 when nothing failed: a charged candidate
-    is ``scored``, so an ``error`` is an infrastructure fault.
-    """
+    """The batch report. ``provider_names`` maps each provider key to its name (each was asked about
+    all ``rollouts``); ``diagnostics`` yields ``(provider key, contributions)`` per candidate;
+    ``totals`` and ``gated`` give each candidate's total and gate flag, in batch order. Names are
+    built (and validated) once per batch, never per candidate. The ``infra_error_rate``s are reported
+    on every batch, 0.0 when nothing failed: a charged candidate is ``scored``, so an ``error`` is a fault."""
     ns = namespace
     report = Report(ns)
     if rollouts:
@@ -228,11 +201,7 @@ def batch_report(
         report.count(metric_name(ns, "reward", "null_count"), nulls)
     report.count(metric_name(ns, "reward", "gated_count"), sum(gated))  # bools: True counts 1
     if advantages:
-        report.mean(
-            metric_name(ns, "advantage", "abs_mean"),
-            advantage_abs_mean(advantages),
-            len(advantages),
-        )
+        report.mean(metric_name(ns, "advantage", "abs_mean"), advantage_abs_mean(advantages), len(advantages))
     return report
 
 

@@ -4,11 +4,9 @@
 and ``rewardkit.media`` left the core for ``rewardkit-service``, ``rewardkit-ray``,
 ``rewardkit-checkpoints`` and ``rewardkit-media`` in 0.2; in the same release ``rewardkit.binding``,
 ``rewardkit.serving``, ``rewardkit.groups`` and ``rewardkit.bindings.groups`` were renamed and
-``rewardkit.batch_report`` became part of ``rewardkit.metrics``.
-Importing an old path imports the new module (the very same module object, so ``isinstance`` and
-monkeypatching behave) and warns with a ``DeprecationWarning`` naming the new path and the version
-that removes the old one. When the distribution is not installed, the import fails with the line
-that installs it.
+``rewardkit.batch_report`` became part of ``rewardkit.metrics``. An old path imports the very same
+module object (so ``isinstance`` and monkeypatching behave) with a ``DeprecationWarning`` naming the
+new path and the version that removes the old one; a missing distribution fails naming its install.
 """
 
 from __future__ import annotations

@@ -7,13 +7,12 @@ from the annotated keyword parameters of its factory, or of the scorer for
 ``load``, strictly: JSON types only, so ``"8"`` is not 8 and ``"true"`` is not true. A factory
 taking ``**kwargs`` has no derivable schema; its params are then checked by the factory alone.
 
-A field may be marked operator-only with ``operator_only(reason)`` in its ``json_schema_extra``:
-the Reward Service never lets a client set it, whatever its allow-list says. The reasons are
-``isolation`` (weakens the sandbox), ``resource`` (raises a count, a time or a memory limit; such
-fields carry a documented maximum, ``le=``), ``url``, ``credential`` (a credential *reference*,
-such as an API key variable's name) and ``path``. A field may also name values that disable the
-sandbox (``unsandboxed=("none",)``): choosing one needs ``REWARDKIT_ALLOW_UNSANDBOXED=1`` in the
-process environment and logs a warning, in process and in the service alike.
+A field marked ``operator_only(reason)`` in its ``json_schema_extra`` is never client-settable in
+the Reward Service, whatever its allow-list says. The reasons: ``isolation`` (weakens the sandbox),
+``resource`` (raises a count, time or memory limit; such fields carry a documented maximum, ``le=``),
+``url``, ``credential`` (a credential *reference*, such as an API key variable's name) and ``path``.
+Values that disable the sandbox (``unsandboxed=("none",)``) need ``REWARDKIT_ALLOW_UNSANDBOXED=1``
+in the process environment and log a warning, in process and in the service alike.
 """
 
 from __future__ import annotations
@@ -60,11 +59,8 @@ class ParamsModel(BaseModel):
 
 def operator_only(reason: OperatorOnly, *, unsandboxed: tuple[Any, ...] = (), expects: str | None = None
                   ) -> dict[str, Any]:  # fmt: skip
-    """``json_schema_extra`` marking a field operator-only for ``reason``.
-
-    ``unsandboxed`` lists values that disable isolation (they need ``REWARDKIT_ALLOW_UNSANDBOXED=1``);
-    ``expects`` replaces the generated description of a valid value in error messages.
-    """
+    """``json_schema_extra`` marking a field operator-only for ``reason``; ``unsandboxed``: values that
+    disable isolation; ``expects``: the description of a valid value in error messages."""
     if reason not in OPERATOR_ONLY_REASONS:
         raise ValueError(f"operator_only reason must be one of {list(OPERATOR_ONLY_REASONS)}, got {reason!r}")
     extra: dict[str, Any] = {"operator_only": reason}
@@ -83,9 +79,7 @@ def _extra(field: FieldInfo) -> dict[str, Any]:
 def operator_only_reason(model: type[BaseModel] | None, name: str) -> str | None:
     """Why param ``name`` is never client-settable, or ``None`` when an allow-list may permit it.
 
-    The field's own mark wins; otherwise the name decides (``base_url``, ``api_key_env``,
-    ``workers``, ``cache_dir`` are refused even for a provider that marked nothing).
-    """
+    The field's own mark wins; else the name decides (``base_url``, ``workers``, ``cache_dir``...)."""
     field = model.model_fields.get(name) if model is not None else None
     if field is not None and _extra(field).get("operator_only"):
         return str(_extra(field)["operator_only"])
@@ -124,10 +118,8 @@ def _annotation(hints: Mapping[str, Any], name: str) -> Any:
 
 
 def derive_params_model(factory: Any, name: str = "provider") -> type[BaseModel] | None:
-    """A strict schema from the factory's (or the lifted scorer's) keyword parameters.
-
-    ``None`` when the factory takes ``**kwargs`` or has no inspectable signature.
-    """
+    """A strict schema from the factory's (or the lifted scorer's) keyword parameters; ``None`` when
+    the factory takes ``**kwargs`` or has no inspectable signature."""
     target, skip, bound = _signature_target(factory)
     try:
         parameters = list(inspect.signature(target).parameters.values())[skip:]
@@ -216,10 +208,8 @@ _TYPE_ERRORS = ("_type", "_parsing", "union_tag")
 
 def validate_params(model: type[BaseModel], params: Mapping[str, Any], *, json_text: str | None = None
                     ) -> BaseModel:  # fmt: skip
-    """The params validated against ``model`` (strict JSON types), or ``ParamsError``.
-
-    One problem per param: its name, what it must be and the value given.
-    """
+    """The params validated against ``model`` (strict JSON types), or ``ParamsError`` naming, per
+    param, what it must be and the value given."""
     try:
         return model.model_validate_json(json_text if json_text is not None else json.dumps(dict(params)))
     except ValidationError as error:
@@ -312,14 +302,8 @@ def schema_document(model: type[BaseModel] | None) -> dict[str, Any] | None:
     for name, field in model.model_fields.items():
         entry: dict[str, Any] = {"expects": expects(model, name)}
         if not field.is_required():
-            default = field.default
-            entry["default"] = (
-                list(default)
-                if isinstance(default, tuple)
-                else default
-                if _is_json(default)
-                else repr(default)
-            )
+            default = list(field.default) if isinstance(field.default, tuple) else field.default
+            entry["default"] = default if _is_json(default) else repr(default)
         reason = operator_only_reason(model, name)
         if reason:
             entry["operator_only"] = reason

@@ -104,14 +104,9 @@ class PluginManager:
             if self._loaded:
                 return self
             self._load_entry_points()
-            for module_name in DEFAULT_PLUGINS:
-                self.add(
-                    importlib.import_module(module_name),
-                    module_name,
-                    CORE_DISTRIBUTION,
-                    _core_version(),
-                    True,
-                )
+            version = _core_version()
+            for name in DEFAULT_PLUGINS:
+                self.add(importlib.import_module(name), name, CORE_DISTRIBUTION, version, builtin=True)
             self.pm.check_pending()
             self.tracing = _env_flag("REWARDKIT_TRACE_PLUGINS")
             self._loaded = True
@@ -190,11 +185,8 @@ class PluginManager:
         return self.infos[id(plugin)]
 
     def impls(self, hook_name: str) -> list[tuple[PluginInfo, pluggy.HookImpl]]:
-        """Each implementation of a hook with its owner, in the order rewardkit calls them.
-
-        Built-ins come first; within built-ins and within installed plugins, implementations marked
-        ``tryfirst`` come first and ``trylast`` last, each of the three by plugin name. So the
-        order never depends on install order, and no installed plugin runs before a built-in.
+        """Each implementation of a hook with its owner, in the order rewardkit calls them
+        (``call_order``): never dependent on install order, and no installed plugin before a built-in.
         """
         caller: pluggy.HookCaller = getattr(self.pm.hook, hook_name)
         pairs = [(self.info(impl.plugin), impl) for impl in caller.get_hookimpls()]
@@ -210,14 +202,12 @@ class PluginManager:
     ) -> None:
         """Call every implementation of a ``register_*`` hook with a ``register`` bound to its owner.
 
-        Each plugin is called alone (through a pluggy caller that leaves the others out), which is
-        what lets a registry name the plugin behind every entry, and so name both owners of a
-        duplicate. pluggy passes each implementation the spec's arguments it names, so one may leave
-        out parameters and a spec may grow (``arguments`` holds those beyond ``register``). A hook
-        that raises (or registers something invalid) fails its plugin alone, as an import failure
-        does: ``on_failure(owner)`` withdraws what it registered, the failure is logged and listed
-        by ``describe``, and the other plugins' entries stand. Under ``REWARDKIT_STRICT_PLUGINS=1``
-        it is fatal. A name conflict between two plugins (``NameConflictError``) is always fatal.
+        Each plugin is called alone, so a registry can name the plugin behind every entry (and both
+        owners of a duplicate). pluggy passes each implementation the spec's arguments it names, so a
+        spec may grow (``arguments``: those beyond ``register``). A hook that raises fails its plugin
+        alone, as an import failure does: ``on_failure(owner)`` withdraws what it registered and the
+        failure is logged and listed by ``describe`` (fatal under ``REWARDKIT_STRICT_PLUGINS=1``).
+        A name conflict between two plugins (``NameConflictError``) is always fatal.
         """
         plugins = self.pm.get_plugins()
         for owner, impl in self.impls(hook_name):

@@ -53,10 +53,9 @@ def score_candidates(
     candidates: Sequence[RewardCandidate],
     context: RewardContext,
 ) -> list[RewardProviderResult]:
-    """``scorer``'s result for each candidate, in order: what every path that runs a pointwise
-    scorer calls. A candidate the scorer crashes on fails (that candidate only, with the error as
-    its reason); a ``RewardContractError`` is the batch's, naming the group and the candidate; a
-    cancellation of the batch propagates."""
+    """``scorer``'s result for each candidate, in order (every path that runs a pointwise scorer
+    calls this). A crash fails that candidate only, with the error as its reason; a
+    ``RewardContractError`` (naming the group and candidate) and a cancellation propagate."""
     results: list[RewardProviderResult] = []
     append = results.append
     for candidate in candidates:
@@ -66,9 +65,7 @@ def score_candidates(
         except RewardContractError as error:
             raise _located(error, group_id, candidate)  # noqa: B904 - it chains the error itself
         except RequestCancelled:
-            # The batch is stopping (a deadline, or another chunk failed): not this candidate's
-            # fault, and turning it into a failed result would hide the error that stopped it.
-            raise
+            raise  # the batch is stopping: not this candidate's fault, and not to be hidden
         except Exception as error:
             append(RewardProviderResult.fail(f"{type(error).__name__}: {error}"))
     return results

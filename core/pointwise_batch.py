@@ -1,19 +1,15 @@
 """The one-pass strategy: a batch whose providers are all cheap pointwise scorers, scored as columns.
 
-When every provider of a spec was built by ``map_candidates`` and declares itself ``cheap``, a
-candidate's verdict depends only on the candidate and its group's common inputs. The batch is then
-scored as flat columns, in the calling thread: each group is checked and its candidates built, each
-scorer runs over them, each result is checked, and whole chunks are composed at once. What this
-leaves out is bookkeeping: the per-group request and result objects and the provider and adapter
-call layers.
+When every provider was built by ``map_candidates`` and declares itself ``cheap``, a candidate's
+verdict depends only on the candidate and its group's common inputs, so the batch is scored as flat
+columns in the calling thread, without the per-group request and result objects and the provider
+and adapter call layers.
 
-Nothing is checked less, and nothing is decided here. The checks are the general strategy's own
+Nothing is checked less, and nothing is decided here: the checks are the general strategy's own
 functions (``check_one_prompt``, the bound adapter's candidate, common-input and result checks),
-called in the same order on the same values; the scorer is called by ``score_candidates``, its
-results read by ``read_outcomes`` and composed by ``compose_parts``, as the general strategy's are;
-and the ``ScoredColumns`` it ends with are finished by the worker, as the general strategy's are.
-So a bad batch raises the same error on either strategy and a good one scores the same;
-``tests/test_pointwise_batch.py`` holds the two to that on generated batches.
+called in the same order on the same values, and scoring, reading, composing and finishing go
+through the same ``score_candidates``, ``read_outcomes``, ``compose_parts`` and worker. So either
+strategy raises the same error and scores the same (``tests/test_pointwise_batch.py``).
 """
 
 from __future__ import annotations
@@ -74,9 +70,8 @@ class PointwiseBatch:
         complete: Completion,
         void_charges: Callable[[ScoredColumns], ScoredColumns],
     ) -> None:
-        """``components`` gives each component's name, provider key and term, in the spec's order;
-        ``void_charges`` applies the breaker to the batch's columns and ``complete`` finishes them
-        (both the worker's, shared with the general strategy)."""
+        """``components``: each component's name, provider key and term, in the spec's order;
+        ``void_charges`` (the breaker) and ``complete`` are the worker's."""
         self.spec = spec
         self.providers = dict(providers)
         self.components = list(components)
@@ -92,9 +87,8 @@ class PointwiseBatch:
         paused: Callable[[], AbstractContextManager[Any]],
         complete: Completion | None = None,
     ) -> ScoredBatch:
-        """Score and compose a batch, and finish it with ``complete`` (the constructor's by
-        default); ``admit(weight)`` is entered around each chunk's scoring, and ``paused()`` around
-        all work that allocates per rollout."""
+        """Score, compose and ``complete`` a batch (the constructor's by default), entering
+        ``admit(weight)`` around each chunk and ``paused()`` around all work that allocates per rollout."""
         finish = complete or self.complete
         scorers = [_Scorer(key, bound) for key, bound in self.providers.items()]
         group_ids: list[str] = []
@@ -151,9 +145,8 @@ class PointwiseBatch:
         sizes: list[int],
         candidates_out: list[RewardCandidate],
     ) -> None:
-        """Check every group of a chunk and score its candidates with every scorer, in the general
-        strategy's order: per group, the prompt check, then per provider its inputs, scoring and
-        checks."""
+        """Check and score every group of a chunk in the general strategy's order: per group the
+        prompt check, then per provider its inputs, scoring and checks."""
         scope = cancellation.current()
         group_size = self.group_size
         first = scorers[0].bound
@@ -180,11 +173,7 @@ class PointwiseBatch:
             candidates_out.extend(candidates)
 
     def _compose(
-        self,
-        scorers: list[_Scorer],
-        start: int,
-        statuses: list[list[str]],
-        values: list[list[float]],
+        self, scorers: list[_Scorer], start: int, statuses: list[list[str]], values: list[list[float]]
     ) -> ComposedParts:
         """Compose the candidates from ``start`` on, and add what each component said to its columns."""
         columns = []

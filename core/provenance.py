@@ -78,19 +78,14 @@ def strict_identity() -> bool:
 _IDENTIFYING = ("catalog", "provider", "revision", "identity")
 
 
-def differences(recorded: ProviderRecord, current: ProviderRecord) -> list[str]:
-    """Each identifying field that differs, with both values (``revision: recorded '1', now '2'``)."""
-    return [
+def check_resume(recorded: ProviderRecord, current: ProviderRecord, strict: bool | None = None) -> None:
+    """Refuse to resume under another catalog, provider, revision or identity (naming each that
+    differs, with both values); flag code changed without a revision bump."""
+    changed = [
         f"{name}: recorded {getattr(recorded, name)!r}, now {getattr(current, name)!r}"
         for name in _IDENTIFYING
         if getattr(recorded, name) != getattr(current, name)
     ]
-
-
-def check_resume(recorded: ProviderRecord, current: ProviderRecord, strict: bool | None = None) -> None:
-    """Refuse to resume under another catalog, provider, revision or identity (naming each that
-    differs, with both values); flag code changed without a revision bump."""
-    changed = differences(recorded, current)
     if changed:
         raise IdentityMismatchError(
             f"the reward differs ({'; '.join(changed)}): "

@@ -1,10 +1,8 @@
-"""``LastTwo``: a function applied to a run of immutable items, each of the last two distinct ones
-worked out once.
+"""``LastTwo``: a function over a run of immutable items, remembering the last two answers.
 
 A yes/no rule returns one of two shared results for every candidate, and what is read from a result
-(its outcome, what that outcome says under a component, whether it is valid) is the same each time
-it comes back: remembering the last two answers by identity turns a batch's worth of calls into a
-few. Identity, not equality: the items are immutable, and an identity test costs nothing.
+is the same each time it comes back: remembering the last two answers by identity (the items are
+immutable, and an identity test costs nothing) turns a batch's worth of calls into a few.
 """
 
 from __future__ import annotations
@@ -21,11 +19,8 @@ _NOTHING = object()
 
 
 class LastTwo(Generic[Item, Answer]):
-    """``function`` over items, remembering the answers for the last two distinct items seen.
-
-    The memo carries over from one ``map`` call to the next, so one per column (or per provider)
-    serves a whole batch.
-    """
+    """``function`` over items, remembering the answers for the last two distinct items seen (across
+    ``map`` calls, so one per column or provider serves a whole batch)."""
 
     __slots__ = ("_function", "_state")
 
@@ -36,8 +31,8 @@ class LastTwo(Generic[Item, Answer]):
         self._state: tuple[object, Answer | None, object, Answer | None] = (_NOTHING, None, _NOTHING, None)
 
     def map(self, items: Iterable[Item]) -> list[Answer]:
-        """``[function(item) for item in items]``, calling ``function`` only for an item that is
-        neither of the last two distinct items seen."""
+        """``[function(item) for item in items]``, calling ``function`` only for an item that is not
+        one of the last two seen."""
         last, last_answer, before, before_answer = self._state
         out: list[Answer] = []
         append = out.append

@@ -66,12 +66,8 @@ def optimised_term_note(selection: RewardSelection, spec: RewardSpec, catalog: C
 
 
 def available_inputs(config: RewardkitConfig) -> tuple[str, ...]:
-    """Which canonical inputs the configured data may supply: all of them.
-
-    Rows carry the prompt and the reference in their mapped columns, or in fields named ``prompt``
-    and ``reference`` when nothing is mapped, which only reading them can tell; a row without an
-    input its provider needs is refused there, naming the line and the column looked for.
-    """
+    """Which canonical inputs the configured data may supply: all of them (only reading a row can
+    tell; a row without an input its provider needs is refused there, naming the column)."""
     del config  # the same for every source; the parameter stays for the callers (Reward, Ray actors)
     return KNOWN_NEEDS
 
@@ -115,8 +111,6 @@ class Reward:
         self._validation: Reward | None = None
         _LIVE.add(self)
 
-    # -- properties ----------------------------------------------------------------------------
-
     @property
     def spec(self) -> RewardSpec:
         """The composed spec, with every component's term resolved."""
@@ -143,8 +137,6 @@ class Reward:
     def check_resume(self, recorded: Sequence[ProviderRecord], strict: bool | None = None) -> None:
         """Refuse to resume pending work recorded under other provider identities."""
         check_resume_all(recorded, self.providers, strict)
-
-    # -- scoring -------------------------------------------------------------------------------
 
     def _executor_for(self, groups: Sequence[GroupLike]) -> ThreadPoolExecutor | None:
         if self._released:
@@ -184,10 +176,8 @@ class Reward:
 
         ``timeout_s`` (default ``rewards.request_timeout_s``) bounds the whole call: past it the
         work is cancelled (queued groups dropped, sandboxes and judge calls stopped) and the call
-        raises ``RequestTimeout``. ``deadline_s`` bounds only the wait for capacity.
-
-        ``groups`` is any iterable of groups (read once). ``progress(n)`` is called as groups are
-        scored, with the number of rollouts done since the last call.
+        raises ``RequestTimeout``. ``deadline_s`` bounds only the wait for capacity. ``groups`` is
+        read once; ``progress(n)`` is called with the rollouts scored since its last call.
         """
         batch = as_batch(groups)
         return run_bounded(
@@ -212,10 +202,8 @@ class Reward:
     async def ascore(
         self, groups: Iterable[GroupLike], *, deadline_s: float | None = None, timeout_s: float | None = None
     ) -> ScoredBatch:
-        """``score`` for asyncio callers: waits for capacity without blocking the event loop.
-
-        Cancelling the awaiting task cancels the scoring (its sandboxes and judge calls) too.
-        """
+        """``score`` for asyncio callers, without blocking the event loop; cancelling the awaiting
+        task cancels the scoring (its sandboxes and judge calls) too."""
         scope = CancelScope()
         with entered(scope):  # to_thread runs score in a copy of this context: it sees the scope
             try:
@@ -232,10 +220,8 @@ class Reward:
         return self.config.rewards.request_timeout_s
 
     def validation(self) -> Reward:
-        """The held-out reward (``rl.validation.reward``), from the same catalog, namespace ``val``.
-
-        Built once (``load`` builds it, so a wrong validation reward fails there, before any
-        training) and returned on every call."""
+        """The held-out reward (``rl.validation.reward``), from the same catalog, namespace ``val``;
+        built once (by ``load``, so a wrong one fails before any training)."""
         with self._executor_lock:
             if self._validation is not None:
                 return self._validation
@@ -269,8 +255,8 @@ class Reward:
         return child
 
     def close(self) -> None:
-        """Release everything this reward holds: its threads, every provider's processes and
-        sandboxes, and the validation rewards made from it. Idempotent; also run at exit."""
+        """Release its threads, every provider's processes and sandboxes, and its validation
+        rewards. Idempotent; also run at exit."""
         with self._executor_lock:
             if self._released:
                 return
@@ -316,12 +302,11 @@ def build_reward(
 ) -> RewardLike:
     """The reward for ``selection`` (default ``rl.reward``) on the backend the configuration names.
 
-    The one backend dispatch: ``rewardkit.load`` and every trainer binding build here. The
-    selection's ``service`` or ``rl.reward.service`` scores in that Reward Service (``RemoteReward``),
+    The one backend dispatch (``load`` and every trainer binding build here): the selection's
+    ``service`` or ``rl.reward.service`` scores in that Reward Service (``RemoteReward``),
     ``rewards.backend: ray`` on reward actors (``RayReward``), otherwise in this process. Nothing
-    falls back: a missing distribution is ``MissingExtraError`` with its install line, a service
-    that cannot be reached or a cluster that cannot start actors fails here. ``runtime`` objects
-    live in this process, so with a service or Ray they are a ``PreflightError``.
+    falls back: a missing distribution is ``MissingExtraError`` with its install line; an
+    unreachable service or cluster fails here; ``runtime`` with either is a ``PreflightError``.
     """
     selection = selection or config.rl.reward
     service = selection.service or config.rl.reward.service
@@ -351,11 +336,9 @@ def load(
 ) -> RewardLike:
     """Resolve and preflight the reward a configuration selects.
 
-    ``config`` is a ``RewardkitConfig``, a mapping or a YAML/TOML path. With ``rl.reward.service``
-    the reward is scored by a Reward Service; with ``rewards.backend: ray``, by reward actors
-    (``build_reward`` picks). ``runtime`` passes in-process objects (``{"decoder": decoder}``) to the
-    factories that declare them, and lets rollouts carry in-process ``media``; both stay in this
-    process, so they cannot be combined with a service or Ray.
+    ``config`` is a ``RewardkitConfig``, a mapping or a YAML/TOML path; ``build_reward`` picks the
+    backend. ``runtime`` passes in-process objects (``{"decoder": decoder}``) to the factories that
+    declare them and lets rollouts carry in-process ``media`` (so no service or Ray with it).
     """
     if not isinstance(config, RewardkitConfig):
         config = load_config(config, overrides)

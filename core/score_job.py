@@ -1,33 +1,23 @@
 """The main job, ``rewardkit score CONFIG [key=value ...] --out results.jsonl``.
 
-Reads rollouts (``rl.data.rollouts_path``) one group at a time (``data.iter_rollout_groups``),
-scores them in chunks of about ``CHUNK_ROLLOUTS`` rollouts with the selected provider or spec,
-shows progress on a terminal, prints a summary table and writes one JSON line per candidate.
-Memory does not grow with the number of rollouts: a chunk is scored, journaled and dropped.
+Rollouts are read one group at a time and scored in chunks of about ``CHUNK_ROLLOUTS``; a chunk is
+scored, journaled and dropped, so memory does not grow with the run. Beside ``--out`` sit:
 
-Three files sit beside ``--out``:
+- the run manifest ``<out>.run.json``: catalog, providers, identities, the normalised spec and the
+  job settings that shape the output; ``pending`` until the output is in place, then ``complete``;
+- the journal ``<out>.journal``: each finished chunk's output lines, then its record (number,
+  SHA-256 of its input rows, metrics, summary sums), fsynced; a chunk counts once its record is whole;
+- the output, written from the journal to a temporary file (``advantage_scaling: batch`` recomputes
+  the advantages over the whole run) and renamed into place, so a reader never sees half a result.
 
-- the run manifest ``<out>.run.json``: catalog reference, providers, revisions, identities, the
-  normalised spec and the job settings that shape the output; ``pending`` until the output is
-  in place, then ``complete`` with the metrics;
-- the journal ``<out>.journal``: every finished chunk's output lines, then one line recording the
-  chunk (its number, the SHA-256 of its input rows, its metrics and summary sums), appended,
-  flushed and fsynced chunk by chunk; a chunk counts only once its record line is whole;
-- the output itself, written to a temporary file from the journal (in chunk order; with
-  ``advantage_scaling: batch`` the advantages are recomputed there from every total of the run)
-  and renamed into place, so a reader never sees half a result.
-
-A run that stops (an error, a kill) leaves its manifest ``pending`` and its journal. ``--resume``
-finishes it under the same provider identities, spec and job settings (anything else is refused)
-and scores again only the chunks that are not journaled, or whose input rows changed. A new run
-over a pending one needs ``--overwrite``, and so does a new run whose ``--out`` holds the complete
-result of an earlier one. A Ctrl-C ends the job with one line: what is journaled and the exact
-``--resume`` command (exit code 130). Files are created with the permissions the umask allows.
+A stopped run leaves its manifest ``pending`` and its journal; ``--resume`` finishes it under the
+same provider identities, spec and job settings (anything else is refused), rescoring only chunks
+not journaled or whose input changed. Replacing a pending or complete run needs ``--overwrite``.
+A Ctrl-C ends the job with one line naming the ``--resume`` command (exit code 130).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -48,7 +38,7 @@ from rewardkit.config import RewardkitConfig, load_config
 from rewardkit.data import RESTART, RolloutGroup, iter_rollout_groups
 from rewardkit.errors import ConfigError, DataError, IdentityMismatchError, PreflightError, RewardkitError
 from rewardkit.identity import canonical_json, sha256_hex
-from rewardkit.metrics import zero_variance_groups
+from rewardkit.metrics import STATUSES, zero_variance_groups
 from rewardkit.protocols import RewardLike
 from rewardkit.provenance import ProviderRecord, RevisionNotBumpedWarning, check_resume_all
 from rewardkit.reward import load, optimised_term_note
@@ -61,11 +51,9 @@ CHUNK_ROLLOUTS = 4096  # rollouts scored, journaled and fsynced together
 JOURNAL_VERSION = 1
 _ROW_PREFIX = b'{"group_id":'
 _RECORD_PREFIX = b'{"chunk":'
-_STATUSES = ("scored", "skipped", "error")
 ERRORS_SHOWN = 5  # errored candidates the summary prints with their reasons (the rest are counted)
-
-
-# -- files ---------------------------------------------------------------------------------------
+_COMPONENT_SUMS = ("n", "sum", "sumsq", *STATUSES, "gated")
+_FINAL_SUMS = ("n", "sum", "sumsq", "nulls", "gated")
 
 
 def _umask() -> int:
@@ -81,11 +69,8 @@ def _umask() -> int:
 
 
 def write_atomically(path: Path, lines: Iterable[str | bytes]) -> None:
-    """Write ``lines`` to ``path`` via a temporary file in the same folder, fsync and a rename.
-
-    The file gets the permissions a plain ``open`` would give (``0o666`` less the umask), not the
-    private mode of a temporary file.
-    """
+    """Write ``lines`` to ``path`` via a temporary file, fsync and a rename, with the permissions a
+    plain ``open`` would give (not a temporary file's private mode)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -120,17 +105,13 @@ def check_out_path(out: Path) -> None:
             raise PreflightError(
                 f"{what} {path} is a folder; --out names the results file, e.g. {out / 'results.jsonl'}"
             )
-    folder = out.parent
-    existing = folder
+    existing = out.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
         raise PreflightError(f"--out {out}: {existing} is not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PreflightError(f"--out {out}: cannot write in {existing}")
-
-
-# -- what a run is ---------------------------------------------------------------------------------
 
 
 def _job_settings(config: RewardkitConfig) -> dict[str, Any]:
@@ -199,18 +180,10 @@ def _pending_summary(out: Path, previous: dict[str, Any]) -> str:
 
 
 def _check_resume(
-    out: Path,
-    previous: dict[str, Any],
-    reward: RewardLike,
-    config: RewardkitConfig,
-    allow_code_change: bool,
+    out: Path, previous: dict[str, Any], reward: RewardLike, config: RewardkitConfig, allow_code_change: bool
 ) -> list[dict[str, Any]]:
-    """Refuse a resume that would mix scores of two rewards; returns the code changes it allows.
-
-    A provider whose code changed while its revision did not would write the old code's scores in
-    the journaled chunks and the new code's in the rest: refused, unless ``allow_code_change``
-    (``--allow-code-change``), which continues with a warning and records both fingerprints.
-    """
+    """Refuse a resume that would mix scores of two rewards; returns the code changes it allows
+    (a provider's code changed under the same revision, with ``--allow-code-change``)."""
     path = manifest_path(out)
     try:
         records = [ProviderRecord.from_json(row) for row in previous["providers"]]
@@ -254,9 +227,6 @@ def _check_resume(
             "the recorded settings, or start over with --overwrite"
         )
     return changes
-
-
-# -- the journal -----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -350,14 +320,10 @@ class Journal:
         self.end = handle.tell()
 
 
-# -- sums for the summary table and the metrics ------------------------------------------------------
-
-
 def _error_example(
     reward: RewardLike, group_id: str, candidate: ScoredCandidate, component: str, entry: dict[str, Any]
 ) -> dict[str, Any]:
-    """One errored component of one candidate, as the summary shows it: where, why, and the
-    diagnostics its provider reported for that candidate (``timeout``, ``runtime_error``, ...)."""
+    """One errored component of one candidate: where, why, and its provider's diagnostics."""
     provider = next((c.provider for c in reward.spec.components if c.name == component), None)
     return {
         "group_id": group_id,
@@ -369,12 +335,9 @@ def _error_example(
 
 
 def _chunk_sums(reward: RewardLike, batch: ScoredBatch) -> dict[str, Any]:
-    """What the summary needs from one chunk: sums per component and for the final total, and
-    the chunk's first ``ERRORS_SHOWN`` errors with their reasons."""
-    components: dict[str, dict[str, float]] = {}
-    for component in reward.spec.components:
-        components[component.name] = dict.fromkeys(("n", "sum", "sumsq", *_STATUSES, "gated"), 0.0)
-    final = dict.fromkeys(("n", "sum", "sumsq", "nulls", "gated"), 0.0)
+    """The summary sums of one chunk per component and for the final total, and its first errors."""
+    components = {component.name: dict.fromkeys(_COMPONENT_SUMS, 0.0) for component in reward.spec.components}
+    final = dict.fromkeys(_FINAL_SUMS, 0.0)
     errors: list[dict[str, Any]] = []
     for group_id, candidate in batch.candidates():
         for name, entry in candidate.breakdown.items():
@@ -386,18 +349,13 @@ def _chunk_sums(reward: RewardLike, batch: ScoredBatch) -> dict[str, Any]:
             if status == "error" and len(errors) < ERRORS_SHOWN:
                 errors.append(_error_example(reward, group_id, candidate, name, entry))
             if status == "scored":
-                value = entry["value"]
-                sums["n"] += 1
-                sums["sum"] += value
-                sums["sumsq"] += value * value
+                _add_value(sums, entry["value"])
             if entry.get("gate") and not entry.get("passed", True):
                 sums["gated"] += 1
         if candidate.final is None:
             final["nulls"] += 1
         else:
-            final["n"] += 1
-            final["sum"] += candidate.final
-            final["sumsq"] += candidate.final * candidate.final
+            _add_value(final, candidate.final)
         final["gated"] += candidate.gated
     zero = zero_variance_groups([candidate.final for candidate in group.candidates] for group in batch.groups)
     return {
@@ -407,6 +365,20 @@ def _chunk_sums(reward: RewardLike, batch: ScoredBatch) -> dict[str, Any]:
         "groups": len(batch.groups),
         "zero_variance_groups": zero,
     }
+
+
+def _add_value(sums: dict[str, float], value: float) -> None:
+    sums["n"] += 1
+    sums["sum"] += value
+    sums["sumsq"] += value * value
+
+
+def _added(keys: Sequence[str], parts: Iterable[dict[str, float]]) -> dict[str, float]:
+    sums = dict.fromkeys(keys, 0.0)
+    for part in parts:
+        for key, value in part.items():
+            sums[key] += value
+    return sums
 
 
 def _mean_std(sums: dict[str, float]) -> tuple[float, float]:
@@ -421,38 +393,22 @@ def summary_rows(reward: RewardLike, chunks: Sequence[dict[str, Any]]) -> list[t
     """Per component (with its provider and term) and for the final total: mean, std and counts."""
     rows: list[tuple[Any, ...]] = []
     for component in reward.spec.components:
-        sums = dict.fromkeys(("n", "sum", "sumsq", *_STATUSES, "gated"), 0.0)
-        for chunk in chunks:
-            for key, value in chunk["components"].get(component.name, {}).items():
-                sums[key] += value
+        sums = _added(_COMPONENT_SUMS, (chunk["components"].get(component.name, {}) for chunk in chunks))
         mean, std = _mean_std(sums)
         counts = (int(sums["scored"]), int(sums["skipped"]), int(sums["error"]), int(sums["gated"]))
         rows.append(
             (component.name, f"{component.provider}:{component.term}", f"{mean:.4f}", f"{std:.4f}", *counts)
         )
-    final = dict.fromkeys(("n", "sum", "sumsq", "nulls", "gated"), 0.0)
-    for chunk in chunks:
-        for key, value in chunk["final"].items():
-            final[key] += value
+    final = _added(_FINAL_SUMS, (chunk["final"] for chunk in chunks))
     mean, std = _mean_std(final)
-    rows.append(
-        (
-            "final",
-            "-",
-            f"{mean:.4f}",
-            f"{std:.4f}",
-            int(final["n"]),
-            0,
-            int(final["nulls"]),
-            int(final["gated"]),
-        )
-    )
+    counts = (int(final["n"]), 0, int(final["nulls"]), int(final["gated"]))
+    rows.append(("final", "-", f"{mean:.4f}", f"{std:.4f}", *counts))
     return rows
 
 
 def zero_variance_line(chunks: Sequence[dict[str, Any]]) -> str | None:
-    """The summary's count of groups whose final rewards are all equal, and their share;
-    ``None`` when a chunk was journaled before the count was kept (a resumed older run)."""
+    """The summary's count of groups whose final rewards are all equal; ``None`` when a chunk was
+    journaled before the count was kept (a resumed older run)."""
     if not chunks or any("zero_variance_groups" not in chunk for chunk in chunks):
         return None
     zero = sum(int(chunk["zero_variance_groups"]) for chunk in chunks)
@@ -470,8 +426,7 @@ def resume_command(config_source: str, overrides: Sequence[str], out: str) -> st
 
 
 def error_lines(chunks: Sequence[dict[str, Any]]) -> list[str]:
-    """The summary's list of the run's first ``ERRORS_SHOWN`` errors, each with its reason and
-    its provider's diagnostics for that candidate; empty when nothing errored."""
+    """The run's first ``ERRORS_SHOWN`` errors with their reasons and diagnostics, for the summary."""
     total = sum(int(sums.get("error", 0)) for chunk in chunks for sums in chunk["components"].values())
     if not total:
         return []
@@ -487,9 +442,6 @@ def error_lines(chunks: Sequence[dict[str, Any]]) -> list[str]:
             + (f" [{diagnostics}]" if diagnostics else "")
         )
     return lines
-
-
-# -- the output ------------------------------------------------------------------------------------
 
 
 def _copy_range(source: IO[bytes], offset: int, length: int) -> Iterator[bytes]:
@@ -509,11 +461,8 @@ def _chunk_rows(source: IO[bytes], chunk: Chunk) -> Iterator[dict[str, Any]]:
 
 
 def _output_pieces(journal: Journal, count: int, finisher: SplitBatchFinisher) -> Iterator[bytes]:
-    """The output, chunk by chunk from the journal; ``batch`` advantages are recomputed over the run.
-
-    A chunk holds whole groups, so under ``group`` or ``none`` scaling its advantages are final
-    and its lines are copied as they are (its ``abs_mean``, weighted by its count, merges to the run's).
-    """
+    """The output, chunk by chunk from the journal; ``batch`` advantages are recomputed over the run
+    (a chunk holds whole groups, so under ``group`` or ``none`` scaling its lines are final)."""
     with journal.path.open("rb") as source:
         if finisher.scaling != "batch":
             for number in range(count):
@@ -538,12 +487,6 @@ def _output_pieces(journal: Journal, count: int, finisher: SplitBatchFinisher) -
             yield b"".join(lines)
 
 
-# -- progress ------------------------------------------------------------------------------------
-
-
-ProgressBar = ProgressLine  # the name before the line moved to rewardkit.score_progress
-
-
 def _count_lines(path: str) -> int | None:
     try:
         with open(path, "rb") as handle:
@@ -552,12 +495,8 @@ def _count_lines(path: str) -> int | None:
         return None
 
 
-# -- the job ---------------------------------------------------------------------------------------
-
-
 def _term_note(config: RewardkitConfig, reward: RewardLike) -> str | None:
-    """Which term of a multi-term provider is optimised; ``None`` when the question does not arise
-    or the provider is not installed here (a Reward Service scores it)."""
+    """Which term of a multi-term provider is optimised; ``None`` when moot or not installed here."""
     try:
         return optimised_term_note(
             config.rl.reward, reward.spec, reward.catalog or resolve_catalog(config.rl.reward.catalog)
@@ -568,7 +507,7 @@ def _term_note(config: RewardkitConfig, reward: RewardLike) -> str | None:
 
 def _chunks(groups: Iterator[Any]) -> Iterator[tuple[int, list[RolloutGroup], str] | None]:
     """Numbered chunks of about ``CHUNK_ROLLOUTS`` rollouts with the SHA-256 of their input rows;
-    ``None`` when the reader starts over (the chunks before it are void)."""
+    ``None`` when the reader starts over."""
     members: list[RolloutGroup] = []
     number, digest, size = 0, hashlib.sha256(), 0
     for item in groups:
@@ -616,251 +555,218 @@ def run_score(
     stderr: IO[str] | None = None,
     on_chunk: Callable[[int], None] | None = None,
 ) -> int:
-    """Run the main job; returns the process exit code (0 ok, 1 the scoring failed, 2 a data error
-    after some chunks were journaled, 130 interrupted by Ctrl-C).
-
-    ``on_chunk(n)`` is called after chunk ``n`` is journaled (tests use it to stop a job mid-way).
-    ``plot`` names a picture of the distribution of the final rewards and of each component.
-    A Ctrl-C ends the job with one line on stderr: what is journaled and the ``--resume`` command.
-    """
+    """Run the main job; returns the exit code (0 ok, 1 the scoring failed, 2 a data error after
+    some chunks were journaled, 130 Ctrl-C). ``on_chunk(n)`` is called after chunk ``n`` is
+    journaled (tests stop a job with it); ``plot`` names a picture of the reward distributions."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     try:
-        return _run_score(
-            config_source,
-            overrides,
-            out,
-            resume=resume,
-            overwrite=overwrite,
-            allow_code_change=allow_code_change,
-            plot=plot,
-            stdout=stdout or sys.stdout,
-            stderr=stderr or sys.stderr,
-            on_chunk=on_chunk,
-        )
-    except KeyboardInterrupt:
-        print(interrupted_line(config_source, overrides, out), file=stderr or sys.stderr)
-        return 130
+        if plot is not None:
+            from rewardkit.score_plot import require_matplotlib
 
-
-def _run_score(
-    config_source: str,
-    overrides: Sequence[str],
-    out: str,
-    *,
-    resume: bool,
-    overwrite: bool,
-    allow_code_change: bool,
-    plot: str | None,
-    stdout: IO[str],
-    stderr: IO[str],
-    on_chunk: Callable[[int], None] | None,
-) -> int:
-    if plot is not None:
-        from rewardkit.score_plot import require_matplotlib
-
-        require_matplotlib()  # before anything is scored
-    if resume and overwrite:
-        raise PreflightError(
-            "--resume and --overwrite exclude each other: finish the pending run, or discard it"
-        )
-    config = load_config(config_source, overrides)
-    rollouts_path = config.rl.data.rollouts_path
-    if rollouts_path is None:
-        raise ConfigError(
-            "rl.data.rollouts_path is not set: `rewardkit score` needs a JSONL file of rollouts "
-            "(group_id, completion, and the prompt/reference columns)",
-            key="rl.data.rollouts_path",
-        )
-    out_path = Path(out)
-    check_out_path(out_path)
-    with load(config) as reward:
-        note = _term_note(config, reward)
-        if note is not None:
-            print(f"rewardkit: {note}", file=stderr)
-        previous, previous_raw = _read_manifest(out_path)
-        pending = previous if previous is not None and previous.get("status") == "pending" else None
-        if resume and previous is None:
-            raise PreflightError(f"--resume: no run manifest at {manifest_path(out_path)}")
-        if resume and pending is None:
+            require_matplotlib()  # before anything is scored
+        if resume and overwrite:
             raise PreflightError(
-                f"--resume: the run recorded in {manifest_path(out_path)} is complete; nothing to resume "
-                "(run without --resume to score again)"
+                "--resume and --overwrite exclude each other: finish the pending run, or discard it"
             )
-        if previous is not None and pending is None and not resume and not overwrite and out_path.exists():
-            raise PreflightError(
-                f"--out {out_path} holds the complete result of an earlier run (started "
-                f"{previous.get('started') or '(unknown)'}, config {previous.get('config')}, "
-                f"{previous.get('rollouts_scored', '?')} rollouts; manifest {manifest_path(out_path)}): "
-                "pass --overwrite to replace it, or choose another --out"
+        config = load_config(config_source, overrides)
+        rollouts_path = config.rl.data.rollouts_path
+        if rollouts_path is None:
+            raise ConfigError(
+                "rl.data.rollouts_path is not set: `rewardkit score` needs a JSONL file of rollouts "
+                "(group_id, completion, and the prompt/reference columns)",
+                key="rl.data.rollouts_path",
             )
-        if pending is not None and not resume and not overwrite:
-            raise PreflightError(
-                f"{_pending_summary(out_path, pending)}. Pass --resume to finish it under the same provider "
-                "identities, or --overwrite to discard it and start over"
-            )
-        code_changes: list[dict[str, Any]] = []
-        if resume and pending is not None:  # a resume without a pending run was refused above
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RevisionNotBumpedWarning)  # said below, once, plainly
-                code_changes = _check_resume(out_path, pending, reward, config, allow_code_change)
-            for change in code_changes:
-                old, new = change["code_fingerprints"]
-                print(
-                    f"rewardkit: warning: --allow-code-change: provider {change['provider']!r} "
-                    f"(revision {change['revision']!r}) scored the journaled chunks with code {old[:12]} "
-                    f"and scores the rest with {new[:12]}; the manifest records both",
-                    file=stderr,
+        out_path = Path(out)
+        check_out_path(out_path)
+        with load(config) as reward:
+            note = _term_note(config, reward)
+            if note is not None:
+                print(f"rewardkit: {note}", file=stderr)
+            previous, previous_raw = _read_manifest(out_path)
+            pending = previous if previous is not None and previous.get("status") == "pending" else None
+            if resume and previous is None:
+                raise PreflightError(f"--resume: no run manifest at {manifest_path(out_path)}")
+            if resume and pending is None:
+                raise PreflightError(
+                    f"--resume: the run recorded in {manifest_path(out_path)} is complete; nothing to resume "
+                    "(run without --resume to score again)"
                 )
-            run = str(pending.get("run") or "")
-            started = str(pending.get("started") or "")
-            journal = Journal.scan(journal_path(out_path), run)
-        else:
-            run, started = uuid.uuid4().hex, time.strftime("%Y-%m-%dT%H:%M:%S%z")
-            journal = Journal(journal_path(out_path), run)
-        changed = {"code_changes": code_changes} if code_changes else {}
-        _write_manifest(out_path, _manifest(config, reward, "pending", run, started, **changed))
-        with contextlib.ExitStack() as files:
-            handle = files.enter_context(journal.open_for_append(fresh=not resume))
-            groups = iter_rollout_groups(
-                rollouts_path,
-                prompt_column=config.rl.data.prompt_column,
-                response_column=config.rl.data.response_column,
-                needs=reward.needs,
-                group_size=config.rl.group_size,
-            )
-            bar = ProgressLine(_count_lines(rollouts_path) if stderr.isatty() else None, stderr)
-            start = time.perf_counter()
-            count = reused = reused_rollouts = groups_total = rollouts_total = 0
-
-            def discard_if_empty() -> None:
-                """Nothing journaled: leave --out's files as they were (nothing to resume). The file
-                decides, not ``journal.chunks``: an interrupt can land after a chunk is on disk and
-                before it is counted."""
-                if journal.chunks or Journal.scan(journal.path, run).chunks:
-                    return
-                if previous_raw is not None and pending is None:
-                    write_atomically(manifest_path(out_path), [previous_raw])
-                else:
-                    manifest_path(out_path).unlink(missing_ok=True)
-                journal.path.unlink(missing_ok=True)
-
-            try:
-                for item in _chunks(groups):
-                    if item is None:  # the reader starts over: what came before is void
-                        count = reused = reused_rollouts = groups_total = rollouts_total = 0
-                        continue
-                    number, members, digest = item
-                    count = number + 1
-                    groups_total += len(members)
-                    rollouts = sum(len(group.rollouts) for group in members)
-                    rollouts_total += rollouts
-                    known = journal.chunks.get(number)
-                    if known is not None and known.record.get("input") == digest:
-                        reused += 1
-                        reused_rollouts += rollouts
-                        bar.skip(rollouts)
-                        continue
-                    batch = reward.score(members, progress=bar.update)
-                    lines = [
-                        json.dumps(row, separators=(",", ":")).encode() + b"\n"
-                        for row in batch.to_jsonl_rows()
-                    ]
-                    record = {
-                        "input": digest,
-                        "groups": len(members),
-                        "rollouts": len(lines),
-                        "first": members[0].group_id,
-                        "metrics": batch.metrics,
-                        "weights": batch.metric_weights,
-                        "summary": _chunk_sums(reward, batch),
-                    }
-                    journal.append(handle, number, lines, record)
-                    if on_chunk is not None:
-                        on_chunk(number)
-            except KeyboardInterrupt:
-                bar.clear()
-                discard_if_empty()
-                raise
-            except RewardkitError as error:
-                bar.close()
-                discard_if_empty()
-                journaled = sum(chunk.record["rollouts"] for n, chunk in journal.chunks.items() if n < count)
-                if isinstance(error, DataError) and journal.chunks:
+            if previous is not None and pending is None and not overwrite and out_path.exists():
+                raise PreflightError(
+                    f"--out {out_path} holds the complete result of an earlier run (started "
+                    f"{previous.get('started') or '(unknown)'}, config {previous.get('config')}, "
+                    f"{previous.get('rollouts_scored', '?')} rollouts; manifest {manifest_path(out_path)}): "
+                    "pass --overwrite to replace it, or choose another --out"
+                )
+            if pending is not None and not resume and not overwrite:
+                raise PreflightError(
+                    f"{_pending_summary(out_path, pending)}. Pass --resume to finish it under the same "
+                    "provider identities, or --overwrite to discard it and start over"
+                )
+            code_changes: list[dict[str, Any]] = []
+            if resume and pending is not None:  # a resume without a pending run was refused above
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RevisionNotBumpedWarning)  # said below, once, plainly
+                    code_changes = _check_resume(out_path, pending, reward, config, allow_code_change)
+                for change in code_changes:
+                    old, new = change["code_fingerprints"]
                     print(
-                        f"rewardkit: error: {error} ({journaled} rollouts in the chunks before it are "
-                        f"journaled: fix the file, then finish the run with: "
-                        f"{resume_command(config_source, overrides, out)})",
+                        f"rewardkit: warning: --allow-code-change: provider {change['provider']!r} "
+                        f"(revision {change['revision']!r}) scored the journaled chunks with code {old[:12]} "
+                        f"and scores the rest with {new[:12]}; the manifest records both",
                         file=stderr,
                     )
-                    return 2
-                if not isinstance(error, (ConfigError, DataError)):
-                    print(
-                        f"rewardkit: the batch failed, nothing was written to {out_path}: {error}"
-                        + (f" ({journaled} rollouts are journaled: finish the run with: "
-                           f"{resume_command(config_source, overrides, out)})" if journal.chunks else ""),
-                        file=stderr,
-                    )  # fmt: skip
-                    return 1
-                raise
-            elapsed = time.perf_counter() - start
-            bar.close()
-        records = [journal.chunks[number].record for number in range(count)]
-        summaries = [record["summary"] for record in records]
-        zero_line = zero_variance_line(summaries)
-        zero = sum(int(summary.get("zero_variance_groups", 0)) for summary in summaries)
-        kept = {"zero_variance_groups": zero} if zero_line is not None else {}
-        finisher = SplitBatchFinisher.for_config(config.rl)
-        for done in records:  # a chunk journaled without weights weighs its means by its rollouts
-            finisher.add_report(
-                done["metrics"], done.get("weights") or {}, default_weight=float(done["rollouts"])
-            )
-        write_atomically(out_path, _output_pieces(journal, count, finisher))
-        metrics, _ = finisher.report()
-        _write_manifest(
-            out_path,
-            _manifest(
-                config,
-                reward,
-                "complete",
-                run,
-                started,
-                rollouts_scored=rollouts_total,
-                groups=groups_total,
-                seconds=elapsed,
-                chunks=count,
-                chunks_reused=reused,
-                metrics=metrics,
-                **kept,
-                **changed,
-            ),
-        )
-        journal.path.unlink(missing_ok=True)
-        headers = ("component", "provider:term", "mean", "std", "scored", "skipped", "errors", "gated")
-        print(format_table(summary_rows(reward, summaries), headers), file=stdout)
-        if zero_line is not None:
-            print(zero_line, file=stdout)
-        errors = error_lines(summaries)
-        if errors:
-            print("\n" + "\n".join(errors), file=stdout)
-        again = f"; {reused} of {count} chunks were journaled already" if reused else ""
-        scored_now = rollouts_total - reused_rollouts  # the rate counts only what this run scored
-        print(
-            f"\n{rollouts_total} rollouts in {groups_total} groups scored in {elapsed:.3f}s "
-            f"({scored_now / max(elapsed, 1e-9):,.0f} rollouts/s){again}; wrote {out_path} "
-            f"and its run manifest {manifest_path(out_path)}",
-            file=stdout,
-        )
-        if plot is not None:
-            from rewardkit.score_plot import plot_distribution
+                run, started = str(pending.get("run") or ""), str(pending.get("started") or "")
+                journal = Journal.scan(journal_path(out_path), run)
+            else:
+                run, started = uuid.uuid4().hex, time.strftime("%Y-%m-%dT%H:%M:%S%z")
+                journal = Journal(journal_path(out_path), run)
+            changed = {"code_changes": code_changes} if code_changes else {}
+            _write_manifest(out_path, _manifest(config, reward, "pending", run, started, **changed))
+            with journal.open_for_append(fresh=not resume) as handle:
+                groups = iter_rollout_groups(
+                    rollouts_path,
+                    prompt_column=config.rl.data.prompt_column,
+                    response_column=config.rl.data.response_column,
+                    needs=reward.needs,
+                    group_size=config.rl.group_size,
+                )
+                bar = ProgressLine(_count_lines(rollouts_path) if stderr.isatty() else None, stderr)
+                start = time.perf_counter()
+                count = reused = reused_rollouts = groups_total = rollouts_total = 0
 
-            plot_distribution(
+                def discard_if_empty() -> None:
+                    """Nothing journaled: leave --out's files as they were. The file decides, not
+                    ``journal.chunks``: an interrupt can land between a chunk's write and its count."""
+                    if journal.chunks or Journal.scan(journal.path, run).chunks:
+                        return
+                    if previous_raw is not None and pending is None:
+                        write_atomically(manifest_path(out_path), [previous_raw])
+                    else:
+                        manifest_path(out_path).unlink(missing_ok=True)
+                    journal.path.unlink(missing_ok=True)
+
+                try:
+                    for item in _chunks(groups):
+                        if item is None:  # the reader starts over: what came before is void
+                            count = reused = reused_rollouts = groups_total = rollouts_total = 0
+                            continue
+                        number, members, digest = item
+                        count = number + 1
+                        groups_total += len(members)
+                        rollouts = sum(len(group.rollouts) for group in members)
+                        rollouts_total += rollouts
+                        known = journal.chunks.get(number)
+                        if known is not None and known.record.get("input") == digest:
+                            reused += 1
+                            reused_rollouts += rollouts
+                            bar.skip(rollouts)
+                            continue
+                        batch = reward.score(members, progress=bar.update)
+                        lines = [
+                            json.dumps(row, separators=(",", ":")).encode() + b"\n"
+                            for row in batch.to_jsonl_rows()
+                        ]
+                        record = {
+                            "input": digest,
+                            "groups": len(members),
+                            "rollouts": len(lines),
+                            "first": members[0].group_id,
+                            "metrics": batch.metrics,
+                            "weights": batch.metric_weights,
+                            "summary": _chunk_sums(reward, batch),
+                        }
+                        journal.append(handle, number, lines, record)
+                        if on_chunk is not None:
+                            on_chunk(number)
+                except KeyboardInterrupt:
+                    bar.clear()
+                    discard_if_empty()
+                    raise
+                except RewardkitError as error:
+                    bar.close()
+                    discard_if_empty()
+                    journaled = sum(
+                        chunk.record["rollouts"] for n, chunk in journal.chunks.items() if n < count
+                    )
+                    if isinstance(error, DataError) and journal.chunks:
+                        print(
+                            f"rewardkit: error: {error} ({journaled} rollouts in the chunks before it are "
+                            f"journaled: fix the file, then finish the run with: "
+                            f"{resume_command(config_source, overrides, out)})",
+                            file=stderr,
+                        )
+                        return 2
+                    if not isinstance(error, (ConfigError, DataError)):
+                        print(
+                            f"rewardkit: the batch failed, nothing was written to {out_path}: {error}"
+                            + (f" ({journaled} rollouts are journaled: finish the run with: "
+                               f"{resume_command(config_source, overrides, out)})" if journal.chunks else ""),
+                            file=stderr,
+                        )  # fmt: skip
+                        return 1
+                    raise
+                elapsed = time.perf_counter() - start
+                bar.close()
+            records = [journal.chunks[number].record for number in range(count)]
+            summaries = [record["summary"] for record in records]
+            zero_line = zero_variance_line(summaries)
+            zero = sum(int(summary.get("zero_variance_groups", 0)) for summary in summaries)
+            kept = {"zero_variance_groups": zero} if zero_line is not None else {}
+            finisher = SplitBatchFinisher.for_config(config.rl)
+            for done in records:  # a chunk journaled without weights weighs its means by its rollouts
+                finisher.add_report(
+                    done["metrics"], done.get("weights") or {}, default_weight=float(done["rollouts"])
+                )
+            write_atomically(out_path, _output_pieces(journal, count, finisher))
+            metrics, _ = finisher.report()
+            _write_manifest(
                 out_path,
-                Path(plot),
-                [component.name for component in reward.spec.components],
-                title=f"rewardkit score {out_path.name}: {rollouts_total} rollouts, {groups_total} groups",
-                zero_variance=(zero, groups_total),
+                _manifest(
+                    config,
+                    reward,
+                    "complete",
+                    run,
+                    started,
+                    rollouts_scored=rollouts_total,
+                    groups=groups_total,
+                    seconds=elapsed,
+                    chunks=count,
+                    chunks_reused=reused,
+                    metrics=metrics,
+                    **kept,
+                    **changed,
+                ),
             )
-            print(f"wrote the reward distribution plot to {plot}", file=stdout)
-    return 0
+            journal.path.unlink(missing_ok=True)
+            headers = ("component", "provider:term", "mean", "std", "scored", "skipped", "errors", "gated")
+            print(format_table(summary_rows(reward, summaries), headers), file=stdout)
+            if zero_line is not None:
+                print(zero_line, file=stdout)
+            errors = error_lines(summaries)
+            if errors:
+                print("\n" + "\n".join(errors), file=stdout)
+            again = f"; {reused} of {count} chunks were journaled already" if reused else ""
+            scored_now = rollouts_total - reused_rollouts  # the rate counts only what this run scored
+            print(
+                f"\n{rollouts_total} rollouts in {groups_total} groups scored in {elapsed:.3f}s "
+                f"({scored_now / max(elapsed, 1e-9):,.0f} rollouts/s){again}; wrote {out_path} "
+                f"and its run manifest {manifest_path(out_path)}",
+                file=stdout,
+            )
+            if plot is not None:
+                from rewardkit.score_plot import plot_distribution
 
-
-ScoreRunner = Callable[..., int]
+                plot_distribution(
+                    out_path,
+                    Path(plot),
+                    [component.name for component in reward.spec.components],
+                    title=f"rewardkit score {out_path.name}: {rollouts_total} rollouts, "
+                    f"{groups_total} groups",
+                    zero_variance=(zero, groups_total),
+                )
+                print(f"wrote the reward distribution plot to {plot}", file=stdout)
+        return 0
+    except KeyboardInterrupt:
+        print(interrupted_line(config_source, overrides, out), file=stderr)
+        return 130

@@ -70,8 +70,8 @@ def _draw(axis: Any, data: Sequence[float], color: str) -> None:
 def plot_distribution(
     out: Path, plot: Path, components: Sequence[str], *, title: str, zero_variance: tuple[int, int]
 ) -> None:
-    """Write ``plot`` (PNG, or any format matplotlib knows by the suffix): one histogram of the
-    final rewards, then one per component, with the zero-variance groups in the first one's title."""
+    """Write ``plot`` (any format matplotlib knows by the suffix): a histogram of the final rewards
+    (titled with the zero-variance groups), then one per component."""
     pyplot = require_matplotlib()
     finals, values = read_values(out, components)
     panels: list[tuple[str, list[float]]] = [("final reward", finals)]

@@ -1,10 +1,8 @@
 """The progress line of ``rewardkit score`` on a terminal: counts, rate, ETA, one clean line.
 
-``format_progress`` is a pure function of the counts, the time and the terminal width; the
-``ProgressLine`` writes it with a carriage return, padded to the width (so a shorter line leaves no
-characters of a longer one behind, on any terminal, with no escape codes) and cut to it (so a
-narrow terminal never wraps it). The rate and the ETA count only the rollouts scored in this run:
-the ones a ``--resume`` found journaled are counted done, not fast.
+``ProgressLine`` writes ``format_progress`` with a carriage return, padded to the terminal width (a
+shorter line leaves nothing of a longer one behind, with no escape codes) and cut to it (never
+wraps). The rate and ETA count only rollouts scored in this run, not those ``--resume`` reused.
 """
 
 from __future__ import annotations
@@ -26,14 +24,9 @@ def _duration(seconds: float) -> str:
 
 
 def format_progress(done: int, total: int | None, elapsed: float, width: int, *, reused: int = 0) -> str:
-    """The progress line, exactly ``width - 1`` characters (the last column is left free so that
-    no terminal wraps it): ``scoring [###...] done/total rate/s ETA m:ss``, without the bar when
-    it does not fit, cut at the width when even that does not.
-
-    ``reused`` of the ``done`` rollouts were journaled by an earlier run (``--resume``): they count
-    as done but not in the rate, which is the rollouts scored in this run over ``elapsed`` seconds.
-    The ETA is shown once something was scored and the total is known.
-    """
+    """``scoring [###...] done/total rate/s ETA m:ss`` in exactly ``width - 1`` characters (the last
+    column left free so no terminal wraps), without the bar when it does not fit, else cut;
+    ``reused`` of the ``done`` rollouts were journaled by an earlier run: done, but not in the rate."""
     width = max(width, 2)
     scored = max(done - reused, 0)
     rate = scored / elapsed if elapsed > 0 else 0.0
@@ -71,7 +64,7 @@ class ProgressLine:
         self._shown = False
 
     def skip(self, amount: int) -> None:
-        """``amount`` rollouts were journaled already: done, but not scored in this run."""
+        """``amount`` rollouts were journaled already."""
         self.reused += amount
         self.update(amount)
 

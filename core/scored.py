@@ -34,9 +34,6 @@ class ScoredCandidate(NamedTuple):
         }
 
 
-_new_tuple = tuple.__new__
-
-
 class ScoredGroup(NamedTuple):
     """A scored group: its id and its candidates in order."""
 

@@ -1,12 +1,9 @@
-"""A scored batch as columns, what every scoring strategy hands over, and the one way it becomes a
-``ScoredBatch``.
+"""A scored batch as columns, what both scoring strategies hand over, and how it becomes a ``ScoredBatch``.
 
-The worker scores a batch with one of two strategies (group by group through the bound adapter,
-or in one pass over columns for cheap pointwise scorers; ``rewardkit.worker``); either ends with a
-``ScoredColumns``: each candidate's composition in batch order, what each component and provider
-said about it, and the groups' sizes. ``BatchOutputs`` turns that into the result: group-relative
-advantages from ``final`` only, the batch report, each candidate's diagnostics and the
-``ScoredBatch`` itself, so both strategies return the same result for the same columns.
+The worker scores group by group through the bound adapter, or in one pass over columns for cheap
+pointwise scorers (``rewardkit.worker``); either ends with a ``ScoredColumns``. ``BatchOutputs``
+turns it into advantages (from ``final`` only), the batch report and the ``ScoredBatch``, so both
+strategies return the same result for the same columns.
 """
 
 from __future__ import annotations
@@ -35,9 +32,8 @@ class ScoredColumns:
     # Per component, in the spec's order: each candidate's status, and the scored values alone.
     statuses: Sequence[Sequence[str]]
     values: Sequence[Sequence[float]]
-    # Per provider key: each candidate's checked result, None where the provider failed its group.
-    # The one-pass strategy always fills it; the general one, whose breaker has already run on its
-    # groups, only when some provider declares diagnostics (all that is read from it then).
+    # Per provider key: each candidate's checked result, None where the provider failed its group;
+    # the general strategy fills it only when some provider declares diagnostics (all read from it).
     said: Mapping[str, Sequence[RewardProviderResult | None]]
 
 

@@ -1,21 +1,11 @@
 """Finishing a batch scored in parts, so that it reports what the whole batch scored in one call would.
 
-A batch is scored in parts when it is too large for one request (the Reward Service client), when
-it is journaled chunk by chunk (``rewardkit score``), or when each process of a distributed
-trainer scores its own samples (TRL ranks, a media rank helper). Each part is a ``ScoredBatch``; a
-part may hold a piece of a group (a trainer's rank slice), under the group's own id. The finisher
-puts the parts back together with three rules, each written once:
-
-* metrics: ``rewardkit.metrics.merge_metrics``: counts add up, and each mean (``infra_error_rate``
-  of the reward and of each component included) is weighted by what it averaged in each part,
-  the part's ``metric_weights``;
-* advantages: ``rewardkit.advantages.group_advantages`` over whole groups: the pieces of a group
-  are joined first, and a ``batch`` scale is that of every total of the batch;
-* ``*/advantage/abs_mean``: ``rewardkit.metrics.advantage_abs_mean`` over those advantages.
-
-What a part decided about its own candidates (totals, breakdowns, diagnostics) stands as it is.
-The Ray backend needs no finisher: its actors stage whole groups and the driver finishes the whole
-batch in one ``RewardWorker.finish`` call, as in-process scoring does.
+The parts (``ScoredBatch``es) come from split service requests, the score job's journaled chunks or
+a distributed trainer's ranks; a part may hold a piece of a group, under the group's own id. Metrics
+merge by ``rewardkit.metrics.merge_metrics``; advantages are recomputed by
+``rewardkit.advantages.group_advantages`` over whole groups (a ``batch`` scale over every total),
+and ``*/advantage/abs_mean`` from them. What a part decided about its own candidates (totals,
+breakdowns, diagnostics) stands. The Ray backend needs no finisher: its actors stage whole groups.
 """
 
 from __future__ import annotations
@@ -38,13 +28,9 @@ _new_tuple = tuple.__new__
 
 
 class SplitBatchFinisher:
-    """The finisher of one batch scored in parts.
-
-    ``finish(parts)`` finishes parts held in memory. A caller that cannot hold the whole batch
-    (the score job streams its journal) feeds the same rules piece by piece: ``add_report`` per
-    part, ``scale_by_batch`` with every total first under ``batch`` scaling, ``advantages`` per
-    run of whole groups, then ``report``.
-    """
+    """The finisher of one batch scored in parts: ``finish(parts)``, or for a caller that streams
+    them (the score job) ``add_report`` per part, ``scale_by_batch`` first under ``batch`` scaling,
+    ``advantages`` per run of whole groups, then ``report``."""
 
     def __init__(self, scaling: Scaling = "group", *, std: StdKind = "sample", eps: float = EPSILON) -> None:
         self.scaling: Scaling = scaling
@@ -68,24 +54,19 @@ class SplitBatchFinisher:
         *,
         default_weight: float | None = None,
     ) -> None:
-        """One part's report; ``default_weight`` weighs the means the part gives no weight for
-        (a part written before weights were reported: its rollouts). Without it such a mean is
-        an error: nothing says how much it counts."""
+        """One part's report; ``default_weight`` weighs the means it gives no weight for (without it
+        such a mean is an error: nothing says how much it counts)."""
         self._reports.append((metrics, weights))
         self._default_weights.append(default_weight)
 
     def scale_by_batch(self, totals: Iterable[float | None]) -> None:
-        """Set the ``batch`` scale from every total of the batch, before advantages are asked for
-        group by group (nulls are left out)."""
+        """Set the ``batch`` scale from every total of the batch (nulls left out)."""
         present = array("d", (total for total in totals if total is not None))
         self._batch_std = mean_std(present, self.std)[1]
 
     def advantages(self, totals_by_group: Sequence[Sequence[float | None]]) -> list[list[float]]:
-        """The advantages of whole groups, kept for the batch's ``abs_mean``.
-
-        Under ``batch`` scaling the scale is the one ``scale_by_batch`` set, else that of the
-        totals given here (which must then be the whole batch).
-        """
+        """The advantages of whole groups, kept for the batch's ``abs_mean``; under ``batch`` scaling
+        without ``scale_by_batch`` the totals given must be the whole batch."""
         advantages = group_advantages(
             totals_by_group, self.scaling, std=self.std, eps=self.eps, batch_std=self._batch_std
         )
@@ -94,8 +75,7 @@ class SplitBatchFinisher:
         return advantages
 
     def report(self) -> tuple[dict[str, float], dict[str, float]]:
-        """The whole batch's ``(metrics, metric_weights)``: the parts' reports merged, and each
-        ``*/advantage/abs_mean`` from the advantages given out (kept as merged when none were)."""
+        """The parts' reports merged, each ``*/advantage/abs_mean`` from the advantages given out."""
         metrics, weights = merge_metrics(self._reports, self._default_weights)
         if self._advantages:
             value, count = advantage_abs_mean(self._advantages), float(len(self._advantages))
@@ -112,10 +92,8 @@ class SplitBatchFinisher:
         default_weights: Sequence[float | None] = (),
     ) -> ScoredBatch:
         """The whole batch from its parts: groups (pieces joined in part order) in ``group_order``
-        (default: as they first appear), advantages over whole groups, the merged report.
-
-        ``default_weights`` gives, per part, the weight of a mean it has no weight for.
-        """
+        (default: as they first appear), advantages over whole groups, the merged report;
+        ``default_weights`` gives, per part, the weight of a mean it has no weight for."""
         if self._reports or self._advantages:
             raise RewardkitError("this SplitBatchFinisher has finished a batch already; use one per batch")
         pieces: dict[str, list[ScoredCandidate]] = {}

@@ -1,15 +1,13 @@
 """``RewardWorker``: scores whole groups under a ``RewardSpec`` as one rollback-safe transaction.
 
-The worker binds every component's provider at construction (preflight), refuses provider-name
-and optimized-term collisions, then for a batch: scores and composes every candidate with one of
-two strategies, chosen in one place (``_run``) for ``evaluate`` and ``process`` alike: group by
-group through the bound adapter (any provider, in threads or on reward actors), or in one pass
-over columns when every provider is a cheap pointwise scorer (``rewardkit.pointwise_batch``).
-Both end in the same ``ScoredColumns``, which one set of steps finishes: the breaker, advantages
-from ``final`` only, the report and the result (``rewardkit.scored_columns``). ``evaluate`` does
-all of that without touching its inputs; ``process`` also writes ``reward`` and ``advantage`` into
-the trainer's trajectory mappings, and restores every one of them if any stage fails, so a batch
-is either fully scored or exactly as it was.
+The worker binds every component's provider at construction (preflight) and refuses provider-name
+and optimized-term collisions. A batch is scored and composed with one of two strategies, chosen in
+``_run``: group by group through the bound adapter (any provider, in threads or on reward actors),
+or in one pass over columns when every provider is a cheap pointwise scorer
+(``rewardkit.pointwise_batch``). Both end in the same ``ScoredColumns``, finished alike: the
+breaker, advantages from ``final`` only, the report (``rewardkit.scored_columns``). ``process``
+also writes ``reward`` and ``advantage`` into the trajectories, restoring them all if any stage
+fails, so a batch is either fully scored or exactly as it was.
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ import contextvars
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Executor, Future, wait
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
@@ -26,6 +23,7 @@ from rewardkit import cancellation
 from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind
 from rewardkit.batch_input import (
     GroupLike,
+    Rollouts,
     as_batch,
     batch_parts,
     check_one_prompt,
@@ -54,7 +52,7 @@ from rewardkit.errors import (
 )
 from rewardkit.identity import canonical_json
 from rewardkit.metrics import Report, metric_name
-from rewardkit.pointwise_batch import PointwiseBatch, scorable_in_one_pass
+from rewardkit.pointwise_batch import Admission, PointwiseBatch, scorable_in_one_pass
 from rewardkit.provenance import record_of
 from rewardkit.scored import ScoredBatch, ScoredCandidate, ScoredGroup
 from rewardkit.scored_columns import BatchOutputs, ScoredColumns
@@ -62,10 +60,10 @@ from rewardkit.scored_columns import BatchOutputs, ScoredColumns
 REWARD_FIELDS = ("reward", "advantage")
 _ABSENT = object()
 _charge = attrgetter("charge")
+Said = RewardGroupResult | ProviderError  # what a provider returned for a group
 
 
-@dataclass(frozen=True)
-class _Component:
+class _Component(NamedTuple):
     name: str
     provider_key: str
     term: str
@@ -75,23 +73,14 @@ class StagedGroup(NamedTuple):
     """One group scored and composed by the general strategy, where its providers run."""
 
     group_id: str
-    rollouts: Sequence[Mapping[str, Any]]
+    rollouts: Rollouts
     composed: list[tuple[str, Composition]]  # (trajectory id, composition) per candidate, in order
-    results: Mapping[str, RewardGroupResult | ProviderError]  # provider key -> what it returned
+    results: Mapping[str, Said]  # provider key -> what it returned
 
 
 # What ``finish`` and ``process_with`` take: a ``StagedGroup``, or the same four as a plain tuple
 # (reward actors rebuild them from the wire).
-Staged = tuple[
-    str,
-    Sequence[Mapping[str, Any]],
-    Sequence[tuple[str, Composition]],
-    Mapping[str, RewardGroupResult | ProviderError],
-]
-
-
-# Called with a group's rollout count before it is scored; waits for capacity (back-pressure).
-Admission = Callable[[int], AbstractContextManager[Any]]
+Staged = tuple[str, Rollouts, Sequence[tuple[str, Composition]], Mapping[str, Said]]
 
 
 def _no_admission(weight: int) -> AbstractContextManager[Any]:
@@ -155,7 +144,9 @@ class RewardWorker:
                 self.providers[key] = catalog.bind(
                     component.provider, component.params, available_inputs, runtime=runtime
                 )
-        resolved = spec.with_terms(lambda name: self._provider_named(name).spec.default_term)
+        resolved = spec.with_terms(
+            lambda name: next(b.spec.default_term for b in self.providers.values() if b.name == name)
+        )
         self.spec = resolved
         read: dict[tuple[str, str], str] = {}
         self._components: list[_Component] = []
@@ -177,7 +168,6 @@ class RewardWorker:
             read[pair] = component.name
             self._components.append(_Component(component.name, key, component.term))
         self.records = tuple(record_of(bound, catalog.ref) for bound in self.providers.values())
-        # Every provider cheap: the whole batch is scored in the calling thread.
         self.cheap = all(bound.spec.cheap for bound in self.providers.values())
         self._diagnosing = any(bound.spec.diagnostics for bound in self.providers.values())
         self._outputs = BatchOutputs(
@@ -190,13 +180,12 @@ class RewardWorker:
             self.records,
             self._diagnosing,
         )
-        # Every provider a cheap pointwise scorer: batches are scored in one pass over columns.
         self._pointwise: PointwiseBatch | None = None
         if all(scorable_in_one_pass(bound) for bound in self.providers.values()):
             self._pointwise = PointwiseBatch(
                 resolved,
                 self.providers,
-                [(component.name, component.provider_key, component.term) for component in self._components],
+                self._components,
                 group_size=group_size,
                 complete=self._complete,
                 void_charges=self._void_charges,
@@ -208,25 +197,18 @@ class RewardWorker:
         self.spec_identity: dict[str, Any] = normal
 
     def close(self) -> None:
-        """Release every provider's resources (worker processes, sandboxes); idempotent.
-
-        Each provider with a ``close()`` is closed once, even when one of them fails; the first
-        failure is raised after all were tried.
-        """
+        """Release every provider's resources (worker processes, sandboxes); idempotent. Every
+        provider's ``close()`` is tried; the first failure is raised after all were."""
         first: BaseException | None = None
         for bound in self.providers.values():
             close = getattr(bound.provider, "close", None)
-            if not callable(close):
-                continue
             try:
-                close()
+                if callable(close):
+                    close()
             except Exception as error:
                 first = first or error
         if first is not None:
             raise first
-
-    def _provider_named(self, name: str) -> BoundProvider:
-        return next(bound for bound in self.providers.values() if bound.name == name)
 
     @property
     def needs(self) -> tuple[str, ...]:
@@ -235,11 +217,9 @@ class RewardWorker:
 
     # -- the general strategy: group by group, through the bound adapter -------------------------
 
-    def _score_admitted(
-        self, group_id: str, rollouts: Sequence[Mapping[str, Any]]
-    ) -> dict[str, RewardGroupResult | ProviderError]:
+    def _score_admitted(self, group_id: str, rollouts: Rollouts) -> dict[str, Said]:
         check_one_prompt(group_id, rollouts)
-        results: dict[str, RewardGroupResult | ProviderError] = {}
+        results: dict[str, Said] = {}
         for key, bound in self.providers.items():
             try:
                 results[key] = bound.score_group(group_id, rollouts, self.group_size)
@@ -249,25 +229,11 @@ class RewardWorker:
                 results[key] = error
         return results
 
-    def _compose_group(
-        self,
-        group_id: str,
-        rollouts: Sequence[Mapping[str, Any]],
-        results: Mapping[str, RewardGroupResult | ProviderError],
-    ) -> list[tuple[str, Composition]]:
-        return self._compose_chunk([(group_id, rollouts, results)])[0]
-
     def _compose_chunk(
-        self,
-        scored: Sequence[
-            tuple[str, Sequence[Mapping[str, Any]], Mapping[str, RewardGroupResult | ProviderError]]
-        ],
+        self, scored: Sequence[tuple[str, Rollouts, Mapping[str, Said]]]
     ) -> list[list[tuple[str, Composition]]]:
-        """Compose every candidate of several scored groups in one pass; one list per group.
-
-        One ``compose_columns`` call for the whole chunk: per-group setup would cost more than the
-        composing itself for small groups.
-        """
+        """Compose every candidate of several scored groups in one ``compose_columns`` call (per-group
+        setup would cost more than composing small groups); one list per group."""
         ids: list[str] = []
         said: list[list[RewardProviderResult]] = [[] for _ in self._components]
         components = list(zip(self._components, said))
@@ -278,9 +244,7 @@ class RewardWorker:
                 if isinstance(result, ProviderError):  # the provider failed the whole group
                     column.extend([RewardProviderResult.fail(str(result))] * len(rollouts))
                     continue
-                # check_result has held every item to the spec: declared terms, finite values, a
-                # known status, a string reason.
-                column.extend([item.result for item in result.items])
+                column.extend([item.result for item in result.items])  # held to the spec by check_result
                 if first:
                     ids.extend([item.trajectory_id for item in result.items])
                 first = False
@@ -296,7 +260,7 @@ class RewardWorker:
         return [[next(pairs) for _ in range(len(rollouts))] for _, rollouts, _ in scored]
 
     def _stage_chunk(
-        self, chunk: list[tuple[str, Sequence[Mapping[str, Any]]]], weight: int, admit: Admission
+        self, chunk: list[tuple[str, Rollouts]], weight: int, admit: Admission
     ) -> list[StagedGroup]:
         scope = cancellation.current()
         scope.raise_if_cancelled()
@@ -321,10 +285,9 @@ class RewardWorker:
     ) -> list[StagedGroup]:
         """Score and compose every group, in batch order.
 
-        Groups travel in chunks: one admission, and with an executor one hand-off to a thread, per
-        chunk rather than per group. Providers that all declare themselves ``cheap`` are scored in
-        the calling thread, since a thread hop costs more than their scoring and the GIL would
-        serialise them anyway. ``max_chunk_weight`` caps a chunk's rollouts (the in-flight limit).
+        Groups travel in chunks (of at most ``max_chunk_weight`` rollouts): one admission, and with an
+        executor one hand-off to a thread, per chunk. ``cheap`` providers are scored in the calling
+        thread: a thread hop costs more than their scoring, and the GIL would serialise them anyway.
         """
         parts = batch_parts(groups)
         if executor is None or self.cheap or len(parts) < 2:
@@ -371,9 +334,8 @@ class RewardWorker:
     def _breaker(self, staged: Sequence[Staged]) -> Sequence[Staged]:
         """The staged groups with the charges ``rewardkit.charges`` voids made errors, recomposed."""
         results = [entry[3] for entry in staged]
-        names = {key: bound.name for key, bound in self.providers.items()}
         breaker = self.spec.breaker
-        voided = voided_charges(results, names, breaker.min, breaker.share)
+        voided = voided_charges(results, self._outputs.provider_names, breaker.min, breaker.share)
         changed = [index for index, (before, after) in enumerate(zip(results, voided)) if before is not after]
         if not changed:
             return staged
@@ -385,35 +347,22 @@ class RewardWorker:
         return out
 
     def _void_charges(self, columns: ScoredColumns) -> ScoredColumns:
-        """The one-pass strategy's columns after the breaker, which the general strategy's staged
-        groups go through in ``_columns``: the same rule, on the same groups, when any candidate
-        was charged on non-deterministic evidence (else the columns as they are)."""
-        said = columns.said
+        """The one-pass strategy's columns after the breaker (``_columns``, as for the general
+        strategy), when any candidate was charged on non-deterministic evidence."""
+        # The one-pass strategy has a result for every candidate (its providers never fail a group).
+        said = cast("Mapping[str, list[RewardProviderResult]]", columns.said)
         if not any("nondeterministic" in map(_charge, results) for results in said.values()):
             return columns
         staged: list[StagedGroup] = []
         position = 0
-        totals, gated, breakdowns = columns.composed
+        compositions = list(map(Composition, *columns.composed))
         for group_id, size in zip(columns.group_ids, columns.sizes):
             end = position + size
             ids = columns.trajectory_ids[position:end]
-            composed = [
-                (trajectory_id, Composition(total, flag, breakdown))
-                for trajectory_id, total, flag, breakdown in zip(
-                    ids, totals[position:end], gated[position:end], breakdowns[position:end]
-                )
-            ]
-            # The one-pass strategy has a result for every candidate (its providers never fail a group).
-            by_provider: dict[str, RewardGroupResult | ProviderError] = {
+            composed = list(zip(ids, compositions[position:end]))
+            by_provider: dict[str, Said] = {
                 key: RewardGroupResult(
-                    group_id,
-                    tuple(
-                        map(
-                            RewardCandidateResult,
-                            ids,
-                            cast("list[RewardProviderResult]", results[position:end]),
-                        )
-                    ),
+                    group_id, tuple(map(RewardCandidateResult, ids, results[position:end]))
                 )
                 for key, results in said.items()
             }
@@ -426,12 +375,7 @@ class RewardWorker:
         """Staged groups (after the breaker) as the columns both strategies finish from."""
         staged = self._breaker(staged)
         pairs = [pair for entry in staged for pair in entry[2]]
-        compositions = [composition for _, composition in pairs]
-        composed = ComposedParts(
-            [composition.total for composition in compositions],
-            [composition.gated for composition in compositions],
-            [composition.breakdown for composition in compositions],
-        )
+        composed = ComposedParts.of([composition for _, composition in pairs])
         statuses: list[list[str]] = []
         values: list[list[float]] = []
         for component in self._components:
@@ -494,11 +438,8 @@ class RewardWorker:
         max_chunk_weight: int | None,
         complete: Callable[[ScoredColumns], ScoredBatch],
     ) -> ScoredBatch:
-        """Score a batch with the strategy its providers allow, and ``complete`` its columns.
-
-        The one place the strategy is chosen: the one-pass strategy when every provider is a cheap
-        pointwise scorer, the general one otherwise.
-        """
+        """Score a batch with the strategy its providers allow (the one place it is chosen), and
+        ``complete`` its columns."""
         if self._pointwise is not None:
             return self._pointwise.score(batch, admit, max_chunk_weight, self._collector_paused, complete)
         staged = self._stage(batch, executor, admit, max_chunk_weight)
@@ -512,22 +453,19 @@ class RewardWorker:
         admit: Admission = _no_admission,
         max_chunk_weight: int | None = None,
     ) -> ScoredBatch:
-        """Score, compose, annotate and report a batch without modifying the inputs.
-
-        ``admit(weight)`` is entered around each chunk of groups (waiting for in-flight capacity);
-        ``max_chunk_weight`` keeps a chunk within that capacity.
-        """
+        """Score, compose, annotate and report a batch without modifying the inputs; ``admit(weight)``
+        is entered around each chunk (waiting for capacity), of at most ``max_chunk_weight`` rollouts."""
         return self._run(as_batch(groups), executor, admit, max_chunk_weight, self._complete)
 
     # Distributed execution (reward actors) splits the batch: each group is staged where the
     # providers run (``stage_group``), and the driver that holds the whole batch calls ``finish``.
 
     def stage_group(
-        self, group_id: str, rollouts: Sequence[Mapping[str, Any]]
-    ) -> tuple[list[tuple[str, Composition]], dict[str, RewardGroupResult | ProviderError]]:
+        self, group_id: str, rollouts: Rollouts
+    ) -> tuple[list[tuple[str, Composition]], dict[str, Said]]:
         """Score and compose one group: its per-candidate compositions and the raw provider results."""
         results = self._score_admitted(group_id, rollouts)
-        return self._compose_group(group_id, rollouts, results), results
+        return self._compose_chunk([(group_id, rollouts, results)])[0], results
 
     def finish(self, staged: Sequence[Staged]) -> ScoredBatch:
         """Annotate and report staged groups ``(group_id, rollouts, compositions, results)``."""
@@ -540,11 +478,9 @@ class RewardWorker:
         admit: Admission = _no_admission,
         max_chunk_weight: int | None = None,
     ) -> ScoredBatch:
-        """Like ``evaluate``, and write ``reward`` and ``advantage`` into each trajectory mapping.
-
-        One transaction: if scoring, a reward write, the annotation or the report fails, every
-        trajectory gets back exactly the reward-stage fields it had before, and the error propagates.
-        """
+        """Like ``evaluate``, and write ``reward`` and ``advantage`` into each trajectory mapping, as
+        one transaction: if any stage fails, every trajectory gets back exactly the reward-stage
+        fields it had before, and the error propagates."""
         batch = as_batch(groups)
 
         def run(trajectories: list[MutableMapping[str, Any]]) -> ScoredBatch:
@@ -559,23 +495,18 @@ class RewardWorker:
         return self._transaction(batch, run)
 
     def process_with(self, groups: Sequence[GroupLike], stage: Callable[[], Sequence[Staged]]) -> ScoredBatch:
-        """``process`` with the scoring stage supplied by the caller (e.g. reward actors).
-
-        ``stage()`` returns the staged groups in batch order, as ``_stage`` does; ``groups`` must
-        be the batch it stages (``as_batch`` of what the caller was given).
-        """
+        """``process`` with the scoring stage supplied by the caller (reward actors): ``stage()``
+        returns the staged groups of ``groups`` (an ``as_batch`` batch) in order, as ``_stage`` does."""
 
         def run(trajectories: list[MutableMapping[str, Any]]) -> ScoredBatch:
             staged = stage()
             with self._collector_paused():
-                return self._publish(staged, trajectories)
+                return self._complete(self._columns(staged), trajectories)
 
         return self._transaction(groups, run)
 
     def _transaction(
-        self,
-        groups: Sequence[GroupLike],
-        run: Callable[[list[MutableMapping[str, Any]]], ScoredBatch],
+        self, groups: Sequence[GroupLike], run: Callable[[list[MutableMapping[str, Any]]], ScoredBatch]
     ) -> ScoredBatch:
         """``run(trajectories)``, every trajectory of ``groups`` restored if it fails."""
         trajectories: list[MutableMapping[str, Any]] = []
@@ -600,11 +531,6 @@ class RewardWorker:
                     else:
                         trajectory[field] = value
             raise
-
-    def _publish(self, staged: Sequence[Staged], trajectories: list[MutableMapping[str, Any]]) -> ScoredBatch:
-        """Write every reward and advantage into its trajectory, then report (``process_with``'s
-        second half; its caller restores the trajectories if this fails)."""
-        return self._complete(self._columns(staged), trajectories)
 
     @staticmethod
     def _write_reward(

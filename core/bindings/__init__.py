@@ -1,14 +1,9 @@
-"""Trainer bindings: rewardkit rewards in the shapes TRL, verl and OpenRLHF call.
+"""Trainer bindings: rewardkit rewards in the shapes TRL (``rewardkit.bindings.trl``), verl
+(``rewardkit.bindings.verl``) and OpenRLHF (``rewardkit.bindings.openrlhf``) call.
 
-- ``rewardkit.bindings.trl``: ``reward_funcs(config) -> (funcs, weights)`` for ``GRPOTrainer``.
-- ``rewardkit.bindings.verl``: ``compute_score`` / ``compute_score_batch`` for verl's
-  ``custom_reward_function``.
-- ``rewardkit.bindings.openrlhf``: ``reward_func`` for OpenRLHF's ``--remote_rm_url file.py``.
-
-Each is registered as a built-in trainer binding: ``rewardkit bindings`` lists every registered one
-(a plugin may add more) and ``get(name)`` returns its entry function. None imports its trainer,
-so they load without torch. Errors follow the reward spec's ``onError``: none of them turns an error
-into a reward of 0.
+Each is a built-in trainer binding: ``rewardkit bindings`` lists every registered one (plugins may
+add more) and ``get(name)`` returns its entry function. None imports its trainer (they load without
+torch), and none turns an error into a reward of 0: errors follow the spec's ``onError``.
 """
 
 from __future__ import annotations
@@ -20,12 +15,8 @@ __all__ = ["describe", "get"]
 
 
 def get(name: str) -> Callable[..., Any]:
-    """The entry function of the trainer binding registered as ``name`` (``rewardkit bindings``).
-
-    A binding registered by path is imported here, on first use (its module may need the trainer).
-    An unknown name raises ``UnknownNameError`` listing the registered ones; a target that does not
-    import raises ``PluginLoadError`` naming the binding, the plugin that registered it and the path.
-    """
+    """The entry function of the trainer binding registered as ``name`` (``rewardkit bindings``),
+    imported on first use when registered by path (its module may need the trainer)."""
     from rewardkit.catalog import trainer_bindings
     from rewardkit.errors import PluginLoadError
     from rewardkit.plugins import import_module_attribute

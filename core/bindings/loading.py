@@ -1,13 +1,11 @@
 """Finding the configuration a trainer binding scores with, and keeping one ``Reward`` per selection.
 
 Trainers load reward functions by file path and call them with their own keyword arguments, so a
-binding cannot take a ``Reward`` object; it takes ``config=`` (a YAML/TOML path, a mapping, or a
-``RewardkitConfig``) or reads the ``REWARDKIT_CONFIG`` environment variable. Building a ``Reward``
-resolves plugins and preflights providers, so each distinct (configuration, selection, group size)
-is built once per process and reused for every later call. Every binding builds its rewards through
-``rewardkit.reward.build_reward``, as ``rewardkit.load`` does, so ``rl.reward.service`` and
-``rewards.backend`` mean the same for all of them, routed selections (``rl.reward.by_data_source``)
-included.
+binding takes ``config=`` (a YAML/TOML path, a mapping, or a ``RewardkitConfig``) or reads
+``$REWARDKIT_CONFIG``. Building a ``Reward`` resolves plugins and preflights providers, so each
+distinct (configuration, selection, group size) is built once per process, through
+``rewardkit.reward.build_reward`` as ``rewardkit.load`` does (``rl.reward.service`` and
+``rewards.backend`` mean the same for every binding).
 """
 
 from __future__ import annotations
@@ -93,14 +91,6 @@ def selection_for(config: RewardkitConfig, data_source: str | None) -> RewardSel
     return chosen
 
 
-def with_trainer_defaults(config: RewardkitConfig, *, advantage_eps: float) -> RewardkitConfig:
-    """``config`` with ``rl.advantage_eps`` set to the trainer's own when the config leaves it unset."""
-    if config.rl.advantage_eps is not None:
-        return config
-    rl = config.rl.model_copy(update={"advantage_eps": advantage_eps})
-    return config.model_copy(update={"rl": rl})
-
-
 def reward_for(
     source: ConfigSource,
     *,
@@ -108,13 +98,12 @@ def reward_for(
     group_size: int | None = None,
     advantage_eps: float | None = None,
 ) -> RewardLike:
-    """The (cached) reward for ``source``, the selection ``data_source`` picks, and ``group_size``.
-
-    ``advantage_eps`` is the trainer's default for ``rl.advantage_eps`` (used when the config has none).
-    """
+    """The (cached) reward for ``source``, the selection ``data_source`` picks, and ``group_size``;
+    ``advantage_eps`` is the trainer's default for an unset ``rl.advantage_eps``."""
     config = resolve_config(source)
-    if advantage_eps is not None:
-        config = with_trainer_defaults(config, advantage_eps=advantage_eps)
+    if advantage_eps is not None and config.rl.advantage_eps is None:
+        rl = config.rl.model_copy(update={"advantage_eps": advantage_eps})
+        config = config.model_copy(update={"rl": rl})
     selection = selection_for(config, data_source)
     routed = selection is not config.rl.reward
     cache_key = (_key_of(source), data_source if routed else "", group_size, config.rl.advantage_eps)

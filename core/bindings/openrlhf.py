@@ -1,34 +1,19 @@
 """OpenRLHF binding: ``reward_func(queries, prompts, labels)`` for ``--remote_rm_url /path/to/file.py``.
 
-OpenRLHF loads ``reward_func`` from a ``.py`` path given as the remote RM URL and calls it with
-the decoded query (prompt + response, special tokens kept), the prompt text and the label, then
-reads ``{"rewards": ..., "scores": ..., "extra_logs": {...}}``. Use it as::
+Use it as (details in docs/bindings.md)::
 
     export REWARDKIT_CONFIG=/path/to/reward.yaml
     --remote_rm_url "$(python -c 'import rewardkit.bindings.openrlhf as m; print(m.__file__)')"
 
-The response is the query with the prompt removed from its front (never from later on: a model that
-repeats the prompt keeps its answer) and trailing end-of-sequence markers stripped; a query that
-does not start with its prompt is an error. The label is the reference; the prompt is the prompt.
-OpenRLHF calls with one sample at a time, so samples are scored one by one (groups of one). A null
-total (``onError: none``) is refused with an error: OpenRLHF has no "no reward" value and must not
-train on 0.
-``extra_logs`` holds each component's value (NaN when it did not score).
+The response is the query with the prompt cut from its front only (a model that repeats the prompt
+keeps its answer) and trailing EOS markers stripped; the label is the reference. Samples are scored
+one by one; a null total is an error, since OpenRLHF has no "no reward" value.
 
-For a Reward Service, point ``--remote_rm_url`` at its ``/get_reward`` endpoint instead.
-
-``reward_func`` receives no token counts and no finish reasons. A reward whose providers need
-either (``overlong``) is refused when OpenRLHF loads this file, naming the field, because OpenRLHF
-only logs an exception raised by ``reward_func`` and trains on. Set both of these and the binding
-derives them instead, from the response part of the decoded query:
-
-- ``REWARDKIT_OPENRLHF_TOKENIZER``: the tokenizer OpenRLHF generates with (a folder or a hub name
-  for ``AutoTokenizer.from_pretrained``; the run's ``--pretrain``);
-- ``REWARDKIT_OPENRLHF_MAX_NEW_TOKENS``: the generation limit, OpenRLHF's ``--rollout.max_new_tokens``.
-
-``completion_token_count`` is the response re-encoded (EOS included, as vLLM counts it), and
-``finish_reason`` is ``"length"`` when that count reached the limit without the response ending in
-the tokenizer's EOS token, else ``"stop"``.
+A reward needing token counts or finish reasons (``overlong``) is refused when OpenRLHF loads this
+file (OpenRLHF only logs what ``reward_func`` raises, and trains on), unless
+``REWARDKIT_OPENRLHF_TOKENIZER`` (the run's tokenizer) and ``REWARDKIT_OPENRLHF_MAX_NEW_TOKENS``
+(``--rollout.max_new_tokens``) are set: the response is then re-encoded (EOS included, as vLLM
+counts it) and ``"length"`` when it reached the limit without ending in EOS.
 """
 
 from __future__ import annotations
@@ -60,37 +45,28 @@ EOS_MARKERS: tuple[str, ...] = (
     "</s>",
     "<eos>",
 )
-
-
-# Markers a decoded query may start with before the prompt text (a tokenizer's BOS, kept by decoding
-# with special tokens when the chat template or the dataset put it into the prompt's token ids).
+# BOS markers a decoded query may start with before the prompt text (special tokens are kept).
 BOS_MARKERS: tuple[str, ...] = ("<|begin_of_text|>", "<|startoftext|>", "<s>", "<bos>")
 
 
 def _prefix_end(query: str, prompt: str) -> int | None:
     """Where ``prompt`` ends in ``query`` when the query starts with it, whitespace aside; else None.
 
-    OpenRLHF builds the query by decoding the prompt's token ids followed by the response's, so the
-    prompt comes back as the tokenizer writes it: runs of whitespace may differ (word-level and
-    byte-level decoders, ``clean_up_tokenization_spaces`` removing the space before punctuation),
-    every other character is the prompt's own. The match is anchored at the start: text that repeats
-    the prompt later in the query belongs to the response.
-    """
+    The query is the prompt's token ids decoded, then the response's: the prompt comes back as the
+    tokenizer writes it, where runs of whitespace may differ (``clean_up_tokenization_spaces``
+    removes the space before punctuation) but every other character is the prompt's own."""
     if query.startswith(prompt):  # the usual case, without a Python loop over every character
         at = len(prompt)
-        if prompt[-1:].isspace():
+    else:
+        at = 0
+        for char in prompt:
+            if char.isspace():
+                continue
             while at < len(query) and query[at].isspace():
                 at += 1
-        return at
-    at = 0
-    for char in prompt:
-        if char.isspace():
-            continue
-        while at < len(query) and query[at].isspace():
+            if at >= len(query) or query[at] != char:
+                return None
             at += 1
-        if at >= len(query) or query[at] != char:
-            return None
-        at += 1
     if prompt[-1:].isspace():  # a prompt that ends in whitespace owns the query's whitespace there
         while at < len(query) and query[at].isspace():
             at += 1
@@ -98,12 +74,9 @@ def _prefix_end(query: str, prompt: str) -> int | None:
 
 
 def response_of(query: str, prompt: str, index: int, eos_markers: Sequence[str] = EOS_MARKERS) -> str:
-    """The response part of a decoded query: after the prompt, without trailing EOS markers and padding.
-
-    The prompt is cut only from the front of the query (after leading BOS markers, with whitespace
-    compared loosely, see ``_prefix_end``); a query that does not start with its prompt is refused,
-    since guessing where the response starts could score the wrong text.
-    """
+    """The response part of a decoded query: after the prompt (cut only from the front, after BOS
+    markers, whitespace compared loosely), without trailing EOS markers; a query that does not
+    start with its prompt is refused: a guess could score the wrong text."""
     return strip_eos(generated_part(query, prompt, index), eos_markers)
 
 
@@ -147,8 +120,7 @@ def strip_eos(response: str, eos_markers: Sequence[str] = EOS_MARKERS) -> str:
 
 
 def _as_output(values: list[float]) -> Any:
-    # OpenRLHF's own examples return tensors and it wraps values with torch.tensor; give it one when
-    # torch is there (it always is under OpenRLHF), and a list otherwise.
+    # OpenRLHF's own examples return tensors; torch is always there under OpenRLHF.
     try:
         import torch
     except ImportError:
@@ -205,10 +177,8 @@ def _reward(source: ConfigSource, limit: GenerationLimit | None) -> Any:
 
 
 def preflight(config: ConfigSource | None = None, *, limit: GenerationLimit | None = None) -> None:
-    """Build the reward ``reward_func`` scores with and refuse what OpenRLHF cannot give it.
-
-    ``limit`` defaults to the one the environment configures.
-    """
+    """Build the reward ``reward_func`` scores with and refuse what OpenRLHF cannot give it
+    (``limit`` defaults to the environment's)."""
     _reward(config_source(config, BINDING), limit if limit is not None else _environment_limit())
 
 
@@ -220,10 +190,8 @@ def score(
     config: ConfigSource | None = None,
     limit: GenerationLimit | None = None,
 ) -> tuple[list[float], dict[str, list[float]]]:
-    """Totals and per-component values for OpenRLHF samples (plain lists; ``reward_func`` wraps them).
-
-    ``limit`` (default: the environment's, see the module) gives token counts and finish reasons.
-    """
+    """Totals and per-component values for OpenRLHF samples (plain lists; ``reward_func`` wraps them);
+    ``limit`` (default: the environment's) gives token counts and finish reasons."""
     source = config_source(config, BINDING)
     count = len(queries)
     if len(prompts) != count or (labels is not None and len(labels) != count):
@@ -262,15 +230,10 @@ def score(
 
 
 def reward_func(
-    queries: Sequence[str],
-    prompts: Sequence[str],
-    labels: Sequence[Any] | None = None,
-    **kwargs: Any,
+    queries: Sequence[str], prompts: Sequence[str], labels: Sequence[Any] | None = None, **kwargs: Any
 ) -> dict[str, Any]:
-    """OpenRLHF's custom reward function: ``{"rewards", "scores", "extra_logs"}``.
-
-    The configuration comes from ``config=`` when a caller passes it, else ``$REWARDKIT_CONFIG``.
-    """
+    """OpenRLHF's custom reward function: ``{"rewards", "scores", "extra_logs"}`` (the configuration
+    from ``config=`` when passed, else ``$REWARDKIT_CONFIG``)."""
     totals, components = score(
         queries, prompts, labels, config=kwargs.get("config"), limit=kwargs.get("limit")
     )
@@ -294,7 +257,6 @@ def _environment_limit() -> GenerationLimit | None:
 
 
 if __name__ == OPENRLHF_MODULE_NAME and os.environ.get(CONFIG_ENV, "").strip():
-    # OpenRLHF is loading this file: refuse a reward it cannot score here, while a raise still
-    # stops the run (reward_func's own errors are only logged by OpenRLHF). Without
-    # $REWARDKIT_CONFIG the configuration can only come with each call (config=).
+    # OpenRLHF is loading this file: refuse a reward it cannot score while a raise still stops the
+    # run (OpenRLHF only logs reward_func's errors).
     preflight(limit=_environment_limit())

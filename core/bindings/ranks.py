@@ -1,14 +1,11 @@
 """The processes of a distributed trainer, as a binding sees them: this rank, the world, one collective.
 
-A trainer on several processes (GPUs) calls its reward functions on every rank with that rank's
-slice of the batch. A binding that needs the whole batch exchanges data with ``gather``, which
-returns every rank's item in rank order. It is a collective: every rank must call it, the same
-number of times, in the same order, or the ranks deadlock (or, in TRL, pair it with the trainer's
-own gather and crash). Bindings therefore call it unconditionally, carrying an error as data rather
-than raising before the collective.
-
-``current_ranks()`` finds the ranks through ``torch.distributed`` and gathers with ``accelerate``'s
-``gather_object`` (what TRL itself uses), so it imports neither at module import.
+A trainer on several processes calls its reward functions on every rank with that rank's slice of
+the batch; ``gather`` returns every rank's item in rank order. It is a collective: every rank must
+call it the same number of times in the same order, or the ranks deadlock (or, in TRL, pair it with
+the trainer's own gather and crash), so bindings call it unconditionally and carry errors as data.
+``current_ranks()`` uses ``torch.distributed`` and ``accelerate``'s ``gather_object`` (as TRL does),
+importing neither at module import.
 """
 
 from __future__ import annotations

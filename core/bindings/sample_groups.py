@@ -1,10 +1,9 @@
 """Rebuilding rollout groups from the flat per-sample lists that trainers hand to reward functions.
 
-Trainers call reward functions with parallel lists (one entry per completion). GRPO-style trainers
-lay a group's completions next to each other (``num_generations`` consecutive samples share one
-prompt), so the groups are recovered by slicing, and every slice is checked: same prompt, same
-reference. A batch that does not slice cleanly is refused with the sample index that breaks it,
-because scoring a half group as a whole one would give the wrong group-relative signal.
+GRPO-style trainers lay a group's completions next to each other (``num_generations`` consecutive
+samples share one prompt), so groups are recovered by slicing and each slice is checked (same
+prompt, same reference). A batch that does not slice cleanly is refused with the sample that breaks
+it: scoring a half group as a whole one would give the wrong group-relative signal.
 """
 
 from __future__ import annotations
@@ -34,11 +33,8 @@ class FlatBatch:
 
 
 def completion_text(completion: object, index: int) -> str:
-    """The text of one completion: a string, or a conversational list of messages.
-
-    A conversational completion (TRL's ``[{"role": "assistant", "content": ...}, ...]``) reads as
-    the assistant messages' contents joined by newlines, since tool turns are not the model's answer.
-    """
+    """The text of one completion: a string, or (TRL's conversational form) the assistant messages'
+    contents joined by newlines, since tool turns are not the model's answer."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, Sequence) and not isinstance(completion, (bytes, bytearray)):
@@ -84,7 +80,7 @@ def _check_lengths(batch: FlatBatch) -> int:
     return count
 
 
-def _clean_reference(value: Any, index: int) -> Any:
+def _clean_reference(value: Any) -> Any:
     # pandas/numpy columns turn a missing value into NaN; treat it as missing rather than a number.
     if isinstance(value, float) and math.isnan(value):
         return None
@@ -103,7 +99,7 @@ def rollout(batch: FlatBatch, index: int, group_id: str, position: int) -> dict[
     if batch.prompts is not None:
         item["prompt"] = batch.prompts[index]
     if batch.references is not None:
-        item["reference"] = _clean_reference(batch.references[index], index)
+        item["reference"] = _clean_reference(batch.references[index])
     if batch.token_counts is not None:
         item["completion_token_count"] = batch.token_counts[index]
     if batch.finish_reasons is not None:
@@ -112,12 +108,8 @@ def rollout(batch: FlatBatch, index: int, group_id: str, position: int) -> dict[
 
 
 def rebuild_groups(batch: FlatBatch, group_size: int, prefix: str) -> list[dict[str, Any]]:
-    """Slice a flat batch into groups of ``group_size`` consecutive samples and check each one.
-
-    Returns ``{"group_id": ..., "rollouts": [...]}`` mappings in batch order; sample ``i`` is
-    rollout ``i % group_size`` of group ``i // group_size``. Raises ``BindingError`` when the batch
-    does not divide into whole groups, or a group's samples disagree on the prompt or reference.
-    """
+    """Slice a flat batch into ``{"group_id": ..., "rollouts": [...]}`` groups of ``group_size``
+    consecutive samples; ``BindingError`` for a partial group, or one split on prompt or reference."""
     if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 1:
         raise BindingError(f"group size must be a positive integer, got {group_size!r}")
     count = _check_lengths(batch)
@@ -149,9 +141,7 @@ def rebuild_groups(batch: FlatBatch, group_size: int, prefix: str) -> list[dict[
 
 def singleton_groups(batch: FlatBatch, prefix: str) -> list[dict[str, Any]]:
     """Every sample as a group of one (trainers that score samples one by one: verl, OpenRLHF)."""
-    count = _check_lengths(batch)
-    groups = []
-    for index in range(count):
-        group_id = f"{prefix}-s{index}"
-        groups.append({"group_id": group_id, "rollouts": [rollout(batch, index, group_id, 0)]})
-    return groups
+    return [
+        {"group_id": f"{prefix}-s{index}", "rollouts": [rollout(batch, index, f"{prefix}-s{index}", 0)]}
+        for index in range(_check_lengths(batch))
+    ]

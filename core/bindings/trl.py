@@ -1,4 +1,4 @@
-"""TRL binding: rewardkit as ``GRPOTrainer`` reward functions.
+"""TRL binding: rewardkit as ``GRPOTrainer`` reward functions (details in docs/bindings.md).
 
 ``reward_funcs(config)`` returns ``(funcs, weights)``::
 
@@ -6,35 +6,16 @@
     trainer = GRPOTrainer(model=..., reward_funcs=funcs,
                           args=GRPOConfig(reward_weights=weights, num_generations=4, ...), ...)
 
-``funcs[0]`` returns the composed total (``final``) at weight 1; each further function returns one
-component's value at weight 0, so TRL logs ``rewards/<component>/mean`` without it counting twice.
-All of them share one scoring pass per batch: the first function called scores the whole batch and
-the others read that result. TRL passes ``num_generations`` consecutive completions per prompt; they
-are rebuilt into rewardkit groups and checked (same prompt, same reference in every group).
+``funcs[0]`` is the composed total at weight 1, then one function per component at weight 0 (TRL
+logs ``rewards/<component>/mean`` without counting it twice); all share one scoring pass per batch.
+``None`` is "no number" to TRL. A null total (``onError: none``) gives ``None`` from *every*
+function for that sample: were the components still numbers, TRL would add them as ``0 * value``
+and train on a reward of 0, which ``onError`` exists to prevent.
 
-On several processes TRL hands each rank a slice of the global batch that need not be whole groups
-(one prompt's generations can sit on two ranks). The binding then works across ranks: every rank
-gathers every rank's samples (a collective on every call, on every rank), checks the groups of the
-global batch, and scores its share: its own slice when every provider is pointwise (built with
-``map_candidates``) and scoring is in-process, else whole groups, dealt round-robin to the ranks.
-A second collective exchanges the results (or a failure: one rank's error is raised on every rank,
-the same error), and each rank returns its own slice. The reward is built by the same path as every
-binding's, so ``rl.reward.service`` and ``rewards.backend: ray`` are honoured.
-
-``None`` means "no number" to TRL (it becomes NaN and the sample is left out of means and
-baselines). A null total (``onError: none``) gives ``None`` from *every* function for that sample,
-so TRL marks it unscorable; if the components still reported numbers, TRL would add them as
-``0 * value`` and train on a reward of 0, which is exactly what ``onError`` exists to prevent. A
-component that was skipped or errored gives ``None`` for itself only. Under ``onError: raise`` an
-error fails the training step. Provider diagnostics and the batch report go to TRL's
-``log_metric`` when TRL passes it (on several ranks, the report of the whole batch, the same on
-every rank). ``async_reward_funcs`` is the same as coroutine functions.
-
-Each rollout carries ``completion_token_count`` (the length of TRL's ``completion_ids``) and
-``finish_reason`` by TRL's own truncation rule: ``"length"`` when the completion's last id is
-neither EOS nor padding (no EOS within ``max_completion_length``), else ``"stop"``. The EOS and pad
-ids are the tokenizer's: ``tokenizer=`` when given, else the ``processing_class`` of the trainer
-whose ``log_metric`` TRL passes (``GRPOTrainer`` passes its own).
+On several processes a rank's slice need not be whole groups: every rank gathers every rank's
+samples (a collective on every call), scores its share (its own slice when every provider is
+pointwise and in-process, else whole groups dealt round-robin), and a second collective exchanges
+the results or a failure, raised on every rank alike.
 """
 
 from __future__ import annotations
@@ -97,6 +78,10 @@ class _BatchScores:
     def of(cls, scored: ScoredBatch, names: Sequence[str]) -> _BatchScores:
         return cls([_row(candidate, names) for _, candidate in scored.candidates()], names, scored.metrics)
 
+    def column(self, name: str | None) -> list[float | None]:
+        """A new list of the totals (``name`` None) or of one component's values."""
+        return list(self.totals if name is None else self.components[name])
+
 
 def _failure(rank: int, stage: str, error: BaseException) -> tuple[str, Any]:
     return ("error", (rank, stage, type(error).__name__, str(error)))
@@ -108,12 +93,11 @@ def _raise_failures(gathered: Sequence[tuple[str, Any]], world: int, local: Base
         return
     rank, stage, kind, message = failures[0]
     others = f"; {len(failures) - 1} other rank(s) failed as well" if len(failures) > 1 else ""
-    error = RankFailure(
+    raise RankFailure(
         f"rank {rank} of {world} failed while {stage}: {kind}: {message}{others}. Every rank stops with "
         "this error",
         rank=rank,
-    )
-    raise error from local
+    ) from local
 
 
 def ranks_score_own_slices(reward: Any) -> bool:
@@ -140,8 +124,7 @@ class TRLRewardBinding:
         self.num_generations = num_generations
         self.reference_column = reference_column
         self.total_name = total_name
-        # Ranks of a multi-process run; found on each call unless given (tests give them).
-        self.ranks = ranks
+        self.ranks = ranks  # found on each call unless given (tests give them)
         self.component_names = tuple(reward.spec.names)
         if total_name in self.component_names:
             raise BindingError(
@@ -156,8 +139,6 @@ class TRLRewardBinding:
         self._last: tuple[Sequence[Any], Sequence[Any], _BatchScores] | None = None
         self._pending: tuple[Sequence[Any], Sequence[Any], asyncio.Future[_BatchScores]] | None = None
         self._calls = itertools.count()
-
-    # -- one scoring pass per batch ---------------------------------------------------------------
 
     def _flat(self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]) -> FlatBatch:
         references = None
@@ -203,8 +184,6 @@ class TRLRewardBinding:
     def _current_ranks(self) -> Ranks | None:
         return current_ranks() if self.ranks is _AUTO else self.ranks
 
-    # -- across ranks -----------------------------------------------------------------------------
-
     def _slice_scorer(self) -> RewardLike:
         # A rank's slice holds pieces of groups, so the pointwise reward checks no group size.
         if self._slice_reward is None:
@@ -220,11 +199,7 @@ class TRLRewardBinding:
         try:
             flat = self._flat(prompts, completions, kwargs)
             sent: tuple[str, Any] = ("ok", {
-                "completions": list(flat.completions),
-                "prompts": list(flat.prompts) if flat.prompts is not None else None,
-                "references": list(flat.references) if flat.references is not None else None,
-                "token_counts": list(flat.token_counts) if flat.token_counts is not None else None,
-                "finish_reasons": list(flat.finish_reasons) if flat.finish_reasons is not None else None,
+                name: None if values is None else list(values) for name, values in vars(flat).items()
             })  # fmt: skip
         except Exception as error:
             local, sent = error, _failure(ranks.rank, "reading its batch", error)
@@ -238,13 +213,11 @@ class TRLRewardBinding:
                 "(per_device_train_batch_size), so the global batch cannot be put back together"
             )
         size = sizes[0]
-        whole = FlatBatch(
-            completions=[item for part in parts for item in part["completions"]],
-            **{
-                field: None if parts[0][field] is None else [item for part in parts for item in part[field]]
-                for field in ("prompts", "references", "token_counts", "finish_reasons")
-            },
-        )
+        joined: dict[str, Any] = {
+            name: None if first is None else [item for part in parts for item in part[name]]
+            for name, first in parts[0].items()
+        }
+        whole = FlatBatch(**joined)
         try:
             groups = rebuild_groups(whole, self.num_generations, f"trl{next(self._calls)}")
         except BindingError as error:
@@ -268,7 +241,7 @@ class TRLRewardBinding:
                 rollouts = group["rollouts"][low - number * group_size : high - number * group_size]
                 pieces.append({"group_id": group["group_id"], "rollouts": rollouts})
             return ("ok", self._slice_scorer().score(pieces))
-        mine = [groups[number] for number in range(len(groups)) if number % ranks.world == ranks.rank]
+        mine = groups[ranks.rank :: ranks.world]
         return ("ok", self.reward.score(mine) if mine else ScoredBatch((), {}, ()))
 
     def _score_across(
@@ -282,8 +255,7 @@ class TRLRewardBinding:
             local, sent = error, _failure(ranks.rank, "scoring its share", error)
         gathered = ranks.gather(sent)  # collective 2, on every rank whatever happened above
         _raise_failures(gathered, ranks.world, local)
-        # The parts hold whole groups dealt round-robin, or slices that split groups: the finisher
-        # puts the global batch back in order, with advantages and the report of the whole batch.
+        # Whole groups dealt round-robin, or slices that split groups: the finisher puts them back.
         whole = finish_split_batch(
             [part for _, part in gathered],
             self.reward.config.rl,
@@ -297,8 +269,6 @@ class TRLRewardBinding:
         mine = candidates[ranks.rank * size : (ranks.rank + 1) * size]
         rows = [_row(candidate, self.component_names) for candidate in mine]
         return _BatchScores(rows, self.component_names, whole.metrics)
-
-    # -- the pass ---------------------------------------------------------------------------------
 
     @staticmethod
     def _same_batch(
@@ -358,53 +328,41 @@ class TRLRewardBinding:
         self._publish(result, kwargs)
         return result
 
-    # -- the functions TRL calls ------------------------------------------------------------------
-
     def _check(self, prompts: Sequence[Any], completions: Sequence[Any]) -> None:
         if len(prompts) != len(completions):
             raise BindingError(f"TRL passed {len(prompts)} prompts for {len(completions)} completions")
 
     def functions(self) -> list[RewardFunc]:
-        def total(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-            self._check(prompts, completions)
-            return list(self.scores(prompts, completions, kwargs).totals)
+        """The total's function (``name`` None below), then one per component."""
 
-        funcs: list[RewardFunc] = [_named(total, self.total_name)]
-        for name in self.component_names:
-
-            def component(
-                prompts: list[Any], completions: list[Any], _name: str = name, **kwargs: Any
-            ) -> list[float | None]:
+        def make(name: str | None) -> RewardFunc:
+            def function(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
                 self._check(prompts, completions)
-                return list(self.scores(prompts, completions, kwargs).components[_name])
+                return self.scores(prompts, completions, kwargs).column(name)
 
-            funcs.append(_named(component, name))
-        return funcs
+            return _named(function, name or self.total_name)
+
+        return [make(None), *map(make, self.component_names)]
 
     def async_functions(self) -> list[Callable[..., Any]]:
-        async def total(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-            self._check(prompts, completions)
-            return list((await self.ascores(prompts, completions, kwargs)).totals)
-
-        funcs: list[Callable[..., Any]] = [_named(total, self.total_name)]
-        for name in self.component_names:
-
-            async def component(
-                prompts: list[Any], completions: list[Any], _name: str = name, **kwargs: Any
+        def make(name: str | None) -> Callable[..., Any]:
+            async def function(
+                prompts: list[Any], completions: list[Any], **kwargs: Any
             ) -> list[float | None]:
                 self._check(prompts, completions)
-                return list((await self.ascores(prompts, completions, kwargs)).components[_name])
+                return (await self.ascores(prompts, completions, kwargs)).column(name)
 
-            funcs.append(_named(component, name))
-        return funcs
+            return _named(function, name or self.total_name)
+
+        return [make(None), *map(make, self.component_names)]
 
     def weights(self) -> list[float]:
         return [1.0] + [0.0] * len(self.component_names)
 
 
 def _trainer_stop_ids(kwargs: Mapping[str, Any]) -> frozenset[int] | None:
-    """The EOS and pad ids of the trainer calling: TRL 1.13 passes ``log_metric=self._log_metric``
-    (``GRPOTrainer._calculate_rewards``), a method of the trainer, whose ``processing_class`` holds them."""
+    """The EOS and pad ids of the calling trainer: TRL 1.13 passes ``log_metric=self._log_metric``
+    (``GRPOTrainer._calculate_rewards``), whose trainer's ``processing_class`` holds them."""
     trainer = getattr(kwargs.get("log_metric"), "__self__", None)
     tokenizer = getattr(trainer, "processing_class", None)
     return stop_token_ids(tokenizer) if tokenizer is not None else None
@@ -425,13 +383,10 @@ def binding(
     total_name: str = TOTAL_NAME,
     tokenizer: Any = None,
 ) -> TRLRewardBinding:
-    """Build the shared state behind ``reward_funcs`` / ``async_reward_funcs``.
-
-    ``num_generations`` defaults to ``rl.group_size``; when both are given they must agree.
-    ``reference_column`` defaults to ``rl.data.response_column`` and is only read when a selected
-    provider needs a reference. ``tokenizer`` (the trainer's ``processing_class``) gives the EOS and
-    pad ids of TRL's truncation rule; without it they are read from the calling trainer.
-    """
+    """Build the shared state behind ``reward_funcs`` / ``async_reward_funcs``: ``num_generations``
+    defaults to ``rl.group_size`` (both given: they must agree); ``reference_column`` to
+    ``rl.data.response_column``, read only when a provider needs a reference; ``tokenizer`` gives
+    the EOS and pad ids (default: the calling trainer's ``processing_class``)."""
     source = config_source(config, "rewardkit.bindings.trl")
     resolved = resolve_config(source)
     size = resolved.rl.group_size
@@ -471,10 +426,8 @@ def reward_funcs(
     total_name: str = TOTAL_NAME,
     tokenizer: Any = None,
 ) -> tuple[list[RewardFunc], list[float]]:
-    """TRL ``reward_funcs`` and matching ``reward_weights``: the total at 1, one function per component at 0.
-
-    ``config`` is a YAML/TOML path, a mapping or a ``RewardkitConfig`` (default: ``$REWARDKIT_CONFIG``).
-    """
+    """TRL ``reward_funcs`` and matching ``reward_weights``: the total at 1, one function per component
+    at 0. ``config`` is a YAML/TOML path, a mapping or a ``RewardkitConfig`` (``$REWARDKIT_CONFIG``)."""
     bound = binding(
         config,
         num_generations=num_generations,

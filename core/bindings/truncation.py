@@ -1,17 +1,13 @@
 """How each trainer's completions ended: token counts and finish reasons, and refusing what is missing.
 
-A provider may need per-candidate facts the rollout engine recorded (``CANDIDATE_NEEDS``:
-``completion_token_count``, ``finish_reason``). Each trainer hands its reward function a different
-part of them, so each binding derives what it can, by the trainer's own rule:
-
-- TRL cuts a completion after its first EOS, and calls it truncated when its last id is neither EOS
-  nor padding (``trl_finish_reason``).
-- verl and OpenRLHF cap a response at a token budget; a response that reached the budget without
-  ending in EOS was cut there (``budget_finish_reason``).
+A provider may need per-candidate facts the rollout engine recorded (``CANDIDATE_NEEDS``). Each
+binding derives what it can by its trainer's rule: TRL calls a completion truncated when its last id
+is neither EOS nor padding (``trl_finish_reason``); verl and OpenRLHF cap a response at a token budget
+and one that reached it without EOS was cut (``budget_finish_reason``).
 
 A field a trainer cannot provide is refused when the binding builds its reward (``refuse_missing``),
-for every provider that reads it, including one that would skip such a candidate: skipping every
-candidate of a run is a silent change of the reward, not a fault of one rollout.
+even for a provider that would skip such a candidate: skipping every candidate of a run is a silent
+change of the reward, not a fault of one rollout.
 """
 
 from __future__ import annotations
@@ -31,24 +27,17 @@ STOP_VERDICT = "stop"
 def trl_finish_reason(completion_ids: Sequence[int], stop_ids: Collection[int]) -> str | None:
     """TRL's rule: ``"length"`` when the last id is neither EOS nor padding, else ``"stop"``.
 
-    TRL keeps a generated completion up to and including its first EOS, and everything up to
-    ``max_completion_length`` when there is none; it counts a completion as truncated when
-    ``ids[-1] not in [eos_token_id, pad_token_id]`` (trl 1.13 ``GRPOTrainer._generate``, the
-    ``completions/clipped_ratio`` metric, and ``mask_truncated_completions``). An empty completion has
-    no last id (TRL never produces one), so it has no verdict.
-    """
+    TRL counts a completion as truncated when ``ids[-1] not in [eos_token_id, pad_token_id]`` (trl
+    1.13 ``GRPOTrainer._generate``, ``completions/clipped_ratio``, ``mask_truncated_completions``).
+    An empty completion (TRL never produces one) has no verdict."""
     if len(completion_ids) == 0:
         return None
     return STOP_VERDICT if int(completion_ids[-1]) in stop_ids else LENGTH_VERDICT
 
 
 def budget_finish_reason(token_count: int, budget: int, ends_with_eos: bool) -> str:
-    """``"length"`` when a response reached the token budget without ending in EOS, else ``"stop"``.
-
-    This is the engine's verdict re-derived: vLLM checks EOS before the length cap, so a response
-    whose last allowed token is EOS stopped; one that ends earlier without EOS stopped on a stop
-    string or a stop token, not on the budget.
-    """
+    """``"length"`` when a response reached the token budget without ending in EOS, else ``"stop"``:
+    vLLM checks EOS before the length cap, and one ending earlier hit a stop string or token."""
     return LENGTH_VERDICT if token_count >= budget and not ends_with_eos else STOP_VERDICT
 
 
@@ -95,10 +84,8 @@ def needed_candidate_fields(reward: RewardLike) -> dict[str, list[str]]:
 
 
 def refuse_missing(rewards: Iterable[RewardLike], provided: Collection[str], why: str, remedy: str) -> None:
-    """Raise ``BindingError`` naming each needed candidate field not in ``provided``.
-
-    ``why`` says what the trainer hands the reward function instead; ``remedy`` how to provide it.
-    """
+    """Raise ``BindingError`` naming each needed candidate field not in ``provided``; ``why`` says
+    what the trainer hands instead, ``remedy`` how to provide it."""
     missing: dict[str, list[str]] = {}
     for reward in rewards:
         for field, providers in needed_candidate_fields(reward).items():

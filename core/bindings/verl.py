@@ -1,30 +1,16 @@
 """verl binding: ``compute_score`` for ``reward.custom_reward_function`` (and its batch form).
 
-Point verl at this file and pass the configuration through ``reward_kwargs``::
+Point verl at this file and pass the configuration through ``reward_kwargs`` (docs/bindings.md)::
 
     reward.custom_reward_function.path=/path/to/site-packages/rewardkit/bindings/verl.py
     reward.custom_reward_function.name=compute_score
     +reward.custom_reward_function.reward_kwargs.config=/path/to/reward.yaml
 
-(or export ``REWARDKIT_CONFIG=/path/to/reward.yaml``; ``rewardkit.bindings.verl.__file__`` prints
-the path). verl calls ``compute_score(data_source, solution_str, ground_truth, extra_info)`` once
-per response and reads ``{"score": total, <component>: value, ...}``: ``score`` is the reward and
-every other key is logged. ``rl.reward.by_data_source`` picks the selection for a ``data_source``
-(others use ``rl.reward``). The prompt, for providers that need one, is read from ``extra_info``
-under ``rl.data.prompt_column``.
-
-verl needs a number for every response, so a null total (``onError: none``) is refused with an
-error rather than turned into 0. verl gathers every key across the batch, so every response gets
-the same keys: ``score`` and every component of ``rl.reward`` and of each ``by_data_source``
-selection, NaN for a component that did not score or that the response's selection does not
-have. ``compute_score_batch`` scores lists and, when ``group_size`` (or ``rl.group_size``) is set,
-rebuilds verl's interleaved groups (``n`` consecutive responses per prompt) so group-native
-providers see whole groups.
-
-verl's reward managers pass ``compute_score`` no response length and no EOS fact. rewardkit's own
-manager (``rewardkit.bindings.verl_manager.RewardkitRewardManager``) passes both, as
-``completion_token_count`` and ``finish_reason``; under any other manager a reward whose providers
-need either field is refused when the binding builds it (the first call), naming the field.
+verl reads ``{"score": total, <component>: value, ...}`` and gathers every key across the batch, so
+every response gets ``score`` and every component of every selection (NaN where it did not score).
+A null total (``onError: none``) is an error, never 0: verl needs a number. verl's own managers pass
+no response length or EOS fact; ``rewardkit.bindings.verl_manager`` passes both, and under any other
+a reward that needs either is refused at the first call.
 """
 
 from __future__ import annotations
@@ -54,11 +40,8 @@ ADVANTAGE_EPS = 1e-6
 
 
 def component_names(config: RewardkitConfig) -> tuple[str, ...]:
-    """Every component name of ``rl.reward`` and of each ``rl.reward.by_data_source`` selection, in order.
-
-    verl gathers each key it is given across all responses of a batch, so every response carries the
-    same keys: this union, with NaN for the components its own selection does not have.
-    """
+    """Every component name of ``rl.reward`` and of each ``by_data_source`` selection, in order: the
+    keys every response carries (verl gathers each key across the batch)."""
     names: list[str] = []
     for selection in selections(config):
         for name in spec_of(selection).names:
@@ -87,38 +70,21 @@ def _result(candidate: ScoredCandidate, where: str, names: Sequence[str]) -> dic
     return out
 
 
-def _prompts(extra_infos: Sequence[Any] | None, key: str, count: int) -> list[Any] | None:
+def _prompts(extra_infos: Sequence[Any] | None, key: str) -> list[Any] | None:
     if extra_infos is None:
         return None
-    prompts = []
-    for info in extra_infos:
-        prompts.append(info.get(key) if isinstance(info, dict) else None)
+    prompts = [info.get(key) if isinstance(info, dict) else None for info in extra_infos]
     return prompts if any(prompt is not None for prompt in prompts) else None
 
 
-def _pick(values: Sequence[Any] | None, indices: Sequence[int], name: str, count: int) -> list[Any] | None:
-    if values is None:
-        return None
-    if len(values) != count:
-        raise BindingError(f"{name} has {len(values)} entries for {count} responses")
-    return [values[index] for index in indices]
-
-
-def _check_text(solution_strs: Sequence[Any]) -> None:
-    for index, text in enumerate(solution_strs):
-        if not isinstance(text, str):
-            raise BindingError(
-                f"solution_str {index} is {type(text).__name__}, not the decoded response text"
-            )
+def _pick(values: Sequence[Any] | None, indices: Sequence[int]) -> list[Any] | None:
+    return None if values is None else [values[index] for index in indices]
 
 
 def preflight(config: ConfigSource | None = None, *, provided: Sequence[str] = ()) -> None:
     """Build the reward of ``rl.reward`` and of every ``by_data_source`` selection, as ``compute_score``
-    scores them, and refuse a candidate field not in ``provided`` that one of them needs.
-
-    rewardkit's reward manager calls it when verl builds the manager, so a misconfigured reward fails
-    before the first rollout rather than at the first score.
-    """
+    does, refusing a candidate field not in ``provided`` that one needs (rewardkit's manager calls it
+    when verl builds it, so a misconfigured reward fails before the first rollout)."""
     source = config_source(config, BINDING)
     resolved = resolve_config(source)
     for name in (None, *resolved.rl.reward.by_data_source):
@@ -137,12 +103,8 @@ def compute_score(
     finish_reason: str | None = None,
     **kwargs: Any,
 ) -> dict[str, float]:
-    """Score one response for verl: ``{"score": total, <component>: value}``.
-
-    ``config`` (a path or mapping, from ``reward_kwargs``) defaults to ``$REWARDKIT_CONFIG``.
-    ``completion_token_count`` and ``finish_reason`` come from rewardkit's reward manager. Other
-    keyword arguments verl adds (``reward_router_address``, ...) are accepted and ignored.
-    """
+    """Score one response for verl: ``{"score": total, <component>: value}``; ``config`` (from
+    ``reward_kwargs``) defaults to ``$REWARDKIT_CONFIG``; other keyword arguments verl adds are ignored."""
     return compute_score_batch(
         [data_source],
         [solution_str],
@@ -167,32 +129,27 @@ def compute_score_batch(
     finish_reasons: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
-    """Score a batch for verl's batch reward manager: one ``{"score": ..., ...}`` per response.
-
-    With ``group_size`` (default ``rl.group_size``) responses are scored as groups of that many
-    consecutive responses, which must share data source, ground truth and prompt; without it, one by one.
-    Rows of different data sources are scored with the selection each one maps to.
-    ``completion_token_counts`` and ``finish_reasons`` (one per response) are what rewardkit's reward
-    manager measured; without them a reward that needs them is refused.
-    """
+    """Score a batch for verl's batch reward manager: one ``{"score": ..., ...}`` per response. With
+    ``group_size`` (default ``rl.group_size``) responses are scored as groups of that many
+    consecutive ones, which must share data source, ground truth and prompt; each data source with
+    its own selection. Without ``completion_token_counts`` and ``finish_reasons`` (one per response,
+    from rewardkit's manager) a reward that needs them is refused."""
     source = config_source(config, BINDING)
     resolved = resolve_config(source)
     size = group_size if group_size is not None else resolved.rl.group_size
     count = len(solution_strs)
-    for name, values in (("data_sources", data_sources), ("ground_truths", ground_truths)):
-        if len(values) != count:
+    columns = {"data_sources": data_sources, "ground_truths": ground_truths, "extra_infos": extra_infos}
+    columns |= {"completion_token_counts": completion_token_counts, "finish_reasons": finish_reasons}
+    for name, values in columns.items():
+        if values is not None and len(values) != count:
             raise BindingError(f"{name} has {len(values)} entries for {count} responses")
-    if extra_infos is not None and len(extra_infos) != count:
-        raise BindingError(f"extra_infos has {len(extra_infos)} entries for {count} responses")
-    provided = [
-        field
-        for field, values in (
-            ("completion_token_count", completion_token_counts),
-            ("finish_reason", finish_reasons),
-        )
-        if values is not None
-    ]
-    _check_text(solution_strs)
+    given = {"completion_token_count": completion_token_counts, "finish_reason": finish_reasons}
+    provided = [field for field, values in given.items() if values is not None]
+    for index, text in enumerate(solution_strs):
+        if not isinstance(text, str):
+            raise BindingError(
+                f"solution_str {index} is {type(text).__name__}, not the decoded response text"
+            )
     if size is not None and size > 1 and count % size:
         raise BindingError(f"{count} responses do not divide into groups of {size} (group_size)")
 
@@ -215,13 +172,13 @@ def compute_score_batch(
     for source_name, indices in by_source.items():
         reward = reward_for(source, data_source=source_name, group_size=step, advantage_eps=ADVANTAGE_EPS)
         refuse_missing([reward], provided, _NOT_PASSED.format(source=source_name), MANAGER_HINT)
-        infos = [extra_infos[i] for i in indices] if extra_infos is not None else None
+        infos = _pick(extra_infos, indices)
         batch = FlatBatch(
             completions=[solution_strs[i] for i in indices],
-            prompts=_prompts(infos, prompt_key, len(indices)) if "prompt" in reward.needs else None,
+            prompts=_prompts(infos, prompt_key) if "prompt" in reward.needs else None,
             references=[ground_truths[i] for i in indices],
-            token_counts=_pick(completion_token_counts, indices, "completion_token_counts", count),
-            finish_reasons=_pick(finish_reasons, indices, "finish_reasons", count),
+            token_counts=_pick(completion_token_counts, indices),
+            finish_reasons=_pick(finish_reasons, indices),
         )
         if "prompt" in reward.needs and batch.prompts is None:
             raise BindingError(

@@ -1,24 +1,14 @@
 """rewardkit's verl reward manager: ``compute_score`` with each response's length and EOS fact.
 
-verl's own managers call ``compute_score(data_source, solution_str, ground_truth, extra_info)``, so
-a provider that reads ``completion_token_count`` or ``finish_reason`` (``overlong``) cannot see
-them. This manager reads them from the ``DataProto`` verl's rollout builds and passes them on::
+verl's own managers call ``compute_score`` without them, so a provider that reads
+``completion_token_count`` or ``finish_reason`` (``overlong``) cannot see them. This one reads them
+from verl's ``DataProto``: the last sequence's valid response length (``attention_mask``), and
+``truncation.budget_finish_reason`` of it against ``actor_rollout_ref.rollout.response_length``.
+Select it with ``reward.reward_manager.source=importlib``, ``.name=RewardkitRewardManager`` and
+``.module.path=`` this file, beside verl's ``custom_reward_function`` (docs/bindings.md).
 
-    reward.custom_reward_function.path=/path/to/site-packages/rewardkit/bindings/verl.py
-    reward.custom_reward_function.name=compute_score
-    +reward.custom_reward_function.reward_kwargs.config=/path/to/reward.yaml
-    reward.reward_manager.source=importlib
-    reward.reward_manager.name=RewardkitRewardManager
-    reward.reward_manager.module.path=/path/to/site-packages/rewardkit/bindings/verl_manager.py
-
-For each response (the last sequence of a multi-sequence sample, as verl's ``naive`` manager does):
-``completion_token_count`` is its valid length (the response part of ``attention_mask``), and
-``finish_reason`` is ``"length"`` when that length reached ``actor_rollout_ref.rollout.response_length``
-without the last token being EOS, else ``"stop"`` (``truncation.budget_finish_reason``). The text
-is decoded as the ``naive`` manager decodes it. Without ``custom_reward_function`` the manager scores
-with ``rewardkit.bindings.verl.compute_score`` and ``$REWARDKIT_CONFIG``.
-
-This module imports verl (and torch); ``rewardkit.bindings.verl`` does not.
+The text is decoded as verl's ``naive`` manager decodes it; without ``custom_reward_function`` it
+scores with ``rewardkit.bindings.verl.compute_score``. This module imports verl (and torch).
 """
 
 from __future__ import annotations

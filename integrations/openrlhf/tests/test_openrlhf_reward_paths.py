@@ -110,10 +110,13 @@ def test_remote_rm_client_against_the_reward_service(config_file):
 
 # A base model answers, then goes on to repeat the prompt. OpenRLHF decodes the prompt's tokens
 # (here: words joined by single spaces, so the prompt's newline comes back as a space) followed by
-# the response's; the response is what follows the prompt at the front of the query.
-REPEAT_WORDS = ["<pad>", "<unk>", "</s>", "Question:", "What", "is", "2+2?", "Answer:", "####", "4"]
-REPEAT_PROMPTS = ["Question: What is 2+2? Answer:", "Question: What is 2+2?\nAnswer:"]
-REPEAT_RESPONSE = "#### 4 Question: What is 2+2? Answer: </s>"
+# the response's; the response is what follows the prompt at the front of the query. The question
+# is in words: gsm8k reads the final answer up to the end of its sentence, and a number there
+# besides the answer would make it state none ("#### 4 or 5").
+REPEAT_WORDS = ["<pad>", "<unk>", "</s>", "Question:", "What", "is", "two", "plus", "two?", "Answer:"]
+REPEAT_WORDS += ["####", "4"]
+REPEAT_PROMPTS = ["Question: What is two plus two? Answer:", "Question: What is two plus two?\nAnswer:"]
+REPEAT_RESPONSE = "#### 4 Question: What is two plus two? Answer: </s>"
 
 
 def repeat_tokenizer() -> PreTrainedTokenizerFast:

@@ -12,9 +12,11 @@ import pytest
 import yaml
 
 import rewardkit
+from rewardkit.attacks import reward_attacks
 from rewardkit.cli import main
 from rewardkit.testing import assert_attacks_hold
 from rewardkit_audit import audit
+from rewardkit_audit.plan import ProviderFacts, Unit, plan_units
 from rewardkit_audit.report import EXIT_COULD_NOT_RUN, EXIT_HOLDS, EXIT_LEAKS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -65,7 +67,7 @@ def test_a_weak_provider_leaks_in_its_family(
         config,
         "--family",
         family,
-        *(["--allow-unsandboxed", "--rows=4"] if family == "code" else []),
+        *(["--rows=2"] if family == "code" else []),
     )
     found = verdicts(report, family)
     assert code == EXIT_LEAKS, found
@@ -135,14 +137,29 @@ def test_an_attack_that_errors_is_caught_alone_and_the_audit_goes_on(tmp_path: P
     assert "a list answer" in attack["error_example"]
 
 
-def test_destructive_payloads_are_withheld_from_an_unsandboxed_provider(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-):
+def test_destructive_payloads_go_only_to_a_sandboxed_provider_unless_allowed(tmp_path: Path):
+    """code-tests declares its sandbox: it gets the destructive code attacks; weak-exec does not,
+    unless --allow-unsandboxed says so; the report names what it withheld and why."""
+    attacks = reward_attacks()
+    destructive = {attack.name for attack in attacks.of_family("code") if attack.destructive}
+    assert destructive, "the code family ships destructive payloads"
+
+    def planned(provider: ProviderFacts, allow: bool) -> Unit:
+        (unit,) = plan_units([provider], attacks, family="code", allow_unsandboxed=allow)
+        return unit
+
+    sandboxed = ProviderFacts("code-tests", ("reference",), sandboxed=True, calls_a_model=False)
+    bare = ProviderFacts("weak-exec", ("reference",), sandboxed=False, calls_a_model=False)
+    assert destructive <= {attack.name for attack in planned(sandboxed, False).attacks}
+    withheld = planned(bare, False)
+    assert set(withheld.withheld) == destructive
+    assert not destructive & {attack.name for attack in withheld.attacks}
+    assert all("does not declare a sandbox" in why for why in withheld.withheld.values())
+    assert destructive <= {attack.name for attack in planned(bare, True).attacks}
+    # and the report says so
     config = write_config(tmp_path, "weak-exec", "mbpp.jsonl", catalog=WEAK)
-    code = main(["audit", str(config), "--quiet", "--family", "code", "--rows", "2"])
-    printed = capsys.readouterr().out
-    assert code == EXIT_LEAKS
-    assert "not run:" in printed and "does not declare a sandbox" in printed
+    _, report = run_cli(tmp_path, config, "--family", "code", "--rows", "1")
+    assert set(report["families"][0]["withheld"]) == destructive
 
 
 def test_judge_calls_are_announced_and_bounded(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

@@ -183,14 +183,15 @@ def _run_unit(
             rollouts = [{"trajectory_id": m, **_candidate_fields(row, needs, texts[m])} for m in members]
             groups.append((f"audit/{family.name}/{row.row_id}/{name or 'baselines'}", rollouts))
         outcome = RowOutcome(row.row_id)
-        failures = []
-        for name, outcomes in zip(attacked, _score_row(reward, groups)):
-            right, wrong = outcomes[RIGHT], outcomes[WRONG]
-            if right.status == "error" or wrong.status == "error":
-                failures.append((right if right.status == "error" else wrong).reason)
+        failures: list[str | None] = []
+        for name, outcomes in zip(attacked, _score_row(reward, groups), strict=True):
+            scored_right, scored_wrong = outcomes[RIGHT], outcomes[WRONG]
+            if "error" in (scored_right.status, scored_wrong.status):
+                failures.append((scored_right if scored_right.status == "error" else scored_wrong).reason)
                 continue
             missing = Outcome(None, "error", "not scored")
-            outcome.groups[name] = Scored(right, wrong, outcomes.get(name, missing) if name else missing)
+            attack_outcome = outcomes.get(name, missing) if name else missing
+            outcome.groups[name] = Scored(scored_right, scored_wrong, attack_outcome)
         if not outcome.groups:
             run.skipped[row.row_id] = f"a baseline could not be scored: {failures[0]}"
             continue
