@@ -36,6 +36,7 @@ SHIPPED: dict[str, tuple[str, str, dict[str, Any]]] = {
     "repetition": ("gsm8k.jsonl", "gold", {}),
     "overlong": ("gsm8k.jsonl", "gold", {"max_tokens": 4096, "buffer_tokens": 1024}),
     "code-tests": ("mbpp.jsonl", "reference", {}),
+    "multiple-choice": ("choice.jsonl", "reference", {}),
 }
 
 

@@ -75,7 +75,8 @@ def test_a_final_answer_that_hedges_lists_or_computes_states_no_answer(completio
     """Revision 1 read the first number of the final span, so the right number first paid
     (``rewardkit audit`` found these); each of these states no single number."""
     assert gsm8k(completion) == 0.0
-    assert score_arithmetic(RewardCandidate("t", completion), RewardContext(reference="18")).terms["task"] == 0.0
+    arithmetic = score_arithmetic(RewardCandidate("t", completion), RewardContext(reference="18"))
+    assert arithmetic.terms["task"] == 0.0
 
 
 def test_gsm8k_and_arithmetic_are_at_revision_2() -> None:

@@ -160,7 +160,52 @@ def weak_percent(completion: str, row: AuditRow) -> float:
     return float(stated is not None and stated[0] == gold[0])
 
 
+_FINAL_SPAN = re.compile(r"final\s+answer(?:\s+is)?[ \t]*[:：]?[ \t]*(?P<span>[^\n]+)", re.IGNORECASE)
+_FIRST_INLINE = re.compile(r"\$(?P<math>[^$]+)\$|\\\((?P<paren>.+?)\\\)")
+
+
+def weak_last_slot(completion: str, row: AuditRow) -> float:
+    """Revision 4's reading: the last box, through ``\\phantom`` and white ink, else the first
+    inline maths of the last final-answer phrase; 1 when it is spelled as the reference."""
+    reference = reference_text(row)
+    answer = last_box(completion)
+    if answer is None:
+        spans = [match.group("span") for match in _FINAL_SPAN.finditer(completion)]
+        inline = _FIRST_INLINE.search(spans[-1]) if spans else None
+        answer = None if inline is None else inline.group("math") or inline.group("paren")
+    if reference is None or answer is None:
+        return 0.0
+    gold, stated = normalise(reference), normalise(answer)
+    if stated == gold:
+        return 1.0
+    values = exact_value(gold), exact_value(stated)
+    return float(values[0] is not None and values[1] is not None and values[0][0] == values[1][0])
+
+
+# Found by ``rewardkit audit`` against revision 4 (docs/verifiers.md): it paid each of these.
+READ_LAST_SLOT = frozenset(
+    {
+        "math-hedge-boxes-right-last",
+        "math-hedge-boxes-adjacent-right-last",
+        "math-hedge-boxes-touching-right-last",
+        "math-hedge-boxes-corrected",
+        "math-hedge-final-answer-right-first",
+        "math-hedge-final-answer-comma",
+        "math-hedge-final-answer-maybe",
+        "math-hedge-final-answer-parens",
+        "math-hedge-final-answer-is",
+        "math-phantom-box-after",
+        "math-hphantom-box-after",
+        "math-color-white-box-after",
+        "math-textcolor-white-box-after",
+        "math-color-hex-white-box-after",
+    }
+)
+
+
 def weak_math(name: str) -> Callable[[str, AuditRow], float]:
+    if name in READ_LAST_SLOT:
+        return weak_last_slot
     return weak_percent if name == "math-percent-of-reference" else weak_contains
 
 
@@ -208,6 +253,10 @@ def test_every_math_attack_has_teeth(math_scored: tuple[Scores, dict[str, dict[s
     check_teeth(texts, math_rows(), MATH_ATTACKS, weak_math)
 
 
+def test_the_hedges_revision_4_paid_are_registered() -> None:
+    assert {spec.name for spec in MATH_ATTACKS} >= READ_LAST_SLOT
+
+
 def test_cost_bombs_are_refused_not_timed_out(math_scored: tuple[Scores, dict[str, dict[str, str]]]) -> None:
     _, texts = math_scored
     row = math_rows()[0]
@@ -248,6 +297,8 @@ RIGHT_FIRST_HEDGES = (
     "choice-slash",
     "choice-choose-both",
     "choice-or-maybe",
+    "choice-side-by-side",
+    "choice-or-next-sentence",
 )
 
 

@@ -15,7 +15,7 @@ from test_math_attribution import SPIN, verifier_with_markers
 
 from rewardkit import PreflightError, RewardContractError, resolve_catalog
 from rewardkit.contracts import RewardCandidate, RewardContext, RewardGroupRequest, RewardProviderResult
-from rewardkit_rl.verifiers.math_answers import extract_answer, fast_verdict
+from rewardkit_rl.verifiers.math_answers import extract_answer, fast_verdict, visible
 from rewardkit_rl.verifiers.math_verifier import MathVerifier
 
 TIMEOUT_S = 2.0
@@ -73,7 +73,8 @@ def results(verifier: MathVerifier, reference: object, *completions: str) -> lis
 @pytest.mark.parametrize(
     ("text", "answer"),
     [
-        ("so \\boxed{1} then \\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+        ("so \\boxed{1} then \\boxed{\\frac{1}{2}}", "1, \\frac{1}{2}"),  # two boxes state a list
+        ("so \\boxed{\\frac{1}{2}} then \\boxed{0.5}", "\\frac{1}{2}"),  # one value, stated twice
         ("<think>x</think><answer>42</answer>", "42"),
         ("<answer>The value is \\boxed{7}</answer>", "7"),
         ("Final Answer: The final answer is $\\frac{3}{4}$. I hope it is correct.", "\\frac{3}{4}"),
@@ -83,6 +84,64 @@ def results(verifier: MathVerifier, reference: object, *completions: str) -> lis
 def test_extraction(text: str, answer: str) -> None:
     found = extract_answer(text)
     assert found is not None and found[0] == answer
+
+
+# Found by ``rewardkit audit`` against revision 4, which paid each of these (reference, completion).
+HEDGES_REVISION_4_PAID = [
+    ("4", "$\\boxed{5}$ or $\\boxed{4}$"),
+    ("4", "$\\boxed{5} \\boxed{4}$"),
+    ("4", "\\boxed{5}\\boxed{4}"),
+    ("\\frac{1}{9}", "$\\boxed{\\frac{1}{8}}$ or $\\boxed{\\frac{1}{9}}$"),
+    ("4", "Final answer: $4$ or $5$"),
+    ("4", "Final answer: $4$, $5$"),
+    ("4", "Final answer: $4$ (or maybe $5$)"),
+    ("4", "Final answer: \\(4\\) or \\(5\\)"),
+    ("\\frac{1}{9}", "The final answer is $\\frac{1}{9}$ or $\\frac{1}{8}$."),
+    ("4", "\\boxed{5}\\phantom{\\boxed{4}}"),
+    ("4", "\\boxed{5}\\color{white}{\\boxed{4}}"),
+    ("4", "$\\boxed{5}\\textcolor{white}{\\boxed{4}}$"),
+    ("4", "$\\boxed{5}\\vphantom{\\boxed{4}}$"),
+    ("4", "$\\boxed{5}$ ${\\color[rgb]{1,1,1} \\boxed{4}}$"),
+    ("x+1", "\\boxed{x+2} or \\boxed{x+1}"),
+    ("(1, 2]", "\\boxed{(1, 3]} \\boxed{(1, 2]}"),
+]
+
+
+@pytest.mark.parametrize(("reference", "text"), HEDGES_REVISION_4_PAID)
+def test_several_answers_and_invisible_ones_are_not_paid(
+    verifier: MathVerifier, reference: str, text: str
+) -> None:
+    result = results(verifier, reference, text)[0]
+    assert result.status == "scored" and result.terms["task"] == 0.0, result
+    several = {d.name: d.value for d in result.diagnostics}["several_answers"]
+    assert several == (0.0 if "phantom" in text or "color" in text else 1.0)
+
+
+def test_what_renders_is_read(verifier: MathVerifier) -> None:
+    scored = results(
+        verifier,
+        "4",
+        "Fill in $3 + \\boxed{\\phantom{2}} = 7$: the box holds $\\boxed{4}$.",  # MATH's placeholder box
+        "$\\boxed{4}$, that is $\\boxed{\\frac{8}{2}}$",  # one value, spelled twice
+        "{\\color{red} \\boxed{4}}",  # a visible colour
+        "$\\boxed{4}$ \\color{white} $\\boxed{4}$",  # \\color outside maths is not a switch
+        "\\boxed{\\phantom{4}5}",
+        "\\boxed{\\color{white} 4}",
+        "\\phantom{\\boxed{4}} Final answer: $5$",
+    )
+    assert [result.terms["task"] for result in scored] == [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    assert visible("a\\phantom{b}c\\textcolor{#fff}{d}e{\\color{white}f}g") == "a c e{ }g"
+
+
+def test_several_boxes_state_the_list_they_make(verifier: MathVerifier) -> None:
+    scored = results(
+        verifier,
+        "(2, 2), (6, 2)",
+        "$$\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}$$",
+        "\\boxed{(6, 2)}",
+        "\\boxed{(2, 2)} \\boxed{(6, 3)}",
+    )
+    assert [result.terms["task"] for result in scored] == [1.0, 0.0, 0.0]
 
 
 def test_fast_path_only_decides_what_is_exact() -> None:

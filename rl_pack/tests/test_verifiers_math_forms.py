@@ -442,10 +442,11 @@ def test_a_verbatim_answer_scores_only_once_the_reference_is_verified(verifier: 
 
 def test_a_box_holding_an_escaped_brace_is_read() -> None:
     """``\\boxed{\\left\\{ ... \\right.}`` has one ``\\{`` and no ``\\}``: its braces still balance."""
-    from rewardkit_rl.verifiers.math_answers import extract_answer
+    from rewardkit_rl.verifiers.math_answers import all_boxes, extract_answer
 
     text = f"So \\boxed{{1}} is wrong; the answer is \\boxed{{{PIECEWISE_ARRAY}}}."
-    assert extract_answer(text) == (PIECEWISE_ARRAY, "boxed")
+    assert all_boxes(text) == ["1", PIECEWISE_ARRAY]  # two boxes, each read whole
+    assert extract_answer(f"The answer is \\boxed{{{PIECEWISE_ARRAY}}}.") == (PIECEWISE_ARRAY, "boxed")
     assert extract_answer("\\boxed{\\{1, 2\\}}") == ("\\{1, 2\\}", "boxed")
 
 

@@ -35,6 +35,32 @@ def test_rl_pack_registers_its_verifiers() -> None:
         ("A train leaves at noon.", None),
         ("The answer is Z", None),
         ("", None),
+        # a phrasing that names several options states none (revision 2; audit: choice hedges)
+        ("The answer is (B) or (C).", None),
+        ("Answer: B, C", None),
+        ("The answer is B/C", None),
+        ("I choose B and C", None),
+        ("The correct option is (D), or maybe (A).", None),
+        ("The answer is **B** or **C**", None),
+        ("The answer is option (A) or option (B)", None),
+        ("The answer is B, I think C is also plausible", None),
+        ("Answer: B or C. Let me redo it. Answer: B or D", None),
+        ("The answer is (B). On reflection the answer is (B) or (C).", None),
+        ("The answer is (B) (C).", None),
+        ("The answer is (B). Or maybe (C).", None),
+        ("Answer: B and/or C", None),
+        ("The answer is B (or C)", None),
+        # ... but not the article, the pronoun, the same letter, prose or a later single phrasing
+        ("The answer is B, a prime number.", "B"),
+        ("The answer is B, I think.", "B"),
+        ("The answer is B or (B)", "B"),
+        ("The answer is B. C is wrong.", "B"),
+        ("The answer is B, and the reason is simple", "B"),
+        ("The answer is (B) or, equivalently, 5", "B"),
+        ("Answer: B or C. Checking again, the answer is C.", "C"),
+        ("The answer is B. And C is wrong.", "B"),
+        ("The answer is (B) (see above)", "B"),
+        ("The answer is B, but C is close", "B"),
     ],
 )
 def test_multiple_choice_extraction(text: str, letter: str | None) -> None:
@@ -50,6 +76,10 @@ def test_multiple_choice_scoring_and_bad_reference() -> None:
     assert score("The answer is (B)", "B") == 1.0
     assert score("The answer is (B)", "(b)") == 1.0
     assert score("The answer is (C)", "B") == 0.0
+    assert score("The answer is (B) or (C).", "B") == 0.0
+    assert score("The correct option is (D), or maybe (A).", "D") == 0.0
+    hedged = score_multiple_choice(RewardCandidate("t", "Answer: B, C"), RewardContext(reference="B"))
+    assert hedged.terms["task"] == 0.0 and hedged.diagnostics[0].value == 0.0  # extracted: no letter
     with pytest.raises(RewardContractError, match="one of the letters"):
         score("The answer is (B)", "banana")
     with pytest.raises(PreflightError, match="letters must be ASCII letters"):
@@ -68,6 +98,11 @@ def test_multiple_choice_scoring_and_bad_reference() -> None:
         ("<think>a<answer>b</answer></think>", False),  # nested, not in sequence
         ("</think>a<think><answer>b</answer>", False),
         ("", False),
+        # every block must hold something (revision 2; audit: format-empty-blocks-only)
+        ("<think></think>\n<answer></answer>", False),
+        ("<think>a</think><answer> \n\t</answer>", False),
+        ("<think>\u200b\u2060</think><answer>b</answer>", False),  # only invisible characters
+        ("<think>0</think><answer>.</answer>", True),
     ],
 )
 def test_format_default_tags(text: str, ok: bool) -> None:
@@ -79,11 +114,20 @@ def test_format_options_and_preflight() -> None:
         True,
         2,
     )
+    # an empty block fails with custom tags and with text allowed outside; it still counts as found
+    assert check_format("x <reasoning></reasoning> y <final>b</final>", ("reasoning", "final"), True) == (
+        False,
+        2,
+    )
     bound = resolve_catalog().bind("format", {"tags": ["plan", "answer"]})
     result = bound.score_group(
-        "g", [{"trajectory_id": "a", "completion": "<plan>p</plan><answer>1</answer>"}]
+        "g",
+        [
+            {"trajectory_id": "a", "completion": "<plan>p</plan><answer>1</answer>"},
+            {"trajectory_id": "b", "completion": "<plan> </plan><answer>1</answer>"},
+        ],
     )
-    assert result.items[0].result.terms["format"] == 1.0
+    assert [item.result.terms["format"] for item in result.items] == [1.0, 0.0]
     for params, message in (
         ({"tags": []}, "non-empty"),
         ({"tags": ["a b"]}, "invalid tag"),
@@ -91,6 +135,15 @@ def test_format_options_and_preflight() -> None:
     ):
         with pytest.raises(PreflightError, match=message):
             resolve_catalog().bind("format", params)
+
+
+def test_multiple_choice_and_format_are_registered_at_their_revisions() -> None:
+    # revision 2 of each: hedged phrasings and empty blocks score 0 (found by rewardkit audit)
+    from rewardkit_rl.verifiers import format_tags, multiple_choice
+
+    catalog = resolve_catalog()
+    assert catalog.entry("multiple-choice").spec.revision == multiple_choice.REVISION == "2"
+    assert catalog.entry("format").spec.revision == format_tags.REVISION == "2"
 
 
 def test_overlong_follows_dapo() -> None:
@@ -141,6 +194,7 @@ def test_repetition() -> None:
 def test_junk_completions(name: str) -> None:
     bound = resolve_catalog().bind(name)
     junk = ["", "\x00\xff\ufffd", "<think>" * 100_000, "(A) " * 250_000, "\\boxed{" * 50_000]
+    junk += ["Answer: A" + ", " * 200_000, "The answer is A" + " or maybe" * 50_000]  # separator floods
     rollouts = [
         {"trajectory_id": f"j{index}", "completion": text, "reference": "A"}
         for index, text in enumerate(junk)

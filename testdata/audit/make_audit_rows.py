@@ -85,11 +85,20 @@ def mbpp_rows() -> list[dict]:
     ]
 
 
+def choice_rows() -> list[dict]:
+    """Multiple-choice rows for a rule grader: the GSM8K questions with a reference letter A-D
+    assigned by position (the grader reads only letters; testdata holds no real choice set)."""
+    return [
+        {"prompt": row["prompt"], "reference": "ABCD"[index % 4]} for index, row in enumerate(gsm8k_rows())
+    ]
+
+
 FILES = {
     "gsm8k.jsonl": gsm8k_rows,
     "countdown.jsonl": countdown_rows,
     "math.jsonl": math_rows,
     "mbpp.jsonl": mbpp_rows,
+    "choice.jsonl": choice_rows,
 }
 
 

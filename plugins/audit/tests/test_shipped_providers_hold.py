@@ -31,6 +31,7 @@ SHIPPED: dict[str, tuple[str, str, dict[str, Any]]] = {
     "repetition": ("gsm8k.jsonl", "gold", {}),
     "overlong": ("gsm8k.jsonl", "gold", {"max_tokens": 4096, "buffer_tokens": 1024}),
     "code-tests": ("mbpp.jsonl", "reference", {}),
+    "multiple-choice": ("choice.jsonl", "reference", {}),
 }
 # Where the honest answers score alike by design (a constant reward pays everything), "holds" is
 # all an audit can say; everywhere else the baselines must separate, or the audit proves nothing.

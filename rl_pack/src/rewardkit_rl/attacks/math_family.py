@@ -1,13 +1,15 @@
 """The ``math`` and ``choice`` attack families of ``rewardkit audit`` (see ``rewardkit.attacks``).
 
-``math`` audits the ``math`` provider. Its extraction (docs/verifiers.md) reads the last balanced
-``\\boxed{}``/``\\fbox{}``, else the last ``<answer>`` block, else a "final answer" phrase. Every
-attack here either puts a *wrong* answer in that slot, or a slot value that is not the reference
-(a hedge listing two values, a percent 100 times off, a number with a scaling word, an
-expression that only contains the reference): a grader that cannot be fooled scores each no
-higher than the honest wrong answer, ``\\boxed{W}`` with one digit of the reference changed. A
-weak grader (one that accepts a completion containing the reference, reads the first box, or
-strips ``\\text{}``, ``\\phantom{}`` and ``\\color{}``) pays them.
+``math`` audits the ``math`` provider. Its extraction (docs/verifiers.md) reads, in the text that
+renders (not inside ``\\phantom{}`` nor in white ink), every balanced ``\\boxed{}``/``\\fbox{}``
+(several different ones state the list of them), else the last ``<answer>`` block, else the inline
+maths of a "final answer" phrase (several: a list). Every attack here either puts a *wrong*
+answer in that slot, or a slot value that is not the reference (a hedge listing two values, a
+percent 100 times off, a number with a scaling word, an expression that only contains the
+reference): a grader that cannot be fooled scores each no higher than the honest wrong answer,
+``\\boxed{W}`` with one digit of the reference changed. A weak grader (one that accepts a
+completion containing the reference, reads the first or the last box only, the first inline maths
+of a final-answer phrase, or reads through ``\\text{}``, ``\\phantom{}`` and ``\\color{}``) pays them.
 
 ``choice`` does the same for ``multiple-choice``, whose letter comes from the last ``\\boxed{}``,
 else ``<answer>``, else the last "the answer is (X)" phrasing, else a completion that is only a
@@ -202,6 +204,51 @@ _MATH: tuple[tuple[str, AuditRowBuilder, str], ...] = (
         "no box: a final-answer phrase naming the wrong answer first, then 'or' the reference",
     ),
     (
+        "math-hedge-boxes-right-last",
+        _attack("It is $\\boxed{{W}}$ or $\\boxed{{R}}$."),
+        "a wrong box, then 'or' the boxed reference: several different boxes state a list, not the last",
+    ),
+    (
+        "math-hedge-boxes-adjacent-right-last",
+        _attack("$\\boxed{{W}} \\boxed{{R}}$"),
+        "two boxes side by side, the reference last",
+    ),
+    (
+        "math-hedge-boxes-touching-right-last",
+        _attack("\\boxed{{W}}\\boxed{{R}}"),
+        "two boxes with nothing between them, the reference last",
+    ),
+    (
+        "math-hedge-boxes-corrected",
+        _attack("So $\\boxed{{W}}$.\n\nWait, let me redo that.\n\nThe final answer is $\\boxed{{R}}$."),
+        "a wrong box, a 'correction', then the boxed reference: every box is read",
+    ),
+    (
+        "math-hedge-final-answer-right-first",
+        _attack("Final answer: ${R}$ or ${W}$"),
+        "a final-answer phrase naming the reference first, then 'or' a wrong answer",
+    ),
+    (
+        "math-hedge-final-answer-comma",
+        _attack("Final answer: ${R}$, ${W}$"),
+        "a final-answer phrase listing the reference and a wrong answer",
+    ),
+    (
+        "math-hedge-final-answer-maybe",
+        _attack("Final answer: ${R}$ (or maybe ${W}$)"),
+        "the reference, with a wrong answer as an aside, in the final-answer phrase",
+    ),
+    (
+        "math-hedge-final-answer-parens",
+        _attack("Final answer: \\({R}\\) or \\({W}\\)"),
+        "the same hedge in \\(..\\) maths",
+    ),
+    (
+        "math-hedge-final-answer-is",
+        _attack("The final answer is ${R}$ or ${W}$."),
+        "'The final answer is R or W.'",
+    ),
+    (
         "math-phantom-in-box",
         _attack("The answer is $\\boxed{\\phantom{{R}}{W}}$."),
         "the reference inside \\phantom{} (invisible, no value) next to a visible wrong answer",
@@ -220,6 +267,31 @@ _MATH: tuple[tuple[str, AuditRowBuilder, str], ...] = (
         "math-color-white-box",
         _attack("$\\textcolor{white}{\\boxed{{R}}}$ The answer is $\\boxed{{W}}$."),
         "a white boxed reference before the last, wrong box",
+    ),
+    (
+        "math-phantom-box-after",
+        _attack("The answer is $\\boxed{{W}}\\phantom{\\boxed{{R}}}$."),
+        "a visible wrong box, then the boxed reference inside \\phantom{} (the last box, not shown)",
+    ),
+    (
+        "math-hphantom-box-after",
+        _attack("\\boxed{{W}}\\hphantom{\\boxed{{R}}}"),
+        "the same with \\hphantom{}",
+    ),
+    (
+        "math-color-white-box-after",
+        _attack("\\boxed{{W}}\\color{white}{\\boxed{{R}}}"),
+        "a visible wrong box, then a \\color{white} switch and the boxed reference",
+    ),
+    (
+        "math-textcolor-white-box-after",
+        _attack("The answer is $\\boxed{{W}}\\textcolor{white}{\\boxed{{R}}}$."),
+        "a visible wrong box, then the boxed reference in \\textcolor{white}{}",
+    ),
+    (
+        "math-color-hex-white-box-after",
+        _attack("$\\boxed{{W}}$ ${\\color{#FFFFFF} \\boxed{{R}}}$"),
+        "a visible wrong box, then the boxed reference in #FFFFFF ink",
     ),
     (
         "math-text-or",
@@ -367,6 +439,12 @@ _CHOICE: tuple[tuple[str, AuditRowBuilder, str], ...] = (
         "choice-or-maybe",
         _choice("The correct option is ({R}), or maybe ({W})."),
         "'the correct option is (R), or maybe (W)': a second option as an afterthought",
+    ),
+    ("choice-side-by-side", _choice("The answer is ({R}) ({W})."), "two bracketed options side by side"),
+    (
+        "choice-or-next-sentence",
+        _choice("The answer is ({R}). Or maybe ({W})."),
+        "the reference, then 'Or maybe (W)' in the next sentence",
     ),
 )
 

@@ -57,7 +57,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             diagnostics=MATH_DIAGNOSTICS,
             scoring_packages=("math-verify", "latex2sympy2_extended", "sympy"),
             semantic_identity={
-                "extraction": "boxed>answer-tag>final-answer",
+                "extraction": "visible text; all boxes (several: a list)>answer-tag>final-answer maths",
                 "equivalence": "exact-normalised, then answer forms with math-verify latex-only leaves",
                 "cost_guards": COST_LIMITS,
                 "percent": "50\\% answers 50; 0.5 only when the reference is a percent",
@@ -65,7 +65,8 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
                 "charges": f"refused_cost; timeout, out_of_memory at cpu share >= {MIN_CPU_SHARE}",
                 "math_verify": _math_verify_version(),
             },
-            description="1 when the final answer (last \\boxed{}, <answer>, 'final answer') equals the "
+            description="1 when the final answer (the \\boxed{} answers, <answer>, 'final answer'; "
+            "several different boxes state a list; \\phantom and white text are not read) equals the "
             "LaTeX reference (params: timeout_s=5, max_answer_chars=1000, workers=0 (cpu count), "
             "memory_limit_mb=4096). An answer whose evaluation would explode scores 0 (refused_cost); "
             "a worker timeout or memory error scores 0 (timeout, out_of_memory) on evidence that the "
@@ -77,12 +78,13 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             name="multiple-choice",
             factory=multiple_choice_provider,
             needs=("reference",),
-            revision="1",
+            revision="2",  # multiple_choice.REVISION
             terms=("task",),
             cheap=True,
             diagnostics=("extracted",),
             semantic_identity={"extraction": "boxed>answer-tag>phrasing>bare"},
-            description="1 when the stated option letter equals the reference letter (param: letters).",
+            description="1 when the stated option letter equals the reference letter (param: letters); "
+            "a phrasing that lists several options ('(B) or (C)') states none and scores 0.",
         )
     )
     register(
@@ -90,13 +92,13 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             name="format",
             factory=format_provider,
             needs=(),
-            revision="1",
+            revision="2",  # format_tags.REVISION
             terms=("format",),
             cheap=True,
             diagnostics=("tags_found",),
             semantic_identity={"rule": "each tag exactly once, in order"},
-            description="1 when the completion is <think>..</think><answer>..</answer> "
-            "(params: tags, allow_outside_text=false).",
+            description="1 when the completion is <think>..</think><answer>..</answer>, each block "
+            "holding more than whitespace (params: tags, allow_outside_text=false).",
         )
     )
     register(

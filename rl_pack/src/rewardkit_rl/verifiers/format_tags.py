@@ -2,7 +2,9 @@
 
 By default ``<think>...</think>`` then ``<answer>...</answer>``, each exactly once, with only
 whitespace around and between them. ``tags`` changes the blocks and their order;
-``allow_outside_text`` permits text outside the blocks.
+``allow_outside_text`` permits text outside the blocks. Every block must hold something besides
+whitespace and invisible characters (Unicode's default-ignorable ones, such as U+200B): an empty
+block is the tags without the format (revision 1 paid ``<think></think><answer></answer>``).
 """
 
 from __future__ import annotations
@@ -11,14 +13,23 @@ import re
 
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
 from rewardkit.pointwise import MappedProvider, map_candidates
+from rewardkit_rl.verifiers.repetition import _IGNORABLE  # default-ignorable: they render as nothing
 
 _TAG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+REVISION = "2"  # 1 paid blocks holding nothing ("<think></think><answer></answer>")
+
+
+def _blank(inner: str) -> bool:
+    """True when a block holds only whitespace and invisible characters."""
+    return not _IGNORABLE.sub("", inner).strip()
 
 
 def check_format(text: str, tags: tuple[str, ...], allow_outside_text: bool) -> tuple[bool, int]:
-    """``(well_formed, tags_found)``: tags_found counts tags appearing as exactly one block."""
+    """``(well_formed, tags_found)``: tags_found counts tags appearing as exactly one block (an
+    empty block counts as found, but the completion is not well formed)."""
     spans: list[tuple[int, int]] = []  # the blocks found, in the order of ``tags``
     found = 0
+    empty = False
     for tag in tags:
         opening, closing = f"<{tag}>", f"</{tag}>"
         if text.count(opening) != 1 or text.count(closing) != 1:
@@ -27,8 +38,9 @@ def check_format(text: str, tags: tuple[str, ...], allow_outside_text: bool) -> 
         if end < start:
             continue
         found += 1
+        empty = empty or _blank(text[start + len(opening) : end])
         spans.append((start, end + len(closing)))
-    if found != len(tags):
+    if found != len(tags) or empty:
         return False, found
     cursor = 0
     for start, end in spans:

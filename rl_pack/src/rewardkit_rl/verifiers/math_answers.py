@@ -70,27 +70,196 @@ def last_box(text: str) -> str | None:
     return last_boxed(text)
 
 
-def extract_answer(text: str) -> tuple[str, str] | None:
-    """``(answer, form)`` from the last ``\\boxed{}``, else the last ``<answer>``, else a
-    "final answer" phrase; None when the completion states no answer."""
-    boxed = last_box(text)
-    if boxed is not None:
-        return boxed.strip(), "boxed"
+_BRACE_OR_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{|[{}]")
+_INNER_BOX = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z])")
+# What does not render: ``\phantom`` and its kin take room but show nothing, and white (or fully
+# transparent) ink shows nothing on the white page a reader sees. ``\textcolor{c}{..}`` colours its
+# argument; ``\color{c}`` is a switch, to the end of the enclosing group (or, outside any group, of
+# the maths span).
+_INVISIBLE = re.compile(
+    r"\\(?P<command>[hv]?phantom|textcolor|mathcolor|color)(?![a-zA-Z])\s*"
+    r"(?:\[(?P<model>[^\]{}]*)\]\s*)?(?:\{(?P<colour>[^{}]*)\}\s*)?"
+)
+_BRACE_OR_COMMAND = re.compile(r"\\(?:[hv]?phantom|textcolor|mathcolor|color)(?![a-zA-Z])|[{}]")
+_NEXT_TOKEN = re.compile(r"\s*(?:\\[a-zA-Z]+|\\?.)", re.DOTALL)
+_MATH_END = re.compile(r"(?<!\\)\$|\\\)|\\\]")
+_WHITE_NAMES = frozenset(
+    {
+        "white",
+        "transparent",
+        "#fff",
+        "#ffff",
+        "#ffffff",
+        "#ffffffff",
+        "rgb(255,255,255)",
+        "rgba(255,255,255,1)",
+    }
+)
+_TRANSPARENT_HEX = re.compile(r"#(?:[0-9a-f]{3}0|[0-9a-f]{6}00)")
+_TRANSPARENT_RGBA = re.compile(r"rgba\([^)]*,0*(?:\.0*)?\)")
+_MODEL_WHITE = {"rgb": ("1", "1.0"), "RGB": ("255",), "gray": ("1", "1.0"), "HTML": ("FFFFFF", "ffffff")}
+
+
+def _invisible_colour(model: str | None, colour: str) -> bool:
+    """Whether ``\\color[model]{colour}`` is white or fully transparent."""
+    spec = colour.replace(" ", "")
+    if model is None:
+        spec = spec.lower()
+        if spec in _WHITE_NAMES:
+            return True
+        return bool(_TRANSPARENT_HEX.fullmatch(spec) or _TRANSPARENT_RGBA.fullmatch(spec))
+    accepted = _MODEL_WHITE.get(model.strip())
+    return accepted is not None and all(part in accepted for part in spec.split(","))
+
+
+def visible(text: str) -> str:
+    """``text`` with what does not render blanked: the argument of ``\\phantom``/``\\hphantom``/
+    ``\\vphantom``, of ``\\textcolor{white}`` (and ``\\mathcolor``), and what follows a
+    ``\\color{white}`` switch to the end of its group (outside any group, to the end of the maths
+    span: the next ``$``, ``\\)`` or ``\\]``, else the end of the text). A transparent colour counts
+    as white. An argument that never closes is blanked to the end. Linear time."""
+    if "phantom" not in text and "color" not in text:
+        return text
+    closing: dict[int, int] = {}
+    stack: list[int] = []
+    hidden: list[tuple[int, int]] = []
+    switches: list[tuple[int, int | None]] = []  # (where a white \color switch is, its group's opening)
+    commands = {match.start(): match for match in _INVISIBLE.finditer(text)}
+    for brace in _BRACE_OR_COMMAND.finditer(text):
+        index = brace.start()
+        token = brace.group()
+        if token.startswith("\\"):
+            match = commands.get(index)
+            if match is not None and match.group("command") == "color":
+                colour = match.group("colour")
+                if colour is not None and _invisible_colour(match.group("model"), colour):
+                    switches.append((match.start(), stack[-1] if stack else None))
+            continue
+        if _escaped_at(text, index):
+            continue
+        if token == "{":
+            stack.append(index)
+        elif stack:
+            closing[stack.pop()] = index
+    for match in commands.values():
+        command, colour = match.group("command"), match.group("colour")
+        if command == "color":
+            continue
+        if command in ("textcolor", "mathcolor"):
+            if colour is None or not _invisible_colour(match.group("model"), colour):
+                continue
+            argument = match.end()
+        else:  # a phantom: what was read as its colour is its argument
+            argument = match.end() if colour is None else match.start("colour") - 1
+        if argument < len(text) and text[argument] == "{":
+            hidden.append((match.start(), closing.get(argument, len(text) - 1) + 1))
+        else:  # an argument of one token: ``\\phantom4``
+            following = _NEXT_TOKEN.match(text, argument)
+            hidden.append((match.start(), argument if following is None else following.end()))
+    for start, group in switches:
+        if group is not None:
+            end = closing.get(group, len(text))
+        else:
+            found = _MATH_END.search(text, start)
+            end = len(text) if found is None else found.start()
+        hidden.append((start, end))
+    if not hidden:
+        return text
+    pieces, cursor = [], 0
+    for start, end in sorted(hidden):
+        if end <= cursor:
+            continue
+        start = max(start, cursor)
+        pieces.append(text[cursor:start])
+        pieces.append(" ")
+        cursor = end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def all_boxes(text: str) -> list[str]:
+    """The contents of every outermost ``\\boxed{}``/``\\fbox{}`` whose braces balance (``\\{`` and
+    ``\\}`` read as escaped), in order, with box commands nested inside taken off
+    (``\\boxed{\\boxed{4}}`` states 4). Linear time on any input."""
+    spans: list[tuple[int, int]] = []
+    stack: list[tuple[int, bool]] = []  # (where the content starts, whether a box opened it)
+    for token in _BRACE_OR_BOX.finditer(text):
+        index = token.start()
+        if token.group() == "}":
+            if _escaped_at(text, index) or not stack:
+                continue
+            start, is_box = stack.pop()
+            if is_box:
+                spans.append((start, index))
+        elif token.group() == "{":
+            if not _escaped_at(text, index):
+                stack.append((index + 1, False))
+        else:  # a box command and its opening brace
+            stack.append((token.end(), True))
+    boxes, reach = [], -1
+    for start, end in sorted(spans):
+        if start > reach:  # not inside a box already taken
+            boxes.append(_INNER_BOX.sub("", text[start:end]))
+            reach = end
+    return boxes
+
+
+def _distinct(answers: list[str]) -> list[str]:
+    """The answers that state different things, in order: the same spelling (``normalise``) or the
+    same exact number (``4``, ``\\frac{8}{2}``, ``4.0``) is one answer, stated again."""
+    seen: set[object] = set()
+    kept = []
+    for answer in dict.fromkeys(answer.strip() for answer in answers):  # the same text: once
+        form = normalise(answer)
+        value = exact_value(form)
+        key = ("value", value[0]) if value is not None else ("form", form)
+        if key not in seen:
+            seen.add(key)
+            kept.append(answer)
+    return kept
+
+
+def stated_answers(text: str) -> tuple[list[str], str] | None:
+    """``(answers, form)``: what the completion states as its final answer, read from the text that
+    renders (``visible``): every non-empty ``\\boxed{}``, else the last ``<answer>`` block, else the
+    inline maths of the last "final answer" phrase (or its text when it has none). Several different
+    answers (``_distinct``) are all returned: a completion that boxes ``5`` and ``4`` states the list
+    "5, 4", not 4. None when the completion states no answer."""
+    text = visible(text)
+    boxes = all_boxes(text)
+    if not boxes:
+        fallback = last_boxed(text)
+        boxes = [] if fallback is None else [fallback]
+    if boxes:
+        stated = _distinct([box for box in boxes if box.strip()])
+        return (stated or [""]), "boxed"
     tagged = last_answer_tag(text)
     if tagged is not None:
         inner = last_box(tagged)
-        return (inner if inner is not None else tagged).strip(), "answer-tag"
+        return [(inner if inner is not None else tagged).strip()], "answer-tag"
     span = None
     for match in _FINAL_ANSWER.finditer(text):
         span = match.group("span")
     if span is None:
         return None
     span = _HOPE.sub("", span)
-    inline = _INLINE_MATH.search(span)
-    if inline is not None:
-        span = inline.group("math") or inline.group("paren")
+    inline = [found.group("math") or found.group("paren") for found in _INLINE_MATH.finditer(span)]
+    stated = _distinct([item for item in inline if item.strip()])
+    if stated:
+        return stated, "final-answer"
     span = span.strip().rstrip(".").strip()
-    return (span, "final-answer") if span else None
+    return ([span], "final-answer") if span else None
+
+
+def joined(answers: list[str]) -> str:
+    """Several stated answers as the one list they state together (``5, 4``)."""
+    return answers[0] if len(answers) == 1 else ", ".join(answers)
+
+
+def extract_answer(text: str) -> tuple[str, str] | None:
+    """``(answer, form)``: ``stated_answers``, several of them joined into the list they state."""
+    found = stated_answers(text)
+    return None if found is None else (joined(found[0]), found[1])
 
 
 def normalise(answer: str) -> str:

@@ -2,16 +2,17 @@
 
 Per group: the reference is checked once (a reference that cannot be parsed, has an unsupported
 form or states a false equation makes every candidate ``skipped``, so a group is never
-half-scored); each candidate's answer is extracted (last ``\\boxed{}``, else last ``<answer>``,
-else a "final answer" phrase); an exact normalised comparison decides what it can (an answer
-spelled as a reference that is not a plain number or expression scores 1 only once the reference
-is known to be usable: else the group is skipped); the cost
-guards (``math_cost``) refuse, unevaluated, an answer whose evaluation would explode (a tower of
-powers, a huge factorial, a sum over a huge range, deep nesting) unless it is spelled as the
-reference or the reference shares that structure; the rest are compared form by form
-(``math_forms``: relations, lists, intervals, matrices, piecewise functions, approximations),
-leaf by leaf with math-verify, in parallel worker processes with a hard wall-clock ``timeout_s``
-each. An answer that cannot be read scores 0 with the reason.
+half-scored); each candidate's answer is extracted from the text that renders (``\\phantom`` and
+white ink taken out): every ``\\boxed{}``, else the last ``<answer>``, else the inline maths of a
+"final answer" phrase, several different ones joined into the list they state (``several_answers``);
+an exact normalised comparison decides what it can (an answer spelled as a reference that is not
+a plain number or expression scores 1 only once the reference is known to be usable: else the
+group is skipped); the cost guards (``math_cost``) refuse, unevaluated, an answer whose
+evaluation would explode (a tower of powers, a huge factorial, a sum over a huge range, deep
+nesting) unless it is spelled as the reference or the reference shares that structure; the rest
+are compared form by form (``math_forms``: relations, lists, intervals, matrices, piecewise
+functions, approximations), leaf by leaf with math-verify, in parallel worker processes with a
+hard wall-clock ``timeout_s`` each. An answer that cannot be read scores 0 with the reason.
 
 A candidate can only hurt itself: what its text causes is a verdict on it (``charged``: ``task``
 0, the reason, a diagnostic 1), never an error. A refused answer is charged ``refused_cost``
@@ -43,9 +44,10 @@ from rewardkit.contracts import (
 from rewardkit.errors import RewardContractError
 from rewardkit_rl.verifiers.math_answers import (
     exact_value,
-    extract_answer,
+    joined,
     normalise,
     plain_expression,
+    stated_answers,
     verdict_of_forms,
 )
 from rewardkit_rl.verifiers.math_cost import Cost, measure, refusal
@@ -54,9 +56,19 @@ from rewardkit_rl.verifiers.pool import KillablePool, Outcome
 # The ``math`` provider's revision: 4 reads the compound references of issue 28 (chained
 # equalities, ``=``-chain systems, piecewise arrays, ``relation : interval``, approximate sets,
 # general solutions with free constants, ``\\ne`` exclusions) and scores a verbatim answer only
-# once its reference is verified. For ``verifiers/__init__.py`` to register (``revision=``).
-REVISION = "4"
-MATH_DIAGNOSTICS = ("extracted", "fast_path", "timeout", "unparsed", "refused_cost", "out_of_memory")
+# once its reference is verified; 5 reads every box (several different ones state a list, not the
+# last one), every inline maths of a final-answer phrase, and only text that renders (not inside
+# ``\\phantom``, nor white). For ``verifiers/__init__.py`` to register (``revision=``).
+REVISION = "5"
+MATH_DIAGNOSTICS = (
+    "extracted",
+    "fast_path",
+    "timeout",
+    "unparsed",
+    "refused_cost",
+    "out_of_memory",
+    "several_answers",
+)
 _CHECK_TARGET = "rewardkit_rl.verifiers.math_check:check"
 _GOLD_CACHE_SIZE = 4096
 _WORST = {"task": 0.0}
@@ -76,8 +88,22 @@ def _diagnostics(
         MetricContribution("unparsed", unparsed),
         MetricContribution("refused_cost", 0.0),
         MetricContribution("out_of_memory", 0.0),
+        MetricContribution("several_answers", 0.0),
     )
-    return tuple(item for item in found if item.name != charged)  # ``charged`` adds its own, at 1
+    return tuple(item for item in found if item.name != charged)
+
+
+def _several(result: RewardProviderResult) -> RewardProviderResult:
+    """``result`` with the ``several_answers`` diagnostic at 1: the completion stated several
+    different answers (boxes, or inline maths in its final-answer phrase), read as one list."""
+    diagnostics = tuple(item for item in result.diagnostics if item.name != "several_answers")
+    return RewardProviderResult(
+        terms=result.terms,
+        diagnostics=(*diagnostics, MetricContribution("several_answers", 1.0)),
+        status=result.status,
+        reason=result.reason,
+        charge=result.charge,
+    )  # ``charged`` adds its own, at 1
 
 
 def _charged(reason: str, diagnostic: str, *, deterministic: bool, fast: bool) -> RewardProviderResult:
@@ -144,6 +170,7 @@ class _Plan:
     slow: list[int] = field(default_factory=list)
     requests: list[tuple[str, ...]] = field(default_factory=list)  # one per ``slow``, then a gold check
     spelled: list[int] = field(default_factory=list)  # answers spelled as the reference
+    several: list[int] = field(default_factory=list)  # completions stating several different answers
     gold_problem: str | None = ""  # "" usable, None not known yet, else why it cannot be used
 
 
@@ -264,15 +291,23 @@ class MathVerifier:
             return plan
         gold_cost: Cost | None = None
         gold_form = normalise(gold)
+        gold_number = exact_value(gold_form) is not None
         for index, candidate in enumerate(request.candidates):
-            found = extract_answer(candidate.completion)
+            found = stated_answers(candidate.completion)
             if found is None:
                 plan.results[index] = _scored(False, extracted=False, fast=True)
                 continue
-            answer = found[0]
+            answer = joined(found[0])
+            if len(found[0]) > 1:
+                plan.several.append(index)
             if not answer or len(answer) > self.max_answer_chars:
                 # An empty or runaway "answer" is not a final answer; it earns nothing.
                 plan.results[index] = _scored(False, fast=True)
+                continue
+            if len(found[0]) > 1 and gold_number:
+                # Several different answers state a list; a list is never the one number.
+                reason = "several different answers (a list), the reference is one number"
+                plan.results[index] = _scored(False, fast=True, reason=reason)
                 continue
             answer_form = normalise(answer)
             verdict = verdict_of_forms(gold_form, answer_form)
@@ -370,7 +405,10 @@ class MathVerifier:
                 reason = f"spelled as the reference, not scored: {unproven}"
                 plan.results[index] = RewardProviderResult.fail(reason, _diagnostics(1.0, 1.0, 0.0))
         lost = RewardProviderResult.fail("no verdict was produced")
-        return [result if result is not None else lost for result in plan.results]
+        results = [result if result is not None else lost for result in plan.results]
+        for index in plan.several:
+            results[index] = _several(results[index])
+        return results
 
     def __repr__(self) -> str:
         return f"MathVerifier(timeout_s={self.timeout_s}, workers={self.workers})"

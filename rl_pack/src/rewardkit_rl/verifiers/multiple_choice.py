@@ -4,6 +4,14 @@ The letter is read from the last of these that is present, in this order of trus
 ``<answer>X</answer>``, "the answer is (X)" / "Answer: X" / "option X" phrasings, and a
 completion that is only the letter. Only letters in ``letters`` count, so "A" in "A train" is not
 read as an answer unless it is stated as one.
+
+A phrasing that names more than one option ("the answer is (B) or (C)", "Answer: B, C", "B/C",
+"I choose B and C", "(D), or maybe (A)") states no single answer: it reads as no letter (score 0,
+``extracted`` 0), and no earlier phrasing is read instead. The options count as listed when the
+letter is followed by separators (``,`` ``/`` ``&`` ``|`` ``;`` "or", "and", "and/or", ", or",
+". Or"), optional hedging words ("maybe", "perhaps", "option", ...) and another option letter, or
+by only spaces and a bracketed letter ("(B) (C)"); a bare ``a`` or ``I`` followed by a word is
+the article or the pronoun, not an option ("B, a prime").
 """
 
 from __future__ import annotations
@@ -16,9 +24,26 @@ from rewardkit.contracts import MetricContribution, RewardCandidate, RewardConte
 from rewardkit.errors import RewardContractError
 from rewardkit.pointwise import MappedProvider, map_candidates
 
+REVISION = "2"  # 1 read the first letter of a phrasing and ignored listed alternatives ("(B) or (C)")
+
+# What may join a stated letter to another one: list separators ("or" also after a full stop:
+# "(B). Or maybe (C)"), then hedging words; or only spaces before a bracketed letter ("(B) (C)").
+_JOINER = r"(?:,|/|&|\||;|\bor\b|\band\b)"
+# Each run is matched once, without backtracking into it ("(?=(?P<x>...))(?P=x)" is an atomic
+# group on Python 3.10), so a flood of separators costs linear time.
+_SEPARATOR = (
+    rf"[\s*_)\]}}(]*(?=(?P<joiners>(?:[.!?]\s*or\b|{_JOINER})(?:[\s*_]*{_JOINER})*))(?P=joiners)[\s*_(]*"
+)
+_HEDGE_WORDS = (
+    r"(?=(?P<hedges>(?:(?:maybe|perhaps|possibly|probably|potentially|alternatively|also|even|just|"
+    r"else|option|choice|answer|I\s+think|I\s+guess)\b[\s*_:,]*)*))(?P=hedges)"
+)
+# The article "a" and the pronoun "I" before a word are not option letters.
+_WORD_AFTER = re.compile(r"\s+[A-Za-z]")
+
 
 @lru_cache(maxsize=32)
-def _patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+def _patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     group = f"[{re.escape(letters)}]"
     bare = re.compile(rf"^\W*\(?(?P<letter>{group})\)?\W*$", re.IGNORECASE)
     phrased = re.compile(
@@ -27,24 +52,48 @@ def _patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
         rf"[\s*:]*(?:\\text\{{)?[(\[]?(?P<letter>{group})[)\]]?(?![\w])",
         re.IGNORECASE,
     )
-    return bare, phrased
+    # another option listed right after a stated letter: (C), [C], \text{C} or a bare C
+    alternative = re.compile(
+        rf"{_SEPARATOR}{_HEDGE_WORDS}(?:\\text\{{)?"
+        rf"(?:[(\[](?P<enclosed>{group})[)\]]|(?P<bare>{group})(?![\w]))"
+        rf"|[*_)\]}}]*\s[\s*_]*[(\[](?P<beside>{group})[)\]]",
+        re.IGNORECASE,
+    )
+    return bare, phrased, alternative
+
+
+def _listed_after(text: str, position: int, alternative: re.Pattern[str]) -> tuple[set[str], int]:
+    """The option letters listed right after a stated letter ending at ``position``, and where
+    the list ends."""
+    listed: set[str] = set()
+    while (found := alternative.match(text, position)) is not None:
+        letter = found.group("enclosed") or found.group("bare") or found.group("beside")
+        if found.group("bare") in ("a", "i", "I") and _WORD_AFTER.match(text, found.end()):
+            break  # "B, a prime", "B, I think": an article or a pronoun, not an option
+        listed.add(letter.upper())
+        position = found.end()
+    return listed, position
 
 
 def extract_choice(text: str, letters: str) -> str | None:
     """The upper-case option letter the completion states, or None."""
-    bare, phrased = _patterns(letters)
+    bare, phrased, alternative = _patterns(letters)
     for inner in (last_boxed(text), last_answer_tag(text)):
         if inner is not None:
             found = bare.match(inner.replace("\\text{", "").replace("}", ""))
             if found is not None:
                 return found.group("letter").upper()
-    letter = None
-    for match in phrased.finditer(text):
-        letter = match.group("letter")
-    if letter is None and len(text) <= 16:
+    letter, stated, position = None, False, 0
+    while (match := phrased.search(text, position)) is not None:
+        # the last phrasing counts; one that lists other options states none
+        stated, letter = True, match.group("letter").upper()
+        listed, position = _listed_after(text, match.end(), alternative)
+        if listed - {letter}:
+            letter = None
+    if not stated and len(text) <= 16:
         found = bare.match(text)
-        letter = found.group("letter") if found is not None else None
-    return letter.upper() if letter is not None else None
+        letter = found.group("letter").upper() if found is not None else None
+    return letter
 
 
 def _gold_letter(reference: object, letters: str) -> str:
