@@ -8,6 +8,10 @@ For each group size (1, 4, 16, 64) the same 10,000 exact-match rollouts are scor
 - ``bound adapter``: ``BoundProvider.score_group`` per group (validation, freeze, candidates,
   provider, result checks);
 - ``Reward.score``: the whole in-process path (checks, compose, advantages, report);
+- ``Reward.score + monitor`` and ``... + monitor + reference`` (with rewardkit-monitor installed):
+  the same call followed by the reward monitor (``rl.monitor``) observing the batch as a trainer
+  binding hands it over, one training step per call, without and with a reference grader
+  (exact-match at ``reference_rate`` 1) scoring every rollout again;
 - ``evalsi LocalReward.score`` (with ``--evalsi-python``): evalsi 0.3.1's in-process reward with
   its result cache off, in its own virtual environment, driven over a pipe so that its rounds
   interleave with rewardkit's.
@@ -24,6 +28,8 @@ rollout over the bare loop; ``per_group_us`` the same per group.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import itertools
 import json
 import re
 import subprocess
@@ -135,6 +141,36 @@ def timed(run: Callable[[], object]) -> float:
     return (time.perf_counter() - start) / CALLS
 
 
+class MonitoredPath:
+    """``Reward.score`` then the monitor's ``observe``, a new training step per call."""
+
+    def __init__(self, group_size: int, reward: Any, groups: list[Any], reference: str | None) -> None:
+        from rewardkit.config import load_config
+        from rewardkit.observers import ObservedBatch, observer_for
+
+        settings: dict[str, Any] = {"reference": reference}
+        config = load_config({"rl": {"group_size": group_size, "reward": {"provider": "exact-match"},
+                                     "monitor": settings}})  # fmt: skip
+        observer = observer_for(config)
+        assert observer is not None
+        self.observer = observer
+        self.reward = reward
+        self.groups = groups
+        self.inputs = [{"group_id": group_id, "rollouts": rows} for group_id, rows in groups]
+        self.batch = ObservedBatch
+        self.steps = itertools.count()
+
+    def __call__(self) -> float:
+        def once() -> None:
+            scored = self.reward.score(self.groups)
+            self.observer.observe(self.batch(self.inputs, scored, "trl", step=next(self.steps)))
+
+        return timed(once)
+
+    def close(self) -> None:
+        self.observer.close()
+
+
 def measure(group_size: int, candidates: int, rounds: int, evalsi: Evalsi | None) -> list[dict[str, Any]]:
     groups = build_rollouts(candidates, group_size)
     flat = [row for _, rows in groups for row in rows]
@@ -173,6 +209,15 @@ def measure(group_size: int, candidates: int, rounds: int, evalsi: Evalsi | None
         "bound adapter": lambda: timed(adapter),
         "Reward.score": lambda: timed(lambda: reward.score(groups)),
     }
+    monitors = []
+    if importlib.util.find_spec("rewardkit_monitor") is not None:
+        for name, reference in (
+            ("Reward.score + monitor", None),
+            ("Reward.score + monitor + reference", "exact-match"),
+        ):
+            monitor = MonitoredPath(group_size, reward, groups, reference)
+            monitors.append(monitor)
+            paths[name] = monitor
     if evalsi is not None:
         evalsi_rows = [
             {
@@ -190,6 +235,8 @@ def measure(group_size: int, candidates: int, rounds: int, evalsi: Evalsi | None
         for name, run in paths.items():
             best[name] = min(best[name], run())
     reward.close()
+    for monitor in monitors:
+        monitor.close()
     bare = best["bare loop"]
     evalsi_rate = n / best["evalsi LocalReward.score"] if evalsi is not None else None
     rows = []

@@ -1,9 +1,7 @@
 """rewardkit: the reward layer for RL post-training.
-
 Providers score whole groups of candidate completions behind one contract; plugins contribute
 them through entry points of group ``rewardkit``; the catalog resolves them by name with
-revision and identity hash.
-"""
+revision and identity hash."""
 
 from __future__ import annotations
 

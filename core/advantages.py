@@ -1,12 +1,10 @@
-"""Group-relative advantages (GRPO) from composed totals.
+"""Group-relative advantages (GRPO) from composed totals (``docs/bindings.md``, "Advantages").
 
-Within a group, a candidate's advantage is its total minus the mean of the group's non-null
-totals, divided by a scale plus ``eps``: the group's standard deviation (``group``), the batch's
-(``batch``), or nothing (``none``, no ``eps`` either). The standard deviation is the sample one
-(Bessel-corrected, ``n - 1``) by default, as TRL's and verl's GRPO compute it, or the population one.
-A null total (``onError: none``) is left out of the baseline and gets 0; so does a group with one
-scored candidate (it has nothing to be relative to).
-"""
+A candidate's advantage is its total minus the mean of its group's non-null totals, divided by a
+scale plus ``eps``: the group's standard deviation (``group``), the batch's (``batch``), or nothing
+(``none``, no ``eps`` either); the sample one (``n - 1``, as TRL and verl) or the population one. A
+null total (``onError: none``) is left out of the baseline and gets 0, as does a group with one
+scored candidate (it has nothing to be relative to)."""
 
 from __future__ import annotations
 
@@ -23,16 +21,14 @@ EPSILON = 1e-6
 
 
 def mean_std(values: Sequence[float], kind: StdKind = "population") -> tuple[float, float]:
-    """Mean and standard deviation (population, or ``sample`` with ``n - 1``); ``(0.0, 0.0)`` for no
-    values, and a single value has standard deviation 0 of either kind."""
+    """Mean and standard deviation (population, or ``sample`` with ``n - 1``); ``(0.0, 0.0)`` for none."""
     if not values:
         return 0.0, 0.0
     mean = math.fsum(values) / len(values)
     divisor = len(values) - 1 if kind == "sample" else len(values)
-    if divisor < 1:
+    if divisor < 1:  # one value: no spread of either kind
         return mean, 0.0
-    variance = math.fsum([(value - mean) ** 2 for value in values]) / divisor
-    return mean, math.sqrt(variance)
+    return mean, math.sqrt(math.fsum([(value - mean) ** 2 for value in values]) / divisor)
 
 
 def group_advantages(
@@ -51,10 +47,8 @@ def group_advantages(
         raise ValueError(f"advantage standard deviation must be one of {STD_KINDS}, got {std!r}")
     if not (isinstance(eps, (int, float)) and math.isfinite(eps) and eps >= 0):
         raise ValueError(f"advantage eps must be a finite number >= 0, got {eps!r}")
-    scale_of_batch = 1.0
-    if scaling == "batch" and batch_std is not None:
-        scale_of_batch = batch_std
-    elif scaling == "batch":
+    scale_of_batch = 1.0 if batch_std is None else batch_std
+    if scaling == "batch" and batch_std is None:
         present = [total for group in totals_by_group for total in group if total is not None]
         _, scale_of_batch = mean_std(present, std)
     out = []

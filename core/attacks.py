@@ -1,11 +1,9 @@
-"""What ``rewardkit audit`` sends at a reward: attack families that plugins register.
+"""What ``rewardkit audit`` sends at a reward: attack families that plugins register (docs/audit.md).
 
-A family knows how to write an honest right and an honest wrong completion for a row, and holds
-attacks: completions a policy under RL could learn to write. Every attack is built so that a
-grader that cannot be fooled scores it no higher than the honest wrong one: it never puts the
-right answer where the grader's documented extraction reads it. An attack that scores higher
-anyway has found a hole. The audit itself (sampling rows, scoring, the paired verdict, the
-report) is the ``rewardkit-audit`` distribution; the core only defines what a plugin registers.
+A family writes an honest right and an honest wrong completion for a row, and holds attacks:
+completions a policy under RL could learn to write, each built so that a grader that cannot be
+fooled scores it no higher than the honest wrong one. The audit itself is the ``rewardkit-audit``
+distribution; the core only defines what a plugin registers.
 """
 
 from __future__ import annotations
@@ -24,12 +22,8 @@ __all__ = ["AttackFamily", "AttackSpec", "AuditRow", "AuditRowBuilder", "reward_
 
 @dataclass(frozen=True)
 class AuditRow:
-    """One row an audit works from.
-
-    ``reference`` is the row's gold reference as the data holds it (a JSON value); ``completion``
-    is the row's own completion when the data holds one (a rollout). ``fields`` holds the row's
-    other values (a rollout's ``completion_token_count``, ...).
-    """
+    """One row an audit works from: ``reference`` its gold reference as the data holds it (JSON),
+    ``completion`` its own completion if any (a rollout), ``fields`` its other values (a token count...)."""
 
     row_id: str
     prompt: Any = None
@@ -45,12 +39,9 @@ AuditRowBuilder = Callable[[AuditRow], "str | None"]
 
 @dataclass(frozen=True)
 class AttackFamily:
-    """A family of attacks and the two baselines its attacks are compared with.
-
-    ``providers`` names the providers the family audits by default. ``needs`` (provider needs
-    such as ``reference`` or ``prompt``) makes it apply also to any other provider that needs all
-    of them: that is how a custom provider gets audited without being named anywhere.
-    """
+    """A family of attacks and the two baselines they are compared with; it audits its ``providers`` by
+    default, and any other provider needing all its ``needs`` (such as ``reference``), so a custom provider is
+    audited without being named."""
 
     name: str
     honest_right: AuditRowBuilder
@@ -76,14 +67,11 @@ class AttackFamily:
 
 @dataclass(frozen=True)
 class AttackSpec:
-    """One attack: its name (unique across families), its family and how it builds a completion.
-
-    ``providers`` narrows the attack to some of its family's providers (empty: all of them).
-    ``destructive`` marks a payload that acts on the grader's machine (a surviving process, an
-    output flood): the audit sends it only to providers that declare ``sandboxed`` or under
-    ``--allow-unsandboxed``, and such a payload only proves reach (a marker, a bounded sleep of
-    at most 2 s); it never kills, spins longer, or writes outside its working directory.
-    """
+    """One attack: its name (unique across families), its family and how it builds a completion. ``providers``
+    narrows it to some of its family's providers (empty: all). ``destructive`` marks a payload acting on the
+    grader's machine (a surviving process, an output flood): the audit sends it only to providers declaring
+    ``sandboxed`` or under ``--allow-unsandboxed``, and it only proves reach (a marker, a sleep of two seconds
+    at most): it never kills, spins longer or writes outside its working directory."""
 
     name: str
     family: str
@@ -105,8 +93,6 @@ class AttackSpec:
 
 @dataclass(frozen=True)
 class RewardAttacks:
-    """Every registered family and attack, by name."""
-
     families: Registry[AttackFamily]
     attacks: Registry[AttackSpec]
 
@@ -126,10 +112,8 @@ def reward_attacks(manager: PluginManager | None = None) -> RewardAttacks:
         families: Registry[AttackFamily] = Registry("attack family", AttackFamily)
         attacks: Registry[AttackSpec] = Registry("attack", AttackSpec)
         for entry in both:
-            if isinstance(entry.value, AttackFamily):
-                families.add(entry.value.name, entry.value, entry.owner)
-            else:
-                attacks.add(entry.value.name, entry.value, entry.owner)
+            into: Registry[Any] = families if isinstance(entry.value, AttackFamily) else attacks
+            into.add(entry.value.name, entry.value, entry.owner)
         orphans = sorted(
             f"{a.value.name} ({a.value.family})" for a in attacks if a.value.family not in families
         )

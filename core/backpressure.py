@@ -2,8 +2,7 @@
 
 Past ``rewards.max_inflight`` rollouts a caller waits for capacity until its deadline, so a trainer
 slows down instead of failing a step. Waiters are admitted strictly in arrival order (a large
-request is never starved by small ones); a request larger than the whole limit is refused at once.
-"""
+request is never starved by small ones); a request larger than the whole limit is refused at once."""
 
 from __future__ import annotations
 

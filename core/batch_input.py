@@ -40,9 +40,8 @@ def group_parts(group: GroupLike) -> tuple[str, Rollouts]:
         try:
             return group["group_id"], group["rollouts"]
         except KeyError as error:
-            raise RewardkitError(
-                f"a group mapping needs 'group_id' and 'rollouts'; missing {error}"
-            ) from None
+            problem = f"a group mapping needs 'group_id' and 'rollouts'; missing {error}"
+            raise RewardkitError(problem) from None
     if isinstance(group, tuple) and len(group) == 2:
         return group[0], cast(Rollouts, group[1])
     if hasattr(group, "group_id") and hasattr(group, "rollouts"):
@@ -155,15 +154,8 @@ def located(
         if error.position < passed + count:
             break
         passed += count
-    return CompositionError(
-        f"[group {group_id!r}, candidate {ids[error.position]!r}] {error}",
-        component=error.component,
-        breakdown=error.breakdown,
-    )
-
-
-def _weight(rollouts: object) -> int:
-    return len(rollouts) if hasattr(rollouts, "__len__") else 1
+    problem = f"[group {group_id!r}, candidate {ids[error.position]!r}] {error}"
+    return CompositionError(problem, component=error.component, breakdown=error.breakdown)
 
 
 def chunks(
@@ -176,7 +168,7 @@ def chunks(
     weight = 0
     for part in parts:
         rollouts = part[1]
-        part_weight = len(rollouts) if type(rollouts) is list else _weight(rollouts)
+        part_weight = len(rollouts) if type(rollouts) is list or hasattr(rollouts, "__len__") else 1
         if chunk and (len(chunk) >= size or (max_weight is not None and weight + part_weight > max_weight)):
             yield chunk, weight
             chunk, weight = [], 0

@@ -34,6 +34,7 @@ from rewardkit.recent import LastTwo
 _trajectory_id = attrgetter("trajectory_id")
 
 _STATUSES = ("scored", "skipped", "error")
+_CANDIDATE_FIELDS = ("trajectory_id", "completion", "completion_token_count", "finish_reason", "media")
 isfinite = math.isfinite  # a module global: the per-result check calls it for every term
 
 
@@ -41,21 +42,16 @@ def _group_label(group_id: object) -> str:
     return group_id if isinstance(group_id, str) else repr(group_id)
 
 
+def _refusal(problem: str, group_id: str, trajectory_id: str, rule: str) -> RewardContractError:
+    return RewardContractError(problem, group_id=group_id, trajectory_id=trajectory_id, rule=rule)
+
+
 class BoundProvider:
     """A constructed provider bound to its spec, parameters and identity."""
 
-    __slots__ = (
-        "_declared_diagnostics",
-        "_declared_terms",
-        "_needs_media",
-        "_needs_prompt",
-        "_needs_reference",
-        "_required_fields",
-        "identity",
-        "params",
-        "provider",
-        "spec",
-    )
+    __slots__ = ("_declared_diagnostics", "_declared_terms", "_needs_media", "_needs_prompt",
+                 "_needs_reference", "_required_fields", "identity", "params",
+                 "provider", "spec")  # fmt: skip
 
     def __init__(
         self, spec: RewardProviderSpec, provider: RewardProvider, params: Mapping[str, Any], identity: str
@@ -84,8 +80,7 @@ class BoundProvider:
     ) -> RewardGroupRequest:
         """Build the frozen request for one complete group of rollouts: mappings with
         ``trajectory_id``, ``completion`` and optionally ``group_id``, ``prompt``, ``reference``,
-        ``completion_token_count``, ``finish_reason`` and ``media`` (an in-process object, as it is).
-        """
+        ``completion_token_count``, ``finish_reason`` and ``media`` (an in-process object, as it is)."""
         candidates = self.candidates(group_id, rollouts, expected_size)
         prompt, reference = self.common_inputs(group_id, rollouts, candidates)
         return build_request(group_id, tuple(candidates), prompt, reference)
@@ -95,30 +90,20 @@ class BoundProvider:
     ) -> list[RewardCandidate]:
         """The checked candidates of one complete group (``prepare``'s first half)."""
         if not isinstance(group_id, str) or not group_id:
-            raise RewardContractError(
-                f"group_id must be a non-empty string, got {group_id!r}",
-                group_id=_group_label(group_id),
-                rule="group-id",
-            )
+            problem = f"group_id must be a non-empty string, got {group_id!r}"
+            raise RewardContractError(problem, group_id=_group_label(group_id), rule="group-id")
         if type(rollouts) is not list and (
             isinstance(rollouts, (str, bytes, Mapping)) or not isinstance(rollouts, Sequence)
         ):
-            raise RewardContractError(
-                f"rollouts must be a sequence of mappings, got {type(rollouts).__name__}",
-                group_id=group_id,
-                rule="group-shape",
-            )
+            problem = f"rollouts must be a sequence of mappings, got {type(rollouts).__name__}"
+            raise RewardContractError(problem, group_id=group_id, rule="group-shape")
         count = len(rollouts)
         if count == 0:
-            raise RewardContractError(
-                "the group has no candidates", group_id=group_id, rule="incomplete-group"
-            )
+            problem = "the group has no candidates"
+            raise RewardContractError(problem, group_id=group_id, rule="incomplete-group")
         if expected_size is not None and count != expected_size:
-            raise RewardContractError(
-                f"the group has {count} candidates, expected {expected_size}",
-                group_id=group_id,
-                rule="incomplete-group",
-            )
+            problem = f"the group has {count} candidates, expected {expected_size}"
+            raise RewardContractError(problem, group_id=group_id, rule="incomplete-group")
         candidates: list[RewardCandidate] = []
         append = candidates.append
         for index, rollout in enumerate(rollouts):
@@ -153,23 +138,19 @@ class BoundProvider:
         if self._needs_media:
             for candidate in candidates:
                 if candidate.media is None:
-                    raise RewardContractError(
+                    problem = (
                         f"provider {self.name!r} needs in-process media (e.g. the final latent) on "
-                        "every candidate, and this candidate has none",
-                        group_id=group_id,
-                        trajectory_id=candidate.trajectory_id,
-                        rule="missing-media",
+                        "every candidate, and this candidate has none"
                     )
+                    raise _refusal(problem, group_id, candidate.trajectory_id, "missing-media")
         for field in self._required_fields:
             for candidate in candidates:
                 if getattr(candidate, field) is None:
-                    raise RewardContractError(
+                    problem = (
                         f"provider {self.name!r} needs {field!r} on every candidate (what the rollout "
-                        "engine recorded), and this candidate has none",
-                        group_id=group_id,
-                        trajectory_id=candidate.trajectory_id,
-                        rule="missing-candidate-field",
+                        "engine recorded), and this candidate has none"
                     )
+                    raise _refusal(problem, group_id, candidate.trajectory_id, "missing-candidate-field")
 
     def common_inputs(
         self, group_id: str, rollouts: Rollouts, candidates: list[RewardCandidate]
@@ -189,12 +170,8 @@ class BoundProvider:
         try:
             frozen = freeze(first, f"${need}")
         except NotJSONError as error:
-            raise RewardContractError(
-                f"{need!r} is not JSON-compatible at {error.path}: {error.reason}",
-                group_id=group_id,
-                trajectory_id=candidates[0].trajectory_id,
-                rule="json-input",
-            ) from None
+            problem = f"{need!r} is not JSON-compatible at {error.path}: {error.reason}"
+            raise _refusal(problem, group_id, candidates[0].trajectory_id, "json-input") from None
         if type(first) is str:  # the usual case (a prompt, a gold answer) without a call per rollout
             for rollout in rollouts:
                 value = rollout.get(need)
@@ -205,21 +182,15 @@ class BoundProvider:
         for candidate, rollout in zip(candidates, rollouts):
             value = rollout.get(need)
             if value is None:
-                raise RewardContractError(
-                    f"provider {self.name!r} needs {need!r} but this candidate has none",
-                    group_id=group_id,
-                    trajectory_id=candidate.trajectory_id,
-                    rule="missing-input",
-                )
+                problem = f"provider {self.name!r} needs {need!r} but this candidate has none"
+                raise _refusal(problem, group_id, candidate.trajectory_id, "missing-input")
             if not strictly_equal(value, first):
-                raise RewardContractError(
+                problem = (
                     f"{need!r} differs from the group's first candidate "
                     f"({candidates[0].trajectory_id!r}); common inputs must be identical in "
-                    "value and JSON type (1, 1.0 and true differ)",
-                    group_id=group_id,
-                    trajectory_id=candidate.trajectory_id,
-                    rule="inconsistent-common-input",
+                    "value and JSON type (1, 1.0 and true differ)"
                 )
+                raise _refusal(problem, group_id, candidate.trajectory_id, "inconsistent-common-input")
         return frozen
 
     def check_request(
@@ -227,13 +198,11 @@ class BoundProvider:
     ) -> RewardGroupRequest:
         """Validate a request built elsewhere (service, tests) and return a frozen copy of it."""
         if not isinstance(request, RewardGroupRequest):
-            raise RewardContractError(
-                f"expected a RewardGroupRequest, got {type(request).__name__}", rule="request-type"
-            )
+            problem = f"expected a RewardGroupRequest, got {type(request).__name__}"
+            raise RewardContractError(problem, rule="request-type")
         if not isinstance(request.candidates, (tuple, list)):
-            raise RewardContractError(
-                "candidates must be a sequence", group_id=_group_label(request.group_id), rule="group-shape"
-            )
+            problem = "candidates must be a sequence"
+            raise RewardContractError(problem, group_id=_group_label(request.group_id), rule="group-shape")
         rollouts = []
         for index, candidate in enumerate(request.candidates):
             if not isinstance(candidate, RewardCandidate):
@@ -242,13 +211,7 @@ class BoundProvider:
                     group_id=_group_label(request.group_id),
                     rule="candidate-type",
                 )
-            rollout: dict[str, Any] = {
-                "trajectory_id": candidate.trajectory_id,
-                "completion": candidate.completion,
-                "completion_token_count": candidate.completion_token_count,
-                "finish_reason": candidate.finish_reason,
-                "media": candidate.media,
-            }
+            rollout: dict[str, Any] = {name: getattr(candidate, name) for name in _CANDIDATE_FIELDS}
             for need in self.spec.needs:
                 if need in KNOWN_NEEDS:
                     rollout[need] = getattr(request.context, need)
@@ -264,10 +227,8 @@ class BoundProvider:
         except RewardContractError:
             raise
         except Exception as error:
-            raise ProviderError(
-                f"provider {self.name!r} raised {type(error).__name__}: {error}",
-                group_id=request.group_id,
-            ) from error
+            problem = f"provider {self.name!r} raised {type(error).__name__}: {error}"
+            raise ProviderError(problem, group_id=request.group_id) from error
         return self.check_result(request, result)
 
     def score_group(
@@ -281,26 +242,17 @@ class BoundProvider:
     def check_result(self, request: RewardGroupRequest, result: object) -> RewardGroupResult:
         group_id = request.group_id
         if not isinstance(result, RewardGroupResult):
-            raise RewardContractError(
-                f"provider {self.name!r} returned {type(result).__name__}, not a RewardGroupResult",
-                group_id=group_id,
-                rule="result-type",
-            )
+            problem = f"provider {self.name!r} returned {type(result).__name__}, not a RewardGroupResult"
+            raise RewardContractError(problem, group_id=group_id, rule="result-type")
         if result.group_id != group_id:
-            raise RewardContractError(
-                f"provider {self.name!r} answered for group {result.group_id!r}",
-                group_id=group_id,
-                rule="result-group-id",
-            )
+            problem = f"provider {self.name!r} answered for group {result.group_id!r}"
+            raise RewardContractError(problem, group_id=group_id, rule="result-group-id")
         items = result.items
         candidates = request.candidates
         if not isinstance(items, (tuple, list)) or len(items) != len(candidates):
             count = len(items) if isinstance(items, (tuple, list)) else type(items).__name__
-            raise RewardContractError(
-                f"provider {self.name!r} returned {count} items for {len(candidates)} candidates",
-                group_id=group_id,
-                rule="result-cardinality",
-            )
+            problem = f"provider {self.name!r} returned {count} items for {len(candidates)} candidates"
+            raise RewardContractError(problem, group_id=group_id, rule="result-cardinality")
         declared, diagnostics = self._declared_terms, self._declared_diagnostics
         for position, (item, candidate) in enumerate(zip(items, candidates)):
             expected_id = candidate.trajectory_id
@@ -311,14 +263,12 @@ class BoundProvider:
             ):
                 continue
             if getattr(item, "trajectory_id", None) != expected_id:
-                raise RewardContractError(
+                problem = (
                     f"result at position {position} is for "
                     f"{getattr(item, 'trajectory_id', None)!r}; results must repeat the "
-                    "request's trajectory ids in order",
-                    group_id=group_id,
-                    trajectory_id=expected_id,
-                    rule="result-order",
+                    "request's trajectory ids in order"
                 )
+                raise _refusal(problem, group_id, expected_id, "result-order")
             self._check_provider_result(group_id, expected_id, getattr(item, "result", None))
         if not isinstance(items, tuple):
             result = RewardGroupResult(group_id=group_id, items=tuple(items))
@@ -347,12 +297,7 @@ class BoundProvider:
 
     def _check_provider_result(self, group_id: str, trajectory_id: str, result: object) -> None:
         def fail(message: str, rule: str) -> RewardContractError:
-            return RewardContractError(
-                f"provider {self.name!r}: {message}",
-                group_id=group_id,
-                trajectory_id=trajectory_id,
-                rule=rule,
-            )
+            return _refusal(f"provider {self.name!r}: {message}", group_id, trajectory_id, rule)
 
         if not isinstance(result, RewardProviderResult):
             raise fail(f"result is {type(result).__name__}, not a RewardProviderResult", "result-type")
@@ -378,9 +323,8 @@ class BoundProvider:
         elif terms:
             raise fail(f"a {result.status} result must not carry terms", "declared-terms")
         if result.reason is not None and type(result.reason) is not str:
-            raise fail(
-                f"reason must be a string or None, got {type(result.reason).__name__}", "result-reason"
-            )
+            problem = f"reason must be a string or None, got {type(result.reason).__name__}"
+            raise fail(problem, "result-reason")
         for contribution in result.diagnostics:
             name = getattr(contribution, "name", None)
             if name not in self._declared_diagnostics:
@@ -431,44 +375,31 @@ def plainly_valid(result: object, declared: frozenset[str], diagnostics: frozens
 
 def _finite(value: object) -> bool:
     """A finite Python float or int (not bool); ints too large for a float are not finite."""
-    kind = type(value)
-    if kind is float:
-        return math.isfinite(value)  # type: ignore[arg-type]
-    if kind is int:
-        try:
-            return math.isfinite(float(value))  # type: ignore[arg-type]
-        except OverflowError:
-            return False
-    return False
+    if type(value) is not float and type(value) is not int:
+        return False
+    try:
+        return math.isfinite(float(value))  # type: ignore[arg-type]
+    except OverflowError:
+        return False
 
 
 def _duplicate_id(group_id: str, candidates: list[RewardCandidate]) -> None:
     seen: set[str] = set()
     for index, candidate in enumerate(candidates):
         if candidate.trajectory_id in seen:
-            raise RewardContractError(
-                f"trajectory_id appears twice in the group (again at position {index})",
-                group_id=group_id,
-                trajectory_id=candidate.trajectory_id,
-                rule="duplicate-trajectory-id",
-            )
+            problem = f"trajectory_id appears twice in the group (again at position {index})"
+            raise _refusal(problem, group_id, candidate.trajectory_id, "duplicate-trajectory-id")
         seen.add(candidate.trajectory_id)
 
 
 def _candidate(group_id: str, index: int, rollout: object) -> RewardCandidate:
     if type(rollout) is not dict and not isinstance(rollout, Mapping):
-        raise RewardContractError(
-            f"rollout at position {index} is a {type(rollout).__name__}, not a mapping",
-            group_id=group_id,
-            rule="rollout-type",
-        )
+        problem = f"rollout at position {index} is a {type(rollout).__name__}, not a mapping"
+        raise RewardContractError(problem, group_id=group_id, rule="rollout-type")
     trajectory_id = rollout.get("trajectory_id")
     if not isinstance(trajectory_id, str) or not trajectory_id:
-        raise RewardContractError(
-            f"rollout at position {index} has no trajectory_id (got {trajectory_id!r})",
-            group_id=group_id,
-            rule="missing-trajectory-id",
-        )
+        problem = f"rollout at position {index} has no trajectory_id (got {trajectory_id!r})"
+        raise RewardContractError(problem, group_id=group_id, rule="missing-trajectory-id")
     rollout_group = rollout.get("group_id", group_id)
     completion = rollout.get("completion")
     token_count = rollout.get("completion_token_count")
@@ -484,4 +415,4 @@ def _candidate(group_id: str, index: int, rollout: object) -> RewardCandidate:
         message, rule = f"finish_reason must be a string or null, got {finish_reason!r}", "finish-reason"
     else:
         return build_candidate(trajectory_id, completion, token_count, finish_reason, rollout.get("media"))
-    raise RewardContractError(message, group_id=group_id, trajectory_id=trajectory_id, rule=rule)
+    raise _refusal(message, group_id, trajectory_id, rule)

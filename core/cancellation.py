@@ -4,9 +4,8 @@ A scope stands for one request (a service call, a ``Reward.score`` call); its ow
 (timeout, client gone). Code working for it, in any thread (the worker runs executor chunks in a
 copy of the caller's context), finds it with ``current()`` and checks it (``raise_if_cancelled()``)
 or registers a callback that stops what cannot check (kill a sandbox, cancel an HTTP call).
-
-Callbacks run in the thread that cancels, which may be the service's event loop: they must only
-signal (SIGKILL, cancel a future), never wait; the working thread cleans up itself.
+Callbacks run in the thread that cancels, maybe the service's event loop: they must only signal
+(SIGKILL, cancel a future), never wait; the working thread cleans up itself.
 """
 
 from __future__ import annotations
@@ -115,19 +114,17 @@ class CancelScope:
     def time_out(self) -> bool:
         """Cancel with ``RequestTimeout`` naming the timeout (what a passed deadline does)."""
         shown = f"{self._timeout_s:g} s " if self._timeout_s is not None else ""
-        return self.cancel(
-            RequestTimeout(
-                f"the request timeout ({shown}request_timeout_s) passed before the request was answered; "
-                "its work was cancelled. Raise the timeout or send smaller requests"
-            )
+        message = (
+            f"the request timeout ({shown}request_timeout_s) passed before the request was answered; "
+            "its work was cancelled. Raise the timeout or send smaller requests"
         )
+        return self.cancel(RequestTimeout(message))
 
     def add_callback(self, callback: Callback) -> Remover:
-        """Run ``callback`` on cancellation (at once if already cancelled); returns its remover.
-
-        Call the remover when the work has ended, so a late cancel cannot kill what the same process
-        or slot does for someone else by then: once it returns, the callback has run to its end or
-        never will (it waits for a callback another thread is running right then)."""
+        """Run ``callback`` on cancellation (at once if already cancelled); returns its remover. Call
+        the remover when the work has ended, so a late cancel cannot kill what the same process or
+        slot does for someone else by then: once it returns, the callback has run to its end or never
+        will (it waits for a callback another thread is running right then)."""
         with self._lock:
             if self._error is None:
                 key = self._next_key

@@ -56,10 +56,9 @@ class ProviderEntry:
     def params_model(self) -> type[BaseModel] | None:
         """The provider's parameter schema: declared, or derived from its factory's annotations."""
         spec = self.spec
-        # runtime objects are keyword arguments of the factory but never params
-        factory = (
-            functools.partial(spec.factory, **dict.fromkeys(spec.runtime)) if spec.runtime else spec.factory
-        )
+        factory = spec.factory
+        if spec.runtime:  # runtime objects are keyword arguments of the factory but never params
+            factory = functools.partial(factory, **dict.fromkeys(spec.runtime))
         return spec.params_schema or derive_params_model(factory, spec.name)
 
     @functools.cached_property
@@ -127,20 +126,15 @@ class Catalog:
         available_inputs: Sequence[str] = KNOWN_NEEDS,
         runtime: Mapping[str, Any] | None = None,
     ) -> BoundProvider:
-        """Construct provider ``name`` with ``params`` and bind it to its spec (preflight).
-
-        ``runtime`` holds in-process objects (a decoder) for providers declaring them in
-        ``spec.runtime``; ``None`` (the Reward Service, ``rewardkit score``, Ray actors) refuses
-        providers needing them, or in-process ``media``. ``PreflightError`` for params outside the
-        schema, an unsandboxed choice without opt-in, a failing factory, or a missing input.
-        """
+        """Construct provider ``name`` with ``params``, bound to its spec (preflight). ``runtime`` holds
+        in-process objects (a decoder) for providers declaring them in ``spec.runtime``; ``None`` (Reward
+        Service, ``rewardkit score``, Ray actors) refuses those and in-process ``media``. ``PreflightError``:
+        params outside the schema, unsandboxed choices without opt-in, a failing factory, missing inputs."""
         entry = self.entry(name)
         spec = entry.spec
         params = dict(params or {})
         # A candidate field (a token count) is on each candidate, checked where it is scored.
-        missing = [
-            need for need in spec.needs if need not in available_inputs and need not in CANDIDATE_NEEDS
-        ]
+        missing = [need for need in spec.needs if need not in (*available_inputs, *CANDIDATE_NEEDS)]
         if "media" in missing:
             raise PreflightError(
                 f"provider {name!r} needs in-process media (an object such as a latent on each "
@@ -160,17 +154,13 @@ class Catalog:
         except ParamsError as error:
             raise PreflightError(f"provider {name!r}: {error}") from None
         objects = self._runtime_objects(name, spec, runtime)
+        where = f"provider {name!r} from {owner_label(entry.owner)}"
         try:
             provider = spec.factory(**params, **objects)
         except TypeError as error:
-            raise PreflightError(
-                f"provider {name!r} from {owner_label(entry.owner)} rejected params {sorted(params)}: {error}"
-            ) from error
+            raise PreflightError(f"{where} rejected params {sorted(params)}: {error}") from error
         except Exception as error:
-            raise PreflightError(
-                f"provider {name!r} from {owner_label(entry.owner)} failed to construct: "
-                f"{type(error).__name__}: {error}"
-            ) from error
+            raise PreflightError(f"{where} failed to construct: {type(error).__name__}: {error}") from error
         if not callable(getattr(provider, "evaluate", None)):
             raise PreflightError(
                 f"factory of provider {name!r} returned {type(provider).__name__}, which has no "
@@ -216,10 +206,9 @@ class Catalog:
         return sha256_hex(text)
 
     def normalise(self, name: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """``params`` as the provider's schema reads them: checked strictly, defaults filled in,
-        numbers as their declared type, so equal configurations (``6`` and ``6.0`` of a float
-        param, an explicit default and an omitted one) give one identity. No schema: as given.
-        """
+        """``params`` as the schema reads them: strictly checked, defaults filled in, numbers as declared, so
+        equal configurations (``6``/``6.0`` for a float, an explicit or omitted default) share one identity.
+        No schema: as given."""
         entry = self.entry(name)
         params = dict(params or {})
         try:
@@ -236,13 +225,8 @@ class Catalog:
             raise PreflightError(f"{where}: {error}") from None
 
 
-# -- building registries from plugins ----------------------------------------------------------
-
-
-def _collect(
-    manager: PluginManager, hook: str, registry: Registry[Any], name_of: Callable[[Any], str]
-) -> None:
-    _call_recording(manager, hook, registry, lambda owner: registry.registrar(owner, name_of))
+def _collect(manager: PluginManager, hook: str, registry: Registry[Any], key: Callable[[Any], str]) -> None:
+    _call_recording(manager, hook, registry, lambda owner: registry.registrar(owner, key))
 
 
 def _call_recording(

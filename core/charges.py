@@ -1,17 +1,10 @@
 """Charges on non-deterministic evidence, voided when a batch has too many of them.
 
 A provider charges a candidate (``RewardProviderResult.charged``) for what its own text caused.
-Deterministic evidence (a guard that refused the text, a verdict the text asked for, a crash)
-always stands. Non-deterministic evidence (a timeout, an unreadable verdict) is a judgement call:
-when more than ``max(BREAKER_MIN, BREAKER_SHARE x candidates)`` of one provider's candidates in a
-batch are charged on it, a shared cause (an overloaded machine, a judge that went bad) is likelier
-than that many offenders, so those charges become infrastructure errors for the composition's
-``onError`` (``raise``, the default, fails the batch) instead of training on the outage.
-
-The thresholds are the reward spec's ``breaker`` (``min`` 2, ``share`` 0.2 by default; see
-``docs/composition.md``): part of the spec, so of every run's recorded identity, and the operator's
-alone on a Reward Service.
-"""
+Deterministic evidence (a guard refused the text, a verdict it asked for, a crash) always stands;
+when one provider charged more than ``max(breaker min, share x candidates)`` of a batch's candidates
+on non-deterministic evidence (a timeout, an unreadable verdict), a shared cause is likelier than
+that many offenders, so those become infrastructure errors for ``onError`` (``docs/composition.md``)."""
 
 from __future__ import annotations
 
@@ -35,8 +28,8 @@ def voided_charges(
     least: int = BREAKER_MIN,
     share: float = BREAKER_SHARE,
 ) -> list[dict[str, Any]]:
-    """``results`` (one mapping of provider key -> group result per group) with the non-deterministic
-    charges of each provider over its limit turned into errors; the same objects where none is."""
+    """``results`` (per group, provider key -> group result) with the non-deterministic charges of
+    each provider over its limit turned into errors; the same objects where none is."""
     charged: dict[str, int] = {}
     candidates: dict[str, int] = {}
     for group in results:

@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from rewardkit.catalog import installed_providers, resolve_catalog, serving_strategies, trainer_bindings
 from rewardkit.errors import RewardkitError
@@ -26,12 +27,17 @@ def command(name: str) -> Callable[[Command], Command]:
     return decorate
 
 
+def _print_rows(
+    args: argparse.Namespace, rows: list[dict[str, Any]], table: list[Any], headers: Sequence[str]
+) -> int:
+    """``rows`` as JSON under ``--json``, else ``table`` (one tuple of cells per row) under ``headers``."""
+    print(json.dumps(rows, indent=2) if args.json else format_table(table, headers))
+    return 0
+
+
 @command("providers")
 def cmd_providers(args: argparse.Namespace) -> int:
     rows = [entry.describe() for entry in resolve_catalog(args.catalog).entries()]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
     table = [
         (
             row["name"],
@@ -43,8 +49,7 @@ def cmd_providers(args: argparse.Namespace) -> int:
         )
         for row in rows
     ]
-    print(format_table(table, ("name", "distribution", "revision", "identity", "needs", "terms")))
-    return 0
+    return _print_rows(args, rows, table, ("name", "distribution", "revision", "identity", "needs", "terms"))
 
 
 @command("show")
@@ -70,29 +75,17 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _contributions() -> dict[str, dict[str, list[str]]]:
-    """For each plugin name: the providers, serving strategies and bindings it registered."""
-    found: dict[str, dict[str, list[str]]] = {}
-    registries = (
-        ("providers", installed_providers()),
-        ("serving", serving_strategies()),
-        ("bindings", trainer_bindings()),
-    )
-    for kind, registry in registries:
-        for entry in registry:
-            found.setdefault(entry.owner.name, {}).setdefault(kind, []).append(entry.name)
-    return found
-
-
 @command("plugins")
 def cmd_plugins(args: argparse.Namespace) -> int:
     rows = load_plugins().describe()
-    contributions = _contributions()
+    # For each plugin name: the providers, serving strategies and bindings it registered.
+    contributions: dict[str, dict[str, list[str]]] = {}
+    registries = (("providers", installed_providers()), ("serving", serving_strategies()))
+    for kind, registry in (*registries, ("bindings", trainer_bindings())):
+        for entry in registry:
+            contributions.setdefault(entry.owner.name, {}).setdefault(kind, []).append(entry.name)
     for row in rows:
         row["provides"] = contributions.get(str(row["name"]), {})
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
     table = [
         (
             row["name"],
@@ -103,8 +96,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         )
         for row in rows
     ]
-    print(format_table(table, ("plugin", "distribution", "status", "hooks / error", "provides")))
-    return 0
+    return _print_rows(args, rows, table, ("plugin", "distribution", "status", "hooks / error", "provides"))
 
 
 @command("serving")
@@ -119,12 +111,8 @@ def cmd_serving(args: argparse.Namespace) -> int:
         }
         for entry in serving_strategies()  # sorted by name
     ]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
     table = [(row["name"], f"{row['distribution']} {row['version']}", row["description"]) for row in rows]
-    print(format_table(table, ("strategy", "distribution", "description")))
-    return 0
+    return _print_rows(args, rows, table, ("strategy", "distribution", "description"))
 
 
 @command("bindings")
@@ -132,15 +120,11 @@ def cmd_bindings(args: argparse.Namespace) -> int:
     from rewardkit.bindings import describe
 
     rows = describe()
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
     table = [
         (row["name"], f"{row['distribution']} {row['version']}", row["target"], row["description"])
         for row in rows
     ]
-    print(format_table(table, ("binding", "distribution", "target", "description")))
-    return 0
+    return _print_rows(args, rows, table, ("binding", "distribution", "target", "description"))
 
 
 @command("score")
@@ -158,27 +142,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     )
 
 
-# The verbs below live in their own distributions and are imported when they run (the core imports
-# no distribution): their options are declared here so `--help` works in every install, and a
-# missing distribution is one line saying how to install it.
+def _lazy_command(name: str, module: str, extra: str | None = None) -> None:
+    """Register ``name`` as ``module.run_<name>``, imported only when it runs: the verb lives in its own
+    distribution (the core imports none). Its options are declared in ``build_parser`` so ``--help``
+    works in every install; a missing distribution is one line saying how to install it."""
+
+    def run(args: argparse.Namespace) -> int:
+        return int(import_optional(module, f"run_{name}", f"`rewardkit {name}`", extra=extra)(args))
+
+    _COMMANDS[name] = run
 
 
-@command("serve")
-def cmd_serve(args: argparse.Namespace) -> int:
-    run_serve = import_optional("rewardkit_service.cli", "run_serve", "`rewardkit serve`", extra="server")
-    return int(run_serve(args))
-
-
-@command("audit")
-def cmd_audit(args: argparse.Namespace) -> int:
-    run = import_optional("rewardkit_audit.cli", "run_audit", "`rewardkit audit`")
-    return int(run(args))
-
-
-@command("checkpoints")
-def cmd_checkpoints(args: argparse.Namespace) -> int:
-    run = import_optional("rewardkit_checkpoints.cli", "run_checkpoints", "`rewardkit checkpoints`")
-    return int(run(args))
+_lazy_command("serve", "rewardkit_service.cli", extra="server")
+_lazy_command("audit", "rewardkit_audit.cli")
+_lazy_command("checkpoints", "rewardkit_checkpoints.cli")
+_lazy_command("monitor", "rewardkit_monitor.cli")
 
 
 class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -202,11 +180,6 @@ def _version() -> str:
         return "(not installed)"
 
 
-def _is_override(arg: str) -> bool:
-    """Whether a command-line word is a ``key=value`` configuration override (not an option)."""
-    return "=" in arg and not arg.startswith("-")
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse, but ``key=value`` overrides may come anywhere on the command line (after ``--out``
     too), in the order given, for every command that takes overrides."""
@@ -216,7 +189,8 @@ class _Parser(argparse.ArgumentParser):
     ) -> argparse.Namespace:
         parsed, extras = self.parse_known_args(args, namespace)
         overrides: list[str] | None = getattr(parsed, "overrides", None)
-        stray = extras if overrides is None else [arg for arg in extras if not _is_override(arg)]
+        # A word with "=" that is not an option is a ``key=value`` override.
+        stray = [arg for arg in extras if overrides is None or "=" not in arg or arg.startswith("-")]
         if stray:
             self.error(f"unrecognized arguments: {' '.join(stray)}")
         if extras and overrides is not None:
@@ -310,8 +284,17 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--list", action="store_true", help="list the installed attack families and exit")
     audit.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
-    # Every option says its default (None stands for "from the configuration" or "no limit", so
-    # those say it in words).
+    monitor = sub.add_parser(
+        "monitor",
+        help="report the reward monitor's signals and alarms of a training run (docs/monitor.md)",
+        description="Report what the reward monitor (rl.monitor) logged: its signals, and each alarm "
+        "with the step its change began.",
+    )
+    monitor.add_argument("logdir", help="the run's rl.monitor.logdir (holds monitor.jsonl)")
+    monitor.add_argument("--plot", metavar="FILE", help="draw the signals over steps, alarms marked (PNG)")
+    monitor.add_argument("--gate", action="store_true", help="exit non-zero when an alarm was raised")
+
+    # Every option says its default; where it is None ("from the configuration", "no limit") in words.
     serve = sub.add_parser(
         "serve",
         help="run the Reward Service (HTTP/JSON)",
@@ -354,8 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"rewardkit: error: {error}", file=sys.stderr)
         return 2
     except ImportError as error:
-        # A command reached an optional dependency that is not installed: say which extra brings
-        # it, in one line, rather than a traceback from deep inside an import.
+        # An optional dependency is missing: one line naming the extra that brings it, not a traceback.
         missing = missing_extra(error, f"`rewardkit {args.command}`")
         if missing is None:
             raise

@@ -1,14 +1,10 @@
-"""Pausing CPython's cyclic garbage collector while cheap batches are scored.
+"""Pausing CPython's cyclic garbage collector while cheap batches are scored (``docs/performance.md``).
 
-Scoring allocates a few objects per rollout that live until the batch is reported; they push the
-collector into full passes over the whole heap (in a trainer: every module and tensor), measured
-at 4 to 11 us per rollout in ``benchmarks/overhead.py``, more than the scoring itself. Reference
-counting frees a batch's garbage at once, so the pause leaks nothing; cycles wait until it ends.
-
-Overlapping batches share one pause, which ends with the last of them; a batch joins a pause only
-while it is younger than ``MAX_PAUSE_S``, so the collector still runs under a steady stream. A
-collector the application turned off stays off; turning it off mid-pause is undone at the end.
-"""
+The few objects a rollout leaves until its batch is reported trigger full collections over the whole
+heap, 4 to 11 us per rollout in ``benchmarks/overhead.py``; reference counting still frees a batch at
+once, so the pause leaks nothing. Overlapping batches share one pause, which ends with the last of
+them and is joined only while younger than ``MAX_PAUSE_S`` (the collector still runs under a steady
+stream). A collector the application turned off stays off; turning it off mid-pause is undone."""
 
 from __future__ import annotations
 
@@ -27,7 +23,7 @@ _since = 0.0
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Hold the cyclic collector off for the block (shared with overlapping blocks; see above)."""
+    """Hold the cyclic collector off for the block (see the module doc)."""
     global _holders, _since
     with _lock:
         if _holders:

@@ -1,8 +1,8 @@
 """Composition of several reward components into one number: ``RewardSpec`` and ``compose``.
 
 A ``RewardSpec`` lists components (a provider, its params, the term read from it, a weight and an
-optional gate) and spec-wide rules (``floor``, ``onError``, ``clip``). ``compose`` applies the rules
-to one candidate's per-component outcomes. The rules, in the order they are applied:
+optional gate) and spec-wide rules (``floor``, ``onError``, ``clip``), which ``compose`` applies to
+one candidate's per-component outcomes in this order (docs/composition.md tells them at length):
 
 1. Under ``onError: raise`` (the default) any errored component fails the batch, before gates are
    looked at: a reward that silently trained as 0 during an outage would teach the wrong thing.
@@ -12,7 +12,7 @@ to one candidate's per-component outcomes. The rules, in the order they are appl
 4. Errored components add nothing under ``zero``; under ``none`` they make the total ``None``.
 5. ``clip`` bounds the total last (the floor included).
 
-The per-component breakdown is always returned, because reward hacking shows up there first.
+The per-component breakdown is always returned: reward hacking shows up there first.
 ``testdata/reward_vectors.json`` pins these rules for every implementation (in-process, service, Ray).
 """
 
@@ -47,22 +47,16 @@ OnError = Literal["raise", "zero", "none"]
 STATUSES: tuple[str, ...] = ("scored", "skipped", "error")
 _OUTCOME_KEYS = frozenset(("status", "value", "reason"))
 Outcome = tuple[str, Any, "str | None"]  # a checked (status, value, reason), what composition reads
+_Breakdown = dict[str, dict[str, Any]]  # component name -> what it said and contributed
 
 
 class CompositionError(RewardkitError):
-    """Composition refused a spec or a candidate's component outcomes.
-
-    ``component`` names the offending component, if any; ``breakdown`` holds the per-component
-    breakdown when the outcomes were well-formed (``onError: raise``), so a failed batch still shows
-    what every component said.
-    """
+    """Composition refused a spec or a candidate's component outcomes. ``component`` names the
+    offending component, if any; ``breakdown`` holds the per-component breakdown when the outcomes
+    were well-formed (``onError: raise``), so a failed batch still shows what every component said."""
 
     def __init__(
-        self,
-        message: str,
-        *,
-        component: str | None = None,
-        breakdown: dict[str, dict[str, Any]] | None = None,
+        self, message: str, *, component: str | None = None, breakdown: _Breakdown | None = None
     ) -> None:
         super().__init__(message)
         self.component = component
@@ -78,7 +72,7 @@ class CompositionRowError(CompositionError):
         message: str,
         *,
         component: str | None = None,
-        breakdown: dict[str, dict[str, Any]] | None = None,
+        breakdown: _Breakdown | None = None,
     ) -> None:
         super().__init__(message, component=component, breakdown=breakdown)
         self.position = position
@@ -103,15 +97,11 @@ FiniteNumber = Annotated[float, AllowInfNan(False), BeforeValidator(_real_number
 
 
 class ComponentSpec(BaseModel):
-    """One component of a reward: which provider, which of its terms, and how it counts.
-
-    ``name`` defaults to ``provider`` (two components on one provider need distinct names); a
-    ``None`` ``term`` is filled by ``RewardSpec.with_terms``. A gate counts like any component and
-    also sends the total to the floor when it does not score at least ``threshold``.
-    """
+    """One component of a reward: its provider, term and how it counts. ``name`` defaults to ``provider`` (two
+    components on one provider need their own); ``RewardSpec.with_terms`` fills a ``None`` ``term``. A gate
+    counts like any component and sends the total to the floor unless it scores at least ``threshold``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
     name: str = ""
     provider: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -124,8 +114,7 @@ class ComponentSpec(BaseModel):
     @classmethod
     def _default_name(cls, data: Any) -> Any:
         if isinstance(data, Mapping) and data.get("name") is None:
-            data = dict(data)
-            data.pop("name", None)
+            data = {key: value for key, value in data.items() if key != "name"}
             provider = data.get("provider")
             # A bad provider name is reported once, under 'provider', not again under 'name'.
             if isinstance(provider, str) and NAME_PATTERN.match(provider):
@@ -168,21 +157,17 @@ class BreakerSpec(BaseModel):
     provider charged more than ``max(min, share x its candidates)`` of them (``rewardkit.charges``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
     min: int = Field(default=2, ge=0)
     share: float = Field(default=0.2, ge=0, le=1, allow_inf_nan=False)
 
 
 class RewardSpec(BaseModel):
-    """How components combine into one reward; validate once, then ``compose`` per candidate.
-
-    Accepts ``onError`` or ``on_error``; ``clip`` is ``[lo, hi]`` with ``lo <= hi``. ``parse(data)``
-    raises a ``RewardSpecError`` listing every problem with its path; ``model_validate`` raises
-    pydantic's ``ValidationError``, which nests inside a larger pydantic config with full paths.
-    """
+    """How components combine into one reward; validate once, then ``compose`` per candidate. Takes
+    ``onError`` or ``on_error``; ``clip`` is ``[lo, hi]``, ``lo <= hi``. ``parse(data)`` raises
+    ``RewardSpecError`` listing every problem with its path; ``model_validate`` pydantic's ``ValidationError``
+    (full paths in a larger pydantic config)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
     components: tuple[ComponentSpec, ...]
     floor: FiniteNumber = 0.0
     on_error: OnError = Field(default="raise", alias="onError")
@@ -234,15 +219,14 @@ class RewardSpec(BaseModel):
         return self
 
     def model_post_init(self, context: Any, /) -> None:
-        components = self.components
-        names = tuple(c.name for c in components)
+        names = tuple(c.name for c in self.components)
         self._plan = _Plan(
             names=names,
             name_set=frozenset(names),
             floor=float(self.floor),
             on_error=self.on_error,
             clip=None if self.clip is None else (float(self.clip[0]), float(self.clip[1])),
-            columns=tuple((c.name, float(c.weight), c.gate, float(c.threshold)) for c in components),
+            columns=tuple((c.name, float(c.weight), c.gate, float(c.threshold)) for c in self.components),
         )
 
     @classmethod
@@ -274,8 +258,7 @@ class RewardSpec(BaseModel):
         return self._plan.names
 
     def with_terms(self, resolver: Callable[[str], str]) -> RewardSpec:
-        """Return a spec where every component's ``term`` is set: ``resolver(provider_name)``, the
-        provider's default term, is asked for each component that left it unset."""
+        """A spec with each unset ``term`` set to ``resolver(provider)``, the provider's default term."""
         if all(c.term is not None for c in self.components):
             return self
         data = self.to_json()
@@ -382,14 +365,13 @@ def _check_outcome(name: str, status: object, value: object, reason: object) -> 
 
 
 class Composition(NamedTuple):
-    """One candidate's composed reward: ``total`` (``None`` under ``onError: none`` with an error),
-    whether a gate sent it to the floor, and what every component said and contributed (a named
-    tuple: one is built per rollout, several times faster than a frozen dataclass).
-    """
+    """One candidate's composed reward: ``total`` (``None`` under ``onError: none`` with an error), whether a
+    gate sent it to the floor, and what each component said and contributed (a named tuple: one per rollout,
+    several times faster to build than a frozen dataclass)."""
 
     total: float | None
     gated: bool
-    breakdown: dict[str, dict[str, Any]]
+    breakdown: _Breakdown
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -405,14 +387,11 @@ _new_tuple = tuple.__new__
 def compose(
     spec: RewardSpec | Mapping[str, Any], components: Mapping[str, ComponentOutcome | Mapping[str, Any]]
 ) -> Composition:
-    """Compose one candidate's component outcomes under ``spec`` (rules in the module docstring).
-
-    ``components`` maps every component name to a ``ComponentOutcome`` or a dict
-    ``{"status": "scored"|"skipped"|"error", "value"?: number, "reason"?: str}``. Pass a validated
-    ``RewardSpec`` in hot paths: a plain dict spec is validated on every call. Raises
-    ``CompositionError`` for a bad spec (``RewardSpecError``), an unknown or missing component, a
-    malformed outcome, an error under ``onError: raise``, or a total that overflows.
-    """
+    """Compose one candidate's component outcomes under ``spec`` (rules in the module docstring):
+    ``components`` maps each component name to a ``ComponentOutcome`` or a dict ``{"status":
+    "scored"|"skipped"|"error", "value"?: number, "reason"?: str}``. Pass a ``RewardSpec`` in hot paths (a
+    dict spec is validated each call). ``CompositionError``: a bad spec (``RewardSpecError``), unknown or
+    missing components, a malformed outcome, an error under ``onError: raise``, an overflow."""
     # Straight to pydantic's private store: `model._plan` goes through BaseModel.__getattr__, which
     # costs microseconds per call (measured with benchmarks/compose_speed.py).
     parsed = spec if type(spec) is RewardSpec else RewardSpec.parse(spec)
@@ -424,7 +403,6 @@ def compose(
         )
     if len(components) != len(plan.names) or not plan.name_set.issuperset(components):
         _mismatched_names(plan, components)
-
     checked: list[Outcome] = []
     for name in plan.names:
         outcome = components[name]
@@ -452,50 +430,40 @@ def compose(
 
 isfinite = math.isfinite  # a module global: read for every candidate
 _GATED, _ERRORED, _UNKNOWN = 1, 2, 4  # the marks an outcome may put on its candidate
-_NOTHING_SAID: tuple[dict[str, Any], float, int] = ({}, 0.0, _UNKNOWN)
+_Said = tuple[dict[str, Any], float, int]  # an outcome's breakdown entry, contribution and marks
+_NOTHING_SAID: _Said = ({}, 0.0, _UNKNOWN)
 
 
-def _said(
-    status: str, value: Any, reason: str | None, weight: float, gate: bool, threshold: float
-) -> tuple[dict[str, Any], float, int]:
-    """What one checked outcome says under its component: the breakdown entry, the contribution to
-    the total, and its marks (``_GATED``, ``_ERRORED``, and ``_UNKNOWN`` for a status that is none
-    of the three, which says nothing else)."""
+def _said(status: str, value: Any, reason: str | None, weight: float, gate: bool, threshold: float) -> _Said:
+    """One checked outcome under its component: the breakdown entry, the contribution to the total and its
+    marks (``_GATED``, ``_ERRORED``; ``_UNKNOWN`` for a status none of the three, which says nothing else)."""
     if status == "scored":
         value = float(value)
         contribution = weight * value
-        entry: dict[str, Any] = {
-            "status": status,
-            "value": value,
-            "weight": weight,
-            "contribution": contribution,
-            "reason": reason,
-            "gate": gate,
-        }
-        if not gate:
-            return entry, contribution, 0
-        passed = value >= threshold
-        entry["passed"] = passed
-        return entry, contribution, 0 if passed else _GATED
-    if status != "skipped" and status != "error":
+    elif status == "skipped" or status == "error":
+        value = None
+        contribution = 0.0
+    else:
         return _NOTHING_SAID
-    entry = {
+    entry: dict[str, Any] = {
         "status": status,
-        "value": None,
+        "value": value,
         "weight": weight,
-        "contribution": 0.0,
+        "contribution": contribution,
         "reason": reason,
         "gate": gate,
     }
     marks = _ERRORED if status == "error" else 0
     if gate:
-        entry["passed"] = False
-        marks |= _GATED
-    return entry, 0.0, marks
+        passed = value is not None and value >= threshold
+        entry["passed"] = passed
+        if not passed:
+            marks |= _GATED
+    return entry, contribution, marks
 
 
 def _finished(
-    plan: _Plan, position: int, total: float, gated: bool, errored: bool, breakdown: dict[str, dict[str, Any]]
+    plan: _Plan, position: int, total: float, gated: bool, errored: bool, breakdown: _Breakdown
 ) -> float | None:
     """One candidate's total from its weighted sum and marks under rules 1, 2, 4 and 5 (and a sum
     that overflowed), as every composition path ends a row. Raises ``CompositionRowError``."""
@@ -523,23 +491,20 @@ def _finished(
             + ", ".join(f"{n}={e['contribution']!r}" for n, e in breakdown.items()),
             breakdown=breakdown,
         )
-    clip = plan.clip
-    if clip is not None:
-        low, high = clip
+    if plan.clip is not None:
+        low, high = plan.clip
         result = low if result < low else high if result > high else result
     return result
 
 
 def compose_rows(spec: RewardSpec, rows: Iterable[Sequence[Outcome]]) -> list[Composition]:
-    """Compose many candidates at once: one row of checked outcomes per candidate, one per component
-    in the spec's order (``compose`` checks its input, then comes here). Raises
-    ``CompositionRowError`` (a ``CompositionError`` with the failing row's ``position``).
-    """
+    """Compose many candidates: a row of checked outcomes per candidate, one per component in spec order
+    (``compose`` checks its input, then comes here); raises ``CompositionRowError`` naming the row."""
     plan: _Plan = spec.__pydantic_private__["_plan"]  # type: ignore[index]
     columns = plan.columns
     out: list[Composition] = []
     for position, outcomes in enumerate(rows):
-        breakdown: dict[str, dict[str, Any]] = {}
+        breakdown: _Breakdown = {}
         total = 0.0
         marked = 0
         for (status, value, reason), (name, weight, gate, threshold) in zip(outcomes, columns, strict=True):
@@ -558,11 +523,9 @@ def compose_rows(spec: RewardSpec, rows: Iterable[Sequence[Outcome]]) -> list[Co
 
 
 def compose_columns(spec: RewardSpec, columns: Sequence[Sequence[Outcome]]) -> list[Composition]:
-    """``compose_rows`` over the transposed rows (one column of checked outcomes per component, as
-    batch paths collect them), computed a component at a time. A total still adds contributions
-    left to right and ends in ``_finished``, so it equals ``compose_rows``'s; a batch with an
-    unknown status is handed to ``compose_rows``, which names the first failing row.
-    """
+    """``compose_rows`` over transposed rows (a column of checked outcomes per component, as batch paths
+    collect them), a component at a time; totals still add left to right and end in ``_finished``, so equal
+    ``compose_rows``'s. An unknown status goes to ``compose_rows``, naming the first failing row."""
     totals, gated, breakdowns = compose_parts(spec, columns)
     return [_new_tuple(Composition, row) for row in zip(totals, gated, breakdowns)]
 
@@ -572,22 +535,15 @@ class ComposedParts(NamedTuple):
 
     totals: list[float | None]
     gated: list[bool]
-    breakdowns: list[dict[str, dict[str, Any]]]
+    breakdowns: list[_Breakdown]
 
     @classmethod
-    def of(cls, compositions: Sequence[Composition]) -> ComposedParts:
-        """The columns of ``compositions``."""
-        return cls(
-            [c.total for c in compositions],
-            [c.gated for c in compositions],
-            [c.breakdown for c in compositions],
-        )
+    def of(cls, composed: Sequence[Composition]) -> ComposedParts:
+        return cls([c.total for c in composed], [c.gated for c in composed], [c.breakdown for c in composed])
 
 
-def _saying(
-    weight: float, gate: bool, threshold: float
-) -> Callable[[Outcome], tuple[dict[str, Any], float, int]]:
-    def say(outcome: Outcome) -> tuple[dict[str, Any], float, int]:
+def _saying(weight: float, gate: bool, threshold: float) -> Callable[[Outcome], _Said]:
+    def say(outcome: Outcome) -> _Said:
         return _said(*outcome, weight, gate, threshold)
 
     return say
@@ -625,8 +581,7 @@ def compose_parts(spec: RewardSpec, columns: Sequence[Sequence[Outcome]]) -> Com
         (name,), (entries,) = plan.names, entry_columns
         breakdowns = [{name: entry} for entry in entries]
     else:
-        names = plan.names
-        breakdowns = [dict(zip(names, row)) for row in zip(*entry_columns)]
+        breakdowns = [dict(zip(plan.names, row)) for row in zip(*entry_columns)]
     totals: list[float | None] = list(sums)
     gated_flags = [False] * count
     # Only a marked row, an overflowed sum or a clip can make a total other than its sum.
@@ -642,15 +597,13 @@ def compose_parts(spec: RewardSpec, columns: Sequence[Sequence[Outcome]]) -> Com
         totals[position] = _finished(
             plan, position, sums[position], gated, bool(mark & _ERRORED), breakdowns[position]
         )
-        if gated:
-            gated_flags[position] = True
+        gated_flags[position] = gated
     return ComposedParts(totals, gated_flags, breakdowns)
 
 
 def read_outcomes(results: Iterable[RewardProviderResult], term: str) -> list[Outcome]:
-    """What one component says about each of its provider's results, checked ones (the bound
-    adapter's checks): ``(status, value, reason)``, the value of ``term`` as a float when scored.
-    What every batch path builds its component columns from."""
+    """What one component says about each of its provider's (checked) results: ``(status, value, reason)``,
+    the value of ``term`` as a float when scored; what every batch path builds its columns from."""
 
     def outcome(result: RewardProviderResult) -> Outcome:
         status = result.status
@@ -672,9 +625,7 @@ def _mismatched_names(plan: _Plan, components: Mapping[str, Any]) -> None:
     if missing:
         parts.append(f"missing outcome for component(s) {missing}")
     raise CompositionError(
-        "component outcomes do not match the spec: "
-        + "; ".join(parts)
-        + f" (the spec has {list(plan.names)})",
+        f"component outcomes do not match the spec: {'; '.join(parts)} (the spec has {list(plan.names)})",
         component=next(iter(unknown or missing), None),
     )
 

@@ -2,11 +2,8 @@
 
 ``testdata/reward_vectors.json`` pins the composition rules (floor, weights, onError, clip,
 finiteness): the in-process ``compose``, the Reward Service and the Ray path each pass their own
-``compose_fn`` to ``check_vector`` so a mismatch between implementations is a test failure, not a
-silent difference in training rewards.
-
-``compose_fn(spec_dict, components_dict) -> {"total", "gated", "breakdown"}`` either returns the
-composed result as plain JSON or raises (any exception; its message is matched).
+``compose_fn(spec_dict, components_dict) -> {"total", "gated", "breakdown"}`` (plain JSON, or it
+raises) to ``check_vector``, so a mismatch is a test failure, not a silent difference in rewards.
 """
 
 from __future__ import annotations
@@ -36,10 +33,8 @@ class VectorMismatch(AssertionError):
 
 def default_vectors_path() -> Path:
     """``$REWARDKIT_REWARD_VECTORS`` if set, else ``testdata/reward_vectors.json`` of this checkout."""
-    override = os.environ.get(VECTORS_ENV)
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[1] / "testdata" / "reward_vectors.json"
+    in_checkout = Path(__file__).resolve().parents[1] / "testdata" / "reward_vectors.json"
+    return Path(os.environ.get(VECTORS_ENV) or in_checkout)
 
 
 def load_reward_vectors(path: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
@@ -100,11 +95,9 @@ def _check_case_shape(case: object, where: str) -> None:
 
 
 def check_vector(case: Mapping[str, Any], compose_fn: ComposeFn) -> None:
-    """Run one case through ``compose_fn``; raise ``VectorMismatch`` describing every difference.
-
-    Error substrings match case-insensitively (other implementations need only keep a message's key
-    words); numbers compare within ``1e-12`` (absolute or relative).
-    """
+    """Run one case through ``compose_fn``; raise ``VectorMismatch`` describing every difference. Error
+    substrings match case-insensitively (other implementations need only keep a message's key words);
+    numbers compare within ``1e-12`` (absolute or relative)."""
     name = case["name"]
     spec = json.loads(json.dumps(case["spec"]))  # a private copy: an implementation may not mutate the vector
     components = json.loads(json.dumps(case["components"]))
@@ -112,14 +105,12 @@ def check_vector(case: Mapping[str, Any], compose_fn: ComposeFn) -> None:
     try:
         got = compose_fn(spec, components)
     except Exception as error:
+        raised = f"{type(error).__name__}: {error}"
         if needle is None:
-            raise VectorMismatch(
-                f"case {name!r}: expected a result, but it raised {type(error).__name__}: {error}"
-            ) from error
+            raise VectorMismatch(f"case {name!r}: expected a result, but it raised {raised}") from error
         if needle.casefold() not in str(error).casefold():
             raise VectorMismatch(
-                f"case {name!r}: raised as expected, but the message does not contain {needle!r}: "
-                f"{type(error).__name__}: {error}"
+                f"case {name!r}: raised as expected, but the message does not contain {needle!r}: {raised}"
             ) from error
         return
     if needle is not None:

@@ -1,5 +1,4 @@
 """Run configuration: YAML or TOML files with dotted keys, and ``key=value`` overrides.
-
 In a file a key may be written nested or dotted, the two forms mixed freely (``rl: {data.path: x}``
 is ``rl.data.path: x``); a key given twice, in either form, is an error rather than last-one-wins.
 Command-line overrides (``rl.group_size=8``, ``rl.reward.params={value: 2}``) are read as YAML
@@ -8,8 +7,7 @@ scalars or flow collections and replace what the file holds.
 Relative paths in a file (``rl.data.path``, ...) are resolved against its folder, so a config means
 the same from any working directory; those in overrides or a mapping stay relative to the working
 directory, where the user typed them. Every problem raises ``ConfigError`` naming the dotted key
-(an unknown key also names the nearest known one).
-"""
+(an unknown key also names the nearest known one)."""
 
 from __future__ import annotations
 
@@ -84,10 +82,8 @@ def _non_empty(value: str | None, what: str) -> str | None:
 
 class DataConfig(_Section):
     """``rl.data``: where prompts and rollouts come from and how their columns map to canonical names.
-
     ``reference_column`` and ``response_column`` (the seeds' and trainers' name, although it maps the
-    gold *reference*, never the response) are one key; after validation both hold the column.
-    """
+    gold *reference*, never the response) are one key; after validation both hold the column."""
 
     # Where the section sits in a configuration, for messages naming its keys.
     SECTION: ClassVar[str] = "rl.data"
@@ -123,13 +119,12 @@ class DataConfig(_Section):
                 "give one of them"
             )
         self.response_column = self.reference_column = reference if reference is not None else response
-        if self.source != "hf":
-            hf_only = [name for name in ("items_fn", "split") if getattr(self, name) is not None]
-            if hf_only:
-                raise ValueError(
-                    f"{self.SECTION}.{hf_only[0]} applies only to {self.SECTION}.source: hf "
-                    f"(source is {self.source!r})"
-                )
+        hf_only = [name for name in ("items_fn", "split") if getattr(self, name) is not None]
+        if hf_only and self.source != "hf":
+            raise ValueError(
+                f"{self.SECTION}.{hf_only[0]} applies only to {self.SECTION}.source: hf "
+                f"(source is {self.source!r})"
+            )
         if self.response_column is not None and self.response_column == self.prompt_column:
             raise ValueError(
                 f"prompt_column and reference_column (response_column) are both {self.prompt_column!r}; "
@@ -159,10 +154,8 @@ class RewardSelection(_Section):
     @field_validator("service")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        if value is None:
-            return value
-        parsed = urlparse(value)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        parsed = urlparse(value) if value is not None else None
+        if parsed is not None and (parsed.scheme not in ("http", "https") or not parsed.netloc):
             raise ValueError(f"{value!r} is not a Reward Service URL; expected http(s)://host[:port][/path]")
         return value
 
@@ -212,6 +205,8 @@ class RLConfig(_Section):
     advantage_eps: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     reward: RewardSelection
     validation: ValidationConfig | None = None
+    # The reward monitor's settings, validated by rewardkit-monitor when a binding builds it.
+    monitor: dict[str, Any] | None = None
 
 
 class RayConfig(_Section):
@@ -283,11 +278,9 @@ class RewardsConfig(_Section):
     @field_validator("deadline_s", "request_timeout_s")
     @classmethod
     def _finite(cls, value: float | None) -> float | None:
-        if value is None:
-            return value
-        if not math.isfinite(value):
+        if value is not None and not math.isfinite(value):
             raise ValueError("must be a finite number of seconds")
-        if value > MAX_DEADLINE_S:
+        if value is not None and value > MAX_DEADLINE_S:
             raise ValueError(
                 f"must be at most {MAX_DEADLINE_S:g} seconds (a day), as the Reward Service allows"
             )
@@ -373,7 +366,8 @@ class CheckpointsConfig(_Section):
 
 
 class RewardkitConfig(_Section):
-    """A whole run configuration. ``source_path`` is the file it was read from (``None`` for a mapping)."""
+    """A whole run configuration. ``source_path`` is the file it was read from, absolute (``None`` for a
+    mapping)."""
 
     rl: RLConfig
     rewards: RewardsConfig = Field(default_factory=RewardsConfig)
@@ -383,11 +377,9 @@ class RewardkitConfig(_Section):
 
     @property
     def source_path(self) -> Path | None:
-        """The configuration file this was loaded from, absolute; ``None`` when built from a mapping."""
         return self._source_path
 
 
-# --------------------------------------------------------------------------------------------
 # The key tree, derived from the models so it can never drift from them.
 
 
@@ -396,10 +388,7 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        for member in typing.get_args(annotation):
-            found = _model_in(member)
-            if found is not None:
-                return found
+        return next(filter(None, map(_model_in, typing.get_args(annotation))), None)
     return None
 
 
@@ -407,20 +396,17 @@ def _is_free_mapping(annotation: Any) -> bool:
     """Whether a field holds an open mapping (``params``, ``spec``) whose own keys are not checked."""
     if annotation is dict or typing.get_origin(annotation) is dict:
         return True
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return any(_is_free_mapping(member) for member in typing.get_args(annotation))
-    return False
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    return union and any(_is_free_mapping(member) for member in typing.get_args(annotation))
 
 
 def known_keys(model: type[BaseModel] = RewardkitConfig, prefix: str = "") -> list[str]:
     """Every dotted key the configuration accepts, sections included, in declaration order."""
     keys: list[str] = []
     for name, info in model.model_fields.items():
-        dotted = f"{prefix}{name}"
-        keys.append(dotted)
         sub = _model_in(info.annotation)
-        if sub is not None:
-            keys.extend(known_keys(sub, f"{dotted}."))
+        keys.append(f"{prefix}{name}")
+        keys.extend(known_keys(sub, f"{prefix}{name}.") if sub is not None else [])
     return keys
 
 
@@ -462,7 +448,6 @@ def _unknown_key(parts: Sequence[str], model: type[BaseModel], source: str | Non
     return ConfigError(f"unknown key{hint} (keys under {parent}: {known})", key=dotted, source=source)
 
 
-# --------------------------------------------------------------------------------------------
 # Turning dotted and nested keys into one nested tree.
 
 _MISSING = object()
@@ -488,10 +473,8 @@ def _put(
     replace: bool,
     source: str | None,
 ) -> None:
-    """Set ``value`` at ``prefix + parts`` inside ``tree`` (which sits at ``prefix``).
-
-    ``model`` is the section at ``prefix`` (``None``: an open mapping); ``replace=False`` (a file)
-    makes setting a key already set an error."""
+    """Set ``value`` at ``prefix + parts`` inside ``tree`` (which sits at ``prefix``). ``model`` is the
+    section at ``prefix`` (``None``: an open mapping); ``replace=False`` (a file) refuses a key set twice."""
     head, rest = parts[0], parts[1:]
     path = [*prefix, head]
     dotted = ".".join(path)
@@ -603,12 +586,10 @@ def _put_item(
 
 def _nest(raw: object, source: str | None) -> dict[str, Any]:
     """A raw mapping with dotted and nested keys as one nested tree of known keys."""
-    if raw is None:
-        return {}
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, Mapping | None):
         raise ConfigError(f"the top level must be a mapping of keys, got {type(raw).__name__}", source=source)
     tree: dict[str, Any] = {}
-    for key, value in raw.items():
+    for key, value in (raw or {}).items():
         _put(tree, RewardkitConfig, [], _split_key(key, [], source), value, replace=False, source=source)
     return tree
 
@@ -631,7 +612,6 @@ def parse_override(text: str) -> tuple[str, Any]:
     return key, value
 
 
-# --------------------------------------------------------------------------------------------
 # Reading files.
 
 
@@ -687,7 +667,6 @@ def _resolve_paths(tree: dict[str, Any], base: Path) -> None:
             node[keys[-1]] = str(value if value.is_absolute() else (base / value))
 
 
-# --------------------------------------------------------------------------------------------
 # Validation errors in the user's words.
 
 
@@ -766,9 +745,6 @@ def _validation_error(error: ValidationError, source: str | None) -> ConfigError
     return ConfigError("invalid configuration:\n  " + "\n  ".join(lines), source=source)
 
 
-# --------------------------------------------------------------------------------------------
-
-
 # Sections whose reference column has two names (see DataConfig).
 _TWO_NAMED = {("rl", "data"), ("checkpoints", "prompts")}
 _REFERENCE_NAMES = ("response_column", "reference_column")
@@ -794,8 +770,8 @@ def load_config(
     if isinstance(overrides, str):
         raise ConfigError("overrides must be a sequence of 'key=value' strings, not one string")
     source_path: Path | None = None
+    label: str | None = None
     if isinstance(source, Mapping):
-        label = None
         tree = _nest(source, label)
     else:
         source_path = Path(source).expanduser().resolve()

@@ -54,11 +54,8 @@ def check_name(kind: str, name: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RewardCandidate:
-    """One completion of a group, with what the rollout engine recorded about how it ended.
-
-    ``media`` is an optional in-process payload (a video's final latent) for providers that need
-    ``"media"``: opaque to rewardkit, never frozen, compared or serialised.
-    """
+    """One completion of a group and how the rollout engine said it ended. ``media`` (for providers needing
+    ``"media"``, e.g. a video's final latent) is opaque: never frozen, compared or serialised."""
 
     trajectory_id: str
     completion: str
@@ -91,10 +88,7 @@ class RewardGroupRequest:
 
 @dataclass(frozen=True, slots=True)
 class MetricContribution:
-    """A reporting-only value; it never enters the reward or the advantage.
-
-    Contributions merge by weighted mean: ``sum(value * weight) / sum(weight)``.
-    """
+    """A reporting-only value, never in the reward or the advantage; merged by weighted mean."""
 
     name: str
     value: float
@@ -103,15 +97,10 @@ class MetricContribution:
 
 @dataclass(frozen=True, slots=True, init=False)
 class RewardProviderResult:
-    """What a provider says about one candidate.
-
-    ``status`` is ``scored`` (``terms`` holds every declared term), ``skipped`` (the reward does
-    not apply to this candidate; not an error) or ``error`` (it should apply but could not be
-    computed; the composition's ``onError`` decides). ``reason`` explains a skip or an error.
-
-    ``charge`` marks a verdict on the candidate for what its own text caused (see ``charged``):
-    ``"deterministic"`` or ``"nondeterministic"`` evidence; ``None`` for an ordinary result.
-    """
+    """What a provider says about one candidate: ``status`` ``scored`` (``terms`` holds every declared term),
+    ``skipped`` (the reward does not apply to it; not an error) or ``error`` (it applies but could not be
+    computed; the spec's ``onError`` decides); ``reason`` explains a skip or an error. ``charge`` marks a
+    verdict for what the candidate's own text caused (see ``charged``)."""
 
     terms: Mapping[str, float] = field(default_factory=dict)
     diagnostics: tuple[MetricContribution, ...] = ()
@@ -156,14 +145,12 @@ class RewardProviderResult:
         deterministic: bool = True,
         diagnostics: tuple[MetricContribution, ...] = (),
     ) -> RewardProviderResult:
-        """A verdict on the candidate for what its own text caused: a candidate can only hurt itself.
-
-        ``scored``, every term at its ``worst`` value, ``reason`` set and the declared diagnostic
-        ``diagnostic`` = 1 added. An ``error`` is infrastructure; charge only on evidence that the
-        candidate caused the fault. ``deterministic`` evidence (a guard that refused the text, a
-        verdict its own text asked for, a crash) always stands; non-deterministic evidence (a
-        timeout, an unreadable verdict) is voided by the batch's breaker (``rewardkit.charges``).
-        """
+        """A verdict on the candidate for what its own text caused (a candidate can only hurt itself):
+        ``scored``, every term at its ``worst`` value, ``reason`` set and diagnostic ``diagnostic`` = 1 added.
+        An ``error`` is infrastructure: charge only on evidence the candidate caused the fault.
+        ``deterministic`` evidence (a guard refused the text, a verdict its text asked for, a crash) stands;
+        non-deterministic evidence (a timeout, an unreadable verdict) is voided by the breaker
+        (``rewardkit.charges``)."""
         return cls(
             terms=worst,
             diagnostics=(*diagnostics, MetricContribution(diagnostic, 1.0)),
@@ -172,16 +159,15 @@ class RewardProviderResult:
         )
 
 
-def _slot_setter(cls: type, name: str) -> Callable[[Any, Any], None]:
-    """The ``__set__`` of the slot ``name`` of ``cls``: writes that field even on a frozen value
-    (read from ``__dict__``: a type checker sees ``cls.name`` as the field's value, not its slot)."""
-    slot: MemberDescriptorType = cls.__dict__[name]
-    return slot.__set__
+def _slot_setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], ...]:
+    """The ``__set__`` of each named slot of ``cls``: writes that field even on a frozen value (read
+    from ``__dict__``: a type checker sees ``cls.name`` as the field's value, not its slot)."""
+    slots: list[MemberDescriptorType] = [cls.__dict__[name] for name in names]
+    return tuple(slot.__set__ for slot in slots)
 
 
-_set_terms, _set_diagnostics, _set_status, _set_reason, _set_charge = (
-    _slot_setter(RewardProviderResult, name)
-    for name in ("terms", "diagnostics", "status", "reason", "charge")
+_set_terms, _set_diagnostics, _set_status, _set_reason, _set_charge = _slot_setters(
+    RewardProviderResult, "terms", "diagnostics", "status", "reason", "charge"
 )
 
 
@@ -210,34 +196,11 @@ class RewardProvider(Protocol):
 
 @dataclass(frozen=True)
 class RewardProviderSpec:
-    """A catalog entry: how to build a provider and what it promises to return.
-
-    ``factory(**params)`` must be deterministic, light, CPU-only and free of side effects
-    (no network, no model loading): it runs during preflight, before any scoring.
-    Change ``revision`` whenever the provider's code changes what it scores.
-    ``semantic_identity`` is JSON describing anything else that changes scores (judge model,
-    prompt hash, timeouts, credential *references*); it is hashed into the identity.
-    ``params_schema`` is a pydantic model of the factory's params (see ``rewardkit.params``),
-    derived from the annotations of the factory (or of the scorer behind
-    ``partial(map_candidates, scorer)``) when ``None``; every configuration is validated against it.
-    ``scoring_packages`` names third-party distributions whose version changes scores (such as
-    ``math-verify``); their versions enter the code fingerprint with the provider's package files.
-    ``runtime`` names objects the factory takes as keyword arguments that JSON params cannot carry
-    (a model-owned decoder), passed as ``rewardkit.load(config, runtime={...})``;
-    ``runtime_identity(objects)`` returns the JSON that stands for them in the identity (a
-    decoder's attested name, revision and output range), never the objects themselves.
-    ``cheap`` declares a provider whose whole group costs microseconds of CPU and never waits
-    (rule checks, string matching): it is scored in the calling thread, since a hand-off to worker
-    threads would cost more. One that waits on anything (processes, sandboxes, HTTP, a model)
-    leaves it ``False``. It does not change scores, so it is not part of the identity.
-    ``sandboxed`` declares a provider that runs candidate code inside a sandbox (``code-tests``):
-    ``rewardkit audit`` sends it the attack families with destructive payloads (surviving
-    processes, floods). It does not change scores, so it is not part of the identity.
-    ``needs`` may name candidate fields (``CANDIDATE_NEEDS``: ``completion_token_count``,
-    ``finish_reason``); a candidate without one is a ``RewardContractError`` naming the field,
-    unless it is listed in ``skip_when_absent`` (the provider then skips such a candidate itself).
-    Either way a caller that can never carry the field (OpenRLHF's ``/get_reward``) is refused.
-    """
+    """A catalog entry: how to build a provider and what it promises to return (every field is described in
+    docs/writing_providers.md). ``factory(**params)`` must be deterministic, light, CPU-only and free of side
+    effects (no network, no model loading): it runs in preflight, before any scoring. ``sandboxed`` declares a
+    provider that runs candidate code in a sandbox (``rewardkit audit`` sends it destructive payloads); like
+    ``cheap``, it changes neither scores nor identity."""
 
     name: str
     factory: Callable[..., RewardProvider]
@@ -322,18 +285,13 @@ class RewardProviderSpec:
 # their descriptors builds the same object in about half the time of the generated ``__init__``
 # (one ``object.__setattr__`` per field). Never for values a provider hands in.
 _new = object.__new__
-_set_result_id, _set_result = (
-    _slot_setter(RewardCandidateResult, name) for name in ("trajectory_id", "result")
-)
+_set_result_id, _set_result = _slot_setters(RewardCandidateResult, "trajectory_id", "result")
 
 
 class _OpenCandidate(RewardCandidate):
-    """A ``RewardCandidate`` under construction: the same slots, written as plain attributes.
-
-    ``build_candidate`` fills one, then makes it a ``RewardCandidate`` (same layout, so CPython
-    allows the class change): less than half the cost of five descriptor writes. Both dunders must
-    be the plain ones for CPython to give the class its C-level attribute writes.
-    """
+    """A ``RewardCandidate`` under construction, its slots written as plain attributes; then made a
+    ``RewardCandidate`` (same layout, so CPython allows the class change): half the cost of five
+    descriptor writes. Both dunders must be the plain ones to get C-level attribute writes."""
 
     __slots__ = ()
     __setattr__ = object.__setattr__
@@ -362,24 +320,20 @@ def build_candidate(
 
 
 def build_candidate_result(trajectory_id: str, result: RewardProviderResult) -> RewardCandidateResult:
-    """``RewardCandidateResult(trajectory_id, result)`` without the generated ``__init__``."""
     item = _new(RewardCandidateResult)
     _set_result_id(item, trajectory_id)
     _set_result(item, result)
     return item
 
 
-_set_prompt, _set_reference = (_slot_setter(RewardContext, name) for name in ("prompt", "reference"))
-_set_request_group, _set_request_candidates, _set_request_context = (
-    _slot_setter(RewardGroupRequest, name) for name in ("group_id", "candidates", "context")
+_set_prompt, _set_reference = _slot_setters(RewardContext, "prompt", "reference")
+_set_request_group, _set_request_candidates, _set_request_context = _slot_setters(
+    RewardGroupRequest, "group_id", "candidates", "context"
 )
-_set_result_group, _set_result_items = (
-    _slot_setter(RewardGroupResult, name) for name in ("group_id", "items")
-)
+_set_result_group, _set_result_items = _slot_setters(RewardGroupResult, "group_id", "items")
 
 
 def build_context(prompt: Any, reference: Any) -> RewardContext:
-    """``RewardContext(prompt, reference)`` for checked, frozen values."""
     context = _new(RewardContext)
     _set_prompt(context, prompt)
     _set_reference(context, reference)
@@ -389,8 +343,7 @@ def build_context(prompt: Any, reference: Any) -> RewardContext:
 def build_request(
     group_id: str, candidates: tuple[RewardCandidate, ...], prompt: Any, reference: Any
 ) -> RewardGroupRequest:
-    """``RewardGroupRequest(group_id, candidates, RewardContext(prompt, reference))`` for checked,
-    frozen values."""
+    """``RewardGroupRequest(group_id, candidates, RewardContext(prompt, reference))``, values checked."""
     request = _new(RewardGroupRequest)
     _set_request_group(request, group_id)
     _set_request_candidates(request, candidates)
@@ -399,7 +352,6 @@ def build_request(
 
 
 def build_group_result(group_id: str, items: tuple[RewardCandidateResult, ...]) -> RewardGroupResult:
-    """``RewardGroupResult(group_id, items)`` without the generated ``__init__``."""
     result = _new(RewardGroupResult)
     _set_result_group(result, group_id)
     _set_result_items(result, items)

@@ -8,11 +8,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class CredentialRef:
-    """Names where a secret lives (an environment variable); never holds the secret itself.
-
-    Put ``ref.identity()`` in a provider's ``semantic_identity``; call ``ref.resolve()`` only when
-    the provider makes a request, and never log, hash or return what it gives.
-    """
+    """Names where a secret lives (an environment variable), never the secret itself: put
+    ``ref.identity()`` in a provider's ``semantic_identity``; call ``ref.resolve()`` only when the
+    provider makes a request, and never log, hash or return what it gives."""
 
     env: str
 
@@ -24,6 +22,3 @@ class CredentialRef:
         if not value:
             raise LookupError(f"credential environment variable {self.env!r} is not set")
         return value
-
-    def __repr__(self) -> str:
-        return f"CredentialRef(env={self.env!r})"

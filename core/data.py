@@ -1,21 +1,18 @@
 """The data contract: prompt rows and rollouts, mapped onto the canonical ``prompt`` and ``reference``.
 
-Column names are the customer's; ``rl.data.prompt_column`` and ``rl.data.reference_column`` (also
-spelt ``response_column``: it names the gold reference) map them onto ``prompt`` and the opaque
-``reference``. Unmapped, fields named ``prompt`` and ``reference`` are read where present and
-required only when the provider needs them; a column mapped under another name must be on every
-row (a misspelt mapping is an error listing the row's columns, not an input silently left out).
-Values are checked present, non-null when needed, and JSON-compatible; never interpreted.
-
-* A JSONL file keeps only the mapped fields (and the ``keep`` columns, in ``PreparedRow.kept``).
-* A ``datasets`` source (a ``save_to_disk`` folder or a local data file, never the hub) may rewrite
-  values with ``items_fn`` but must keep each row's keys; unmapped columns go to ``representations``.
-* Rollouts (the input of ``rewardkit score``) are JSONL rows with ``group_id``, optional
-  ``trajectory_id``, the mapped columns, ``completion`` and optionally ``completion_token_count``
-  and ``finish_reason``, grouped by ``group_id`` in order of first appearance (not necessarily
-  adjacent), candidates in file order.
-
-Every violation raises ``DataError`` naming the file, the row and the column.
+``rl.data.prompt_column`` and ``rl.data.reference_column`` (also spelt ``response_column``: it names
+the gold reference) map the customer's column names onto ``prompt`` and the opaque ``reference``.
+Unmapped, fields named ``prompt`` and ``reference`` are read where present and required only when
+the provider needs them; a column mapped under another name must be on every row (a misspelt mapping
+is an error listing the row's columns). Values are checked present, non-null when needed, and
+JSON-compatible; never interpreted. A JSONL file keeps only the mapped fields (and the ``keep``
+columns, in ``PreparedRow.kept``). A ``datasets`` source (a ``save_to_disk`` folder or a local data
+file, never the hub) may rewrite values with ``items_fn`` but must keep each row's keys; unmapped
+columns go to ``representations``. Rollouts (the input of ``rewardkit score``) are JSONL rows with
+``group_id``, optional ``trajectory_id``, the mapped columns, ``completion`` and optionally
+``completion_token_count`` and ``finish_reason``, grouped by ``group_id`` in order of first
+appearance (not necessarily adjacent), candidates in file order. Every violation raises
+``DataError`` naming the file, the row and the column.
 """
 
 from __future__ import annotations
@@ -23,9 +20,9 @@ from __future__ import annotations
 import hashlib
 import json
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, count
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,35 +31,19 @@ from rewardkit.errors import DataError
 from rewardkit.frozen import NotJSONError, freeze, strictly_equal
 from rewardkit.plugins import import_module_attribute
 
-__all__ = [
-    "PreparedRow",
-    "RolloutGroup",
-    "check_group_sizes",
-    "iter_rollout_groups",
-    "load_prompt_rows",
-    "parse_json_line",
-    "read_rollouts",
-]
+__all__ = ["PreparedRow", "RolloutGroup", "check_group_sizes", "iter_rollout_groups", "load_prompt_rows",
+           "parse_json_line", "read_rollouts"]  # fmt: skip
 
 # Local data files ``datasets`` reads with a packaged builder (no hub access needed).
-_HF_BUILDERS = {
-    ".json": "json",
-    ".jsonl": "json",
-    ".csv": "csv",
-    ".parquet": "parquet",
-    ".arrow": "arrow",
-    ".txt": "text",
-}
+_HF_BUILDERS = {".json": "json", ".jsonl": "json", ".txt": "text"}
+_HF_BUILDERS.update({f".{builder}": builder for builder in ("csv", "parquet", "arrow")})
 
 
 @dataclass(frozen=True, slots=True)
 class PreparedRow:
-    """One prompt row in canonical form.
-
-    ``index``: 0-based position in the source (blank JSONL lines not counted). ``reference`` is
-    ``None`` when not mapped. ``representations``: a datasets row's unmapped columns (empty for
-    JSONL); ``kept``: the columns asked for by ``keep``, by column name.
-    """
+    """One prompt row in canonical form. ``index``: 0-based position in the source (blank JSONL lines
+    not counted); ``reference``: ``None`` when not mapped; ``representations``: a datasets row's
+    unmapped columns (empty for JSONL); ``kept``: the columns asked for by ``keep``, by column name."""
 
     index: int
     prompt: Any
@@ -85,9 +66,8 @@ def _check_needs(needs: Sequence[str], path: str | None) -> frozenset[str]:
         raise TypeError(f"needs must be a sequence of names such as ('prompt', 'reference'), not {needs!r}")
     unknown = sorted(set(needs) - {"prompt", "reference"})
     if unknown:
-        raise DataError(
-            f"unknown needs {unknown}; a provider may need 'prompt' and/or 'reference'", path=path
-        )
+        problem = f"unknown needs {unknown}; a provider may need 'prompt' and/or 'reference'"
+        raise DataError(problem, path=path)
     return frozenset(needs)
 
 
@@ -134,21 +114,14 @@ def _mapped(
     label: str,
     section: str = "rl.data",
 ) -> Any:
-    """The value of ``column`` as the ``canonical`` input, or ``None`` when it may be left out.
-
-    The column must be there when needed or mapped (named other than ``canonical``); null only
-    when not needed."""
+    """The value of ``column`` as the ``canonical`` input, or ``None`` when it may be left out: the
+    column must be there when needed or mapped (named other than ``canonical``); null only when not needed."""
     if column not in record:
         if not needed and column == canonical:
             return None
         shown = ", ".join(sorted(map(str, record))) or "(none)"
-        raise DataError(
-            _missing_column(canonical, column, f"the {label}", shown, section),
-            path=path,
-            row=row,
-            column=column,
-            row_label=label,
-        )
+        problem = _missing_column(canonical, column, f"the {label}", shown, section)
+        raise DataError(problem, path=path, row=row, column=column, row_label=label)
     value = record[column]
     if value is None and needed:
         raise DataError(f"the {canonical} is null", path=path, row=row, column=column, row_label=label)
@@ -159,18 +132,15 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(1-based line number, object) for each non-blank line; a bad line is a ``DataError`` naming it."""
     where = str(path)
     with _open(path, "r") as handle:
-        line_number = 0
-        while True:
+        for line_number in count(1):
             try:
                 line = handle.readline()
             except UnicodeDecodeError as error:
-                raise DataError(f"not UTF-8 text: {error}", path=where, row=line_number + 1) from error
+                raise DataError(f"not UTF-8 text: {error}", path=where, row=line_number) from error
             if not line:
                 return
-            line_number += 1
-            if not line.strip():
-                continue
-            yield line_number, parse_json_line(line, where, line_number)
+            if line.strip():
+                yield line_number, parse_json_line(line, where, line_number)
 
 
 class _NonJSONConstant(ValueError):
@@ -217,17 +187,14 @@ def _reject_constant(name: str) -> float:
     raise _NonJSONConstant(f"{name} is not a JSON value")
 
 
-# --------------------------------------------------------------------------------------------
-# Prompt rows.
+# -- Prompt rows --------------------------------------------------------------------------------
 
 
 def load_prompt_rows(
     data: DataConfig, needs: Sequence[str] = ("prompt",), *, keep: Mapping[str, str] | None = None
 ) -> list[PreparedRow]:
-    """Read ``rl.data`` (or another data section, ``checkpoints.prompts``) into canonical rows.
-
-    ``keep`` maps further columns to keep (``PreparedRow.kept``, required on every row) to the key
-    that names each."""
+    """Read ``rl.data`` (or another data section, ``checkpoints.prompts``) into canonical rows; ``keep``
+    maps further columns to keep (``PreparedRow.kept``, required on every row) to the key naming each."""
     if data.path is None:
         raise DataError(f"{data.SECTION}.path is not set; point it at a JSONL file or a datasets folder/file")
     wanted = _check_needs(needs, data.path)
@@ -257,13 +224,8 @@ def _kept(
     for column, key in keep.items():
         if column not in record:
             shown = ", ".join(sorted(map(str, record))) or "(none)"
-            raise DataError(
-                f"missing column {column!r}, named by {key} (the {label} has columns: {shown})",
-                path=where,
-                row=row,
-                column=column,
-                row_label=label,
-            )
+            problem = f"missing column {column!r}, named by {key} (the {label} has columns: {shown})"
+            raise DataError(problem, path=where, row=row, column=column, row_label=label)
         values[column] = _json_value(record[column], path=where, row=row, column=column, label=label)
     return values
 
@@ -284,19 +246,16 @@ def _open_dataset(data: DataConfig) -> Any:
     try:
         import datasets
     except ImportError as error:
-        raise DataError(
-            f"{data.SECTION}.source: hf needs the 'datasets' library: pip install datasets"
-        ) from error
+        problem = f"{data.SECTION}.source: hf needs the 'datasets' library: pip install datasets"
+        raise DataError(problem) from error
     path = Path(data.path or "")
     where = str(path)
     if path.is_file():
         builder = _HF_BUILDERS.get(path.suffix.lower())
         if builder is None:
             known = ", ".join(sorted(_HF_BUILDERS))
-            raise DataError(
-                f"cannot read {path.suffix or 'a file without suffix'!r} with datasets; use {known}",
-                path=where,
-            )
+            problem = f"cannot read {path.suffix or 'a file without suffix'!r} with datasets; use {known}"
+            raise DataError(problem, path=where)
         try:
             return datasets.load_dataset(builder, data_files=where, split=data.split or "train")
         except Exception as error:
@@ -311,18 +270,15 @@ def _open_dataset(data: DataConfig) -> Any:
         splits = sorted(loaded)
         if data.split is None:
             if len(splits) != 1:
-                raise DataError(
-                    f"the folder holds splits {splits}; choose one with {data.SECTION}.split", path=where
-                )
+                problem = f"the folder holds splits {splits}; choose one with {data.SECTION}.split"
+                raise DataError(problem, path=where)
             return loaded[splits[0]]
         if data.split not in loaded:
             raise DataError(f"no split {data.split!r}; the folder holds {splits}", path=where)
         return loaded[data.split]
     if data.split is not None:
-        raise DataError(
-            f"{data.SECTION}.split is {data.split!r} but the folder holds one dataset, not splits",
-            path=where,
-        )
+        problem = f"{data.SECTION}.split is {data.split!r} but the folder holds one dataset, not splits"
+        raise DataError(problem, path=where)
     return loaded
 
 
@@ -342,9 +298,8 @@ def _apply_items_fn(
     """``row`` as ``data.items_fn`` rewrites it: a mapping with the row's keys, or a ``DataError``."""
 
     def fail(problem: str) -> DataError:
-        return DataError(
-            f"{data.SECTION}.items_fn {data.items_fn!r} {problem}", path=data.path, row=index, row_label="row"
-        )
+        message = f"{data.SECTION}.items_fn {data.items_fn!r} {problem}"
+        return DataError(message, path=data.path, row=index, row_label="row")
 
     try:
         rewritten = function(dict(row))
@@ -368,23 +323,15 @@ def _hf_rows(data: DataConfig, needs: frozenset[str], keep: Mapping[str, str]) -
     columns = list(dataset.column_names)
     shown = ", ".join(map(str, columns)) or "(none)"
     reference_column = reference_column_of(data.response_column)
-    for column, canonical, needed in (
-        (data.prompt_column, "prompt", True),
-        (reference_column, "reference", "reference" in needs),
-    ):
+    checked = ((data.prompt_column, "prompt", True), (reference_column, "reference", "reference" in needs))
+    for column, canonical, needed in checked:
         if (needed or column != canonical) and column not in columns:
-            raise DataError(
-                _missing_column(canonical, column, "the dataset", shown, data.SECTION),
-                path=where,
-                column=column,
-            )
+            problem = _missing_column(canonical, column, "the dataset", shown, data.SECTION)
+            raise DataError(problem, path=where, column=column)
     for column, key in keep.items():
         if column not in columns:
-            raise DataError(
-                f"missing column {column!r}, named by {key} (the dataset has columns: {shown})",
-                path=where,
-                column=column,
-            )
+            problem = f"missing column {column!r}, named by {key} (the dataset has columns: {shown})"
+            raise DataError(problem, path=where, column=column)
     function = _items_fn(data.items_fn, data.SECTION) if data.items_fn else None
     mapped = {data.prompt_column} | ({reference_column} & set(columns))
     rows: list[PreparedRow] = []
@@ -397,8 +344,7 @@ def _hf_rows(data: DataConfig, needs: frozenset[str], keep: Mapping[str, str]) -
     return rows
 
 
-# --------------------------------------------------------------------------------------------
-# Rollouts.
+# -- Rollouts -----------------------------------------------------------------------------------
 
 
 def _identifier(record: Mapping[str, Any], key: str, *, where: str, line: int) -> str | None:
@@ -407,12 +353,8 @@ def _identifier(record: Mapping[str, Any], key: str, *, where: str, line: int) -
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise DataError(
-            f"{key} must be a string (or an integer), got {type(value).__name__} {value!r}",
-            path=where,
-            row=line,
-            column=key,
-        )
+        problem = f"{key} must be a string (or an integer), got {type(value).__name__} {value!r}"
+        raise DataError(problem, path=where, row=line, column=key)
     text = str(value)
     if not text.strip():
         raise DataError(f"{key} is empty", path=where, row=line, column=key)
@@ -423,22 +365,14 @@ def _optional_fields(record: Mapping[str, Any], out: dict[str, Any], *, where: s
     count = record.get("completion_token_count")
     if count is not None:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise DataError(
-                f"completion_token_count must be a non-negative integer, got {count!r}",
-                path=where,
-                row=line,
-                column="completion_token_count",
-            )
+            problem = f"completion_token_count must be a non-negative integer, got {count!r}"
+            raise DataError(problem, path=where, row=line, column="completion_token_count")
         out["completion_token_count"] = count
     reason = record.get("finish_reason")
     if reason is not None:
         if not isinstance(reason, str):
-            raise DataError(
-                f"finish_reason must be a string such as 'stop' or 'length', got {reason!r}",
-                path=where,
-                row=line,
-                column="finish_reason",
-            )
+            problem = f"finish_reason must be a string such as 'stop' or 'length', got {reason!r}"
+            raise DataError(problem, path=where, row=line, column="finish_reason")
         out["finish_reason"] = reason
 
 
@@ -449,13 +383,11 @@ def read_rollouts(
     response_column: str | None = None,
     needs: Sequence[str] = (),
 ) -> list[RolloutGroup]:
-    """Read a rollouts JSONL file into groups, in order of each group's first appearance.
-
-    Each rollout holds the canonical keys present plus ``row``, its 1-based line; a missing
-    ``trajectory_id`` is ``f"{group_id}/{k}"`` (``k``: its position in the group). The prompt and
-    reference are required, non-null and equal across a group when in ``needs``, else carried along
-    where present (a mapped column must still be on every row); a group never mixes prompts.
-    """
+    """Read a rollouts JSONL file into groups, in order of each group's first appearance. Each rollout
+    holds the canonical keys present plus ``row``, its 1-based line; a missing ``trajectory_id`` is
+    ``f"{group_id}/{k}"`` (``k``: its position in the group). The prompt and reference are required,
+    non-null and equal across a group when in ``needs``, else carried along where present (a mapped
+    column must still be on every row); a group never mixes prompts."""
     where = str(path)
     columns = (prompt_column, reference_column_of(response_column), _check_needs(needs, where), where)
     by_group: dict[str, list[dict[str, Any]]] = {}
@@ -477,18 +409,16 @@ def read_rollouts(
 def _group_id(record: Mapping[str, Any], where: str, line: int) -> str:
     group_id = _identifier(record, "group_id", where=where, line=line)
     if group_id is None:
-        raise DataError(
-            "missing group_id: every rollout row names its group", path=where, row=line, column="group_id"
-        )
+        problem = "missing group_id: every rollout row names its group"
+        raise DataError(problem, path=where, row=line, column="group_id")
     return group_id
 
 
 def _rollout(
     record: Mapping[str, Any], group_id: str, position: int, line: int, columns: tuple
 ) -> dict[str, Any]:
-    """The canonical rollout of one row (the ``position``-th of its group), checked.
-
-    ``columns``: the prompt column, the reference column, the needs and the file's name."""
+    """The canonical rollout of one row (the ``position``-th of its group), checked; ``columns``: the
+    prompt column, the reference column, the needs and the file's name."""
     prompt_column, reference_column, wanted, where = columns
     completion = record.get("completion")
     if not isinstance(completion, str):
@@ -507,8 +437,7 @@ def _rollout(
     return rollout
 
 
-# --------------------------------------------------------------------------------------------
-# Rollouts, streamed: for jobs larger than memory.
+# -- Rollouts, streamed: for jobs larger than memory ---------------------------------------------
 
 
 class RestartGroups:
@@ -516,10 +445,6 @@ class RestartGroups:
 
 
 RESTART = RestartGroups()
-
-
-class _NotContiguous(Exception):
-    pass
 
 
 def iter_rollout_groups(
@@ -530,26 +455,20 @@ def iter_rollout_groups(
     needs: Sequence[str] = (),
     group_size: int | None = None,
 ) -> Iterator[tuple[RolloutGroup, bytes] | RestartGroups]:
-    """``read_rollouts`` one group at a time, each with the SHA-256 of its rows' bytes.
-
-    Contiguous groups (the usual layout) are read in one pass holding one group, plus the ids seen.
-    When a group turns out not to be (its id comes back, or it ends short of ``group_size``), this
-    yields ``RESTART``, voiding the groups before it, and starts over with an index pass: each row's
-    offset (8 bytes a row, 16 with line numbers and groups) and the group sizes, checked before the
-    first group; each group's rows are then read by offset.
-    """
+    """``read_rollouts`` one group at a time, each with the SHA-256 of its rows' bytes. Contiguous
+    groups (the usual layout) are read in one pass holding one group, plus the ids seen. When a group
+    turns out not to be (its id comes back, or it ends short of ``group_size``), this yields
+    ``RESTART``, voiding the groups before it, and starts over with an index pass: each row's offset
+    (8 bytes a row, 16 with line numbers and groups) and the group sizes, checked before the first
+    group; each group's rows are then read by offset."""
     where = str(path)
     wanted = _check_needs(needs, where)
     if group_size is not None:
         check_group_sizes((), group_size, path=where)
     columns = (prompt_column, reference_column_of(response_column), wanted, where)
-    try:
-        yield from _contiguous_groups(Path(path), columns, group_size)
-        return
-    except _NotContiguous:
-        pass
-    yield RESTART
-    yield from _indexed_groups(Path(path), columns, group_size)
+    if not (yield from _contiguous_groups(Path(path), columns, group_size)):
+        yield RESTART
+        yield from _indexed_groups(Path(path), columns, group_size)
 
 
 def _lines(handle: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
@@ -581,7 +500,8 @@ def _finish_group(
 
 def _contiguous_groups(
     path: Path, columns: tuple, group_size: int | None
-) -> Iterator[tuple[RolloutGroup, bytes]]:
+) -> Generator[tuple[RolloutGroup, bytes], None, bool]:
+    """The groups of a file whose groups are contiguous, in one pass; ``False`` once they are not."""
     where = columns[3]
     seen: set[str] = set()
     current: str | None = None
@@ -594,10 +514,10 @@ def _contiguous_groups(
             if group_id != current:
                 if current is not None:
                     if group_size is not None and len(rows) != group_size:
-                        raise _NotContiguous  # short: the rest may come later, or it is an error
+                        return False  # short: the rest may come later, or it is an error
                     yield _finish_group(current, rows, digest, columns)
                 if group_id in seen:
-                    raise _NotContiguous
+                    return False
                 seen.add(group_id)
                 current, rows, digest = group_id, [], hashlib.sha256()
             digest.update(raw)
@@ -605,8 +525,9 @@ def _contiguous_groups(
     if current is None:
         raise DataError("no rollouts: the file has no rows", path=where)
     if group_size is not None and len(rows) != group_size:
-        raise _NotContiguous
+        return False
     yield _finish_group(current, rows, digest, columns)
+    return True
 
 
 def _indexed_groups(
@@ -661,32 +582,26 @@ def _check_group(group: RolloutGroup, columns: tuple) -> None:
     for rollout in group.rollouts:
         previous = seen.setdefault(rollout["trajectory_id"], rollout["row"])
         if previous != rollout["row"]:
-            raise DataError(
+            problem = (
                 f"trajectory_id {rollout['trajectory_id']!r} of group {group.group_id!r} "
-                f"was already used on line {previous}",
-                path=where,
-                row=rollout["row"],
-                column="trajectory_id",
+                f"was already used on line {previous}"
             )
+            raise DataError(problem, path=where, row=rollout["row"], column="trajectory_id")
     for canonical, column in (("prompt", prompt_column), ("reference", reference_column)):
         # A GRPO group is one prompt: mixed prompts corrupt its advantages, whatever the provider
         # needs. A prompt that is not needed may be left out of a row, but not be another one.
         if canonical not in needs and canonical != "prompt":
             continue
         carrying = [rollout for rollout in group.rollouts if canonical in rollout]
-        if not carrying:
-            continue
-        first = carrying[0]
         for rollout in carrying[1:]:
+            first = carrying[0]
             if not strictly_equal(rollout[canonical], first[canonical]):
-                raise DataError(
+                problem = (
                     f"the {canonical} differs from the one on line {first['row']} of group "
                     f"{group.group_id!r}; a group shares one {canonical} "
-                    "(types count: 1, 1.0 and true differ)",
-                    path=where,
-                    row=rollout["row"],
-                    column=column,
+                    "(types count: 1, 1.0 and true differ)"
                 )
+                raise DataError(problem, path=where, row=rollout["row"], column=column)
 
 
 def check_group_sizes(

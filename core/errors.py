@@ -29,8 +29,7 @@ class RewardContractError(RewardkitError):
         rule: str | None = None,
     ) -> None:
         where = [f"group {group_id!r}"] if group_id is not None else []
-        if trajectory_id is not None:
-            where.append(f"candidate {trajectory_id!r}")
+        where += [f"candidate {trajectory_id!r}"] if trajectory_id is not None else []
         prefix = f"[{', '.join(where)}] " if where else ""
         tag = f" (rule: {rule})" if rule else ""
         super().__init__(f"{prefix}{message}{tag}")
@@ -45,9 +44,8 @@ class RegistrationError(RewardkitError):
 
 
 class NameConflictError(RegistrationError):
-    """Two plugins registered one name, or a plugin tried to override a built-in: fatal, unlike an
-    invalid registration (which fails that plugin alone), since which owner wins is not for the
-    loader to guess."""
+    """Two plugins registered one name, or a plugin tried to override a built-in: fatal (an invalid
+    registration fails that plugin alone), since which owner wins is not for the loader to guess."""
 
 
 class UnknownNameError(RewardkitError, LookupError):
@@ -88,9 +86,8 @@ class PreflightError(RewardkitError):
 
 
 class SelectionRefused(PreflightError):
-    """A Reward Service refused a client's reward selection (HTTP 403): ``field`` names what. Only
-    the configured reward or the operator's allow-list (``rewards.service.allow``) may be selected,
-    and some params are never client-settable."""
+    """A Reward Service refused a client's reward selection (HTTP 403): ``field`` names what. Only the
+    configured reward or ``rewards.service.allow`` may be selected; some params never are."""
 
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -111,11 +108,9 @@ class ConfigError(RewardkitError):
 
 
 class DataError(RewardkitError):
-    """A data or rollouts row breaks the data contract.
-
-    ``row`` is the 1-based line of a JSONL file or the 0-based index of a dataset (``row_label``
-    says which), ``column`` the column at fault, ``path`` the file; each, when known, is in the message.
-    """
+    """A data or rollouts row breaks the data contract. ``row`` is the 1-based line of a JSONL file or
+    the 0-based index of a dataset (``row_label`` says which); each of it, ``column`` and ``path``,
+    when known, is in the message."""
 
     def __init__(
         self,
@@ -127,10 +122,8 @@ class DataError(RewardkitError):
         row_label: str = "line",
     ) -> None:
         where = [str(path)] if path is not None else []
-        if row is not None:
-            where.append(f"{row_label} {row}")
-        if column is not None:
-            where.append(f"column {column!r}")
+        where += [f"{row_label} {row}"] if row is not None else []
+        where += [f"column {column!r}"] if column is not None else []
         prefix = f"{', '.join(where)}: " if where else ""
         super().__init__(f"{prefix}{message}")
         self.path = path

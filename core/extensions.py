@@ -12,12 +12,8 @@ from rewardkit.errors import RegistrationError
 
 @dataclass(frozen=True)
 class ServingStrategySpec:
-    """A way to serve a checkpoint so an evaluation can reach it.
-
-    ``factory(**params)`` returns a ``rewardkit.checkpoint_serving.ServingStrategy``, whose
-    ``settings()`` are part of the recorded identity and whose ``serve(checkpoint)`` context manager
-    yields a ``ServedModel`` while the block runs. The factory is light: servers start in ``serve``.
-    """
+    """A way to serve a checkpoint: ``factory(**params)`` returns a ``ServingStrategy`` (see
+    ``rewardkit.checkpoint_serving``). The factory is light: servers start in ``serve``."""
 
     name: str
     factory: Callable[..., Any]

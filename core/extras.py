@@ -1,5 +1,4 @@
 """What to install when something optional is missing: the one-line hint, in the user's install mode.
-
 The core imports the distributions holding verbs and backends (``rewardkit serve`` in
 ``rewardkit-service``, ``rewards.backend: ray`` in ``rewardkit-ray``, ...) only when they are used.
 A missing one, or a module one needs from an extra, ends in one line naming what needed it, the
@@ -7,8 +6,7 @@ module and the install line, instead of a ``ModuleNotFoundError`` traceback.
 
 From a checkout (editable, ``pip install .``, or a source tree on ``sys.path``) the install line
 names local folders (``pip install ./plugins/service``), from an index names (``pip install
-rewardkit-service``). ``tests/test_cli.py`` checks every entry against the pyproject files.
-"""
+rewardkit-service``). ``tests/test_cli.py`` checks every entry against the pyproject files."""
 
 from __future__ import annotations
 
@@ -52,6 +50,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
         Distribution("rewardkit-checkpoints", "plugins/checkpoints"),
         Distribution("rewardkit-media", "plugins/media"),
         Distribution("rewardkit-audit", "plugins/audit"),
+        Distribution("rewardkit-monitor", "plugins/monitor"),
     )
 }
 
@@ -68,6 +67,7 @@ MODULES: dict[str, tuple[str, str | None]] = {
     "matplotlib": ("rewardkit-checkpoints", "plot"),
     "rewardkit_media": ("rewardkit-media", None),
     "rewardkit_audit": ("rewardkit-audit", None),
+    "rewardkit_monitor": ("rewardkit-monitor", None),
     "pytest": (CORE_DISTRIBUTION, "testing"),
 }
 
@@ -118,8 +118,7 @@ def install_line(distribution: str, extra: str | None = None) -> str:
 
 def _checkout() -> Path | None:
     """The repository the core was installed from, when it was a local folder that is still there."""
-    source_tree = Path(__file__).resolve().parent.parent  # core/ in a checkout
-    candidates = [source_tree]
+    candidates = [Path(__file__).resolve().parent.parent]  # the folder above core/, in a checkout
     try:
         raw = importlib.metadata.distribution(CORE_DISTRIBUTION).read_text("direct_url.json")
     except importlib.metadata.PackageNotFoundError:
@@ -129,8 +128,6 @@ def _checkout() -> Path | None:
         if url.startswith("file://"):
             candidates.append(Path(unquote(urlparse(url).path)))
     for candidate in candidates:
-        if (candidate / "plugins" / "service" / "pyproject.toml").is_file() and (
-            candidate / "pyproject.toml"
-        ).is_file():
+        if all((candidate / name).is_file() for name in ("pyproject.toml", "plugins/service/pyproject.toml")):
             return candidate
     return None

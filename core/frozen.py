@@ -3,8 +3,7 @@
 Common inputs (prompt, reference) reach providers frozen and detached from the caller's storage,
 so no provider can mutate a trajectory or another provider's request. Equality is type-strict:
 JSON ``1``, ``1.0`` and ``true`` are three different values, which stops one malformed candidate
-from borrowing another's superficially equal reference.
-"""
+from borrowing another's superficially equal reference."""
 
 from __future__ import annotations
 
@@ -30,11 +29,9 @@ def freeze(value: JSONValue, path: str = "$") -> JSONValue:
     """Return a read-only deep copy of a JSON value: mappings become read-only, sequences tuples.
     Raises ``NotJSONError`` for non-string keys, non-finite floats and non-JSON types."""
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if kind is float:
-        if not math.isfinite(value):
-            raise NotJSONError(path, f"non-finite number {value!r}")
+    if kind is float and not math.isfinite(value):
+        raise NotJSONError(path, f"non-finite number {value!r}")
+    if kind in _SCALARS:
         return value
     if isinstance(value, Mapping):
         out = {}
@@ -68,10 +65,7 @@ def strictly_equal(left: JSONValue, right: JSONValue) -> bool:
     if isinstance(left, Mapping):
         if not isinstance(right, Mapping) or len(left) != len(right):
             return False
-        for key, item in left.items():
-            if key not in right or not strictly_equal(item, right[key]):
-                return False
-        return True
+        return all(key in right and strictly_equal(item, right[key]) for key, item in left.items())
     if isinstance(left, (list, tuple)):
         if not isinstance(right, (list, tuple)) or len(left) != len(right):
             return False

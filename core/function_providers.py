@@ -29,11 +29,9 @@ _NEEDED_INPUTS: tuple[str, ...] = ("prompt", "reference")
 
 
 class FunctionScorer:
-    """A pointwise scorer that calls a plain function with the inputs it names.
-
-    ``__wrapped__`` points at the function so the code fingerprint hashes the package that defines
-    it, not rewardkit's; ``__signature__`` shows ``map_candidates`` the params the function takes.
-    """
+    """A pointwise scorer that calls a plain function with the inputs it names. ``__wrapped__`` points
+    at the function so the code fingerprint hashes the package that defines it, not rewardkit's;
+    ``__signature__`` shows ``map_candidates`` the params the function takes."""
 
     def __init__(self, function: Callable[..., Any], inputs: tuple[str, ...], terms: tuple[str, ...]) -> None:
         self.__wrapped__ = function
@@ -44,31 +42,27 @@ class FunctionScorer:
 
     def __call__(self, candidate: RewardCandidate, context: RewardContext, /, **params: Any
                  ) -> RewardProviderResult:  # fmt: skip
-        available = {
-            "completion": candidate.completion,
-            "prompt": context.prompt,
-            "reference": context.reference,
-            "candidate": candidate,
-            "context": context,
-        }
+        available = {"completion": candidate.completion, "prompt": context.prompt,
+                     "reference": context.reference, "candidate": candidate, "context": context}  # fmt: skip
         value = self.__wrapped__(**{name: available[name] for name in self.inputs}, **params)
         return self.result(value)
 
     def result(self, value: object) -> RewardProviderResult:
         """``value`` as a provider result; ``TypeError`` (the candidate's error) for anything else."""
+        name = self.__qualname__
         if isinstance(value, RewardProviderResult):
             return value
         if value is None:
-            return RewardProviderResult.skip(f"{self.__qualname__} returned None (does not apply)")
+            return RewardProviderResult.skip(f"{name} returned None (does not apply)")
         if _is_number(value):
             if len(self.terms) != 1:
                 raise TypeError(
-                    f"{self.__qualname__} returned one number but declares terms {list(self.terms)}; "
+                    f"{name} returned one number but declares terms {list(self.terms)}; "
                     "return a mapping of term values or a RewardProviderResult"
                 )
             number = float(value)  # type: ignore[arg-type]
             if not math.isfinite(number):
-                return RewardProviderResult.fail(f"{self.__qualname__} returned {number}")
+                return RewardProviderResult.fail(f"{name} returned {number}")
             return RewardProviderResult({self.terms[0]: number})
         if isinstance(value, Mapping):
             # Each term is held to the rules of a single number: a real number, not a bool or a
@@ -76,23 +70,19 @@ class FunctionScorer:
             terms: dict[str, float] = {}
             for key, item in value.items():
                 if not isinstance(key, str):
-                    raise TypeError(
-                        f"{self.__qualname__} returned a term named {key!r}; term names are strings"
-                    )
+                    raise TypeError(f"{name} returned a term named {key!r}; term names are strings")
                 if not _is_number(item):
                     raise TypeError(
-                        f"{self.__qualname__} returned {type(item).__name__} {item!r} for term {key!r}; "
+                        f"{name} returned {type(item).__name__} {item!r} for term {key!r}; "
                         "a term is a real number (not a bool or a string)"
                     )
                 number = float(item)
                 if not math.isfinite(number):
-                    return RewardProviderResult.fail(
-                        f"{self.__qualname__} returned {number} for term {key!r}"
-                    )
+                    return RewardProviderResult.fail(f"{name} returned {number} for term {key!r}")
                 terms[key] = number
             return RewardProviderResult(terms)
         raise TypeError(
-            f"{self.__qualname__} returned {type(value).__name__}; return a float, None (skipped), "
+            f"{name} returned {type(value).__name__}; return a float, None (skipped), "
             "a mapping of term values or a RewardProviderResult"
         )
 
@@ -114,10 +104,8 @@ def _scorer_signature(function: Callable[..., Any], inputs: tuple[str, ...]) -> 
         for parameter in inspect.signature(function).parameters.values()
         if parameter.name not in inputs
     ]
-    leading = [
-        inspect.Parameter("candidate_", inspect.Parameter.POSITIONAL_ONLY),
-        inspect.Parameter("context_", inspect.Parameter.POSITIONAL_ONLY),
-    ]
+    positional = inspect.Parameter.POSITIONAL_ONLY
+    leading = [inspect.Parameter("candidate_", positional), inspect.Parameter("context_", positional)]
     return inspect.Signature(leading + own)
 
 
@@ -170,13 +158,11 @@ def provider(
     scoring_packages: Sequence[str] = (),
     cheap: bool = False,
 ) -> Callable[[Callable[..., Any]], RewardProviderSpec]:
-    """Turn a scoring function into a ``RewardProviderSpec`` (see the module docstring).
-
-    ``needs`` defaults to the inputs the function takes, ``description`` to its docstring's first
-    line, the params schema to one derived from its own params; the rest are the spec's fields
-    (``cheap=True``: scored in the calling thread). ``RegistrationError`` when the function and the
-    arguments disagree (an input taken but not needed, ``*args``, an invalid name).
-    """
+    """Turn a scoring function into a ``RewardProviderSpec`` (see the module docstring). ``needs``
+    defaults to the inputs the function takes, ``description`` to its docstring's first line, the
+    params schema to one derived from its own params; the rest are the spec's fields (``cheap=True``:
+    scored in the calling thread). ``RegistrationError`` when the function and the arguments disagree
+    (an input taken but not needed, ``*args``, an invalid name)."""
 
     def decorate(function: Callable[..., Any]) -> RewardProviderSpec:
         if not callable(function):
@@ -184,10 +170,9 @@ def provider(
         inputs = _inputs_of(function, name)
         declared_terms = _names(terms)
         scorer = FunctionScorer(function, inputs, tuple(declared_terms))
-        schema = params_schema
-        if schema is None:
-            # the inputs are bound by the framework, never set by a configuration
-            schema = derive_params_model(functools.partial(function, **dict.fromkeys(inputs)), name)
+        # the inputs are bound by the framework, never set by a configuration
+        own_params = functools.partial(function, **dict.fromkeys(inputs))
+        schema = params_schema if params_schema is not None else derive_params_model(own_params, name)
         doc = inspect.getdoc(function) or ""
         return RewardProviderSpec(
             name=name,

@@ -52,15 +52,12 @@ def provider_identity(spec: RewardProviderSpec, params: Mapping[str, Any] | None
 
 
 def code_fingerprint(spec: RewardProviderSpec) -> str:
-    """SHA-256 over the provider's code and the versions of the packages it declares it scores with.
-
-    The code is every file of the package holding each callable behind the factory (the factory,
-    the scorer of a ``partial(map_candidates, scorer)``, what partials wrap), sub-packages and
-    folders included: scripts a sandbox runs are never imported, so an import walk would miss them.
-    A framework module (``rewardkit.pointwise``) counts alone. Files are hashed by their path inside
-    the package and their bytes, so the fingerprint is the same wherever it is installed;
-    ``spec.scoring_packages`` adds ``name==version`` of each distribution named there.
-    """
+    """SHA-256 over the provider's code and the versions of the packages it declares it scores with:
+    every file of the package holding each callable behind the factory (the factory, the scorer of a
+    ``partial(map_candidates, scorer)``, what partials wrap), sub-folders included: scripts a sandbox
+    runs are never imported, so an import walk would miss them. A framework module
+    (``rewardkit.pointwise``) counts alone. Files are hashed by path inside the package and bytes, so
+    the fingerprint is the same wherever installed; ``spec.scoring_packages`` adds ``name==version``."""
     roots = {_code_root(target) for target in _callables_behind(spec.factory)}  # (path, label)
     digest = hashlib.sha256()
     for root, label in sorted(roots):

@@ -1,10 +1,8 @@
 """Metric names, the report of a scored batch and the merge of reports scored in parts.
-
 Provider diagnostics live under ``<ns>/reward_provider/<provider>/<diagnostic>`` and the
 framework-owned count under ``<ns>/reward_provider/<provider>/sample_count``; composed rewards
 under ``<ns>/reward/...`` and each component under ``<ns>/reward_component/<component>/...``.
-Every segment is checked, so a name can never escape its place in the hierarchy.
-"""
+Every segment is checked, so a name can never escape its place in the hierarchy."""
 
 from __future__ import annotations
 
@@ -63,9 +61,8 @@ class Report:
         return dict(sorted((name, mean.weight) for name, mean in self.means.items() if mean.weight))
 
     def as_dict(self) -> dict[str, float]:
-        out = dict(self.values)
-        out.update({name: mean.value for name, mean in self.means.items() if mean.weight})
-        return dict(sorted(out.items()))
+        means = {name: mean.value for name, mean in self.means.items() if mean.weight}
+        return dict(sorted({**self.values, **means}.items()))
 
 
 def merge_metrics(
@@ -74,13 +71,11 @@ def merge_metrics(
 ) -> tuple[dict[str, float], dict[str, float]]:
     """The report of a whole batch from the ``(metrics, weights)`` of its parts (split service
     calls, journaled chunks, a trainer's ranks): the merged ``(metrics, weights)``.
-
     Counts (names ending ``_count``) add up. A mean is weighted by what it averaged in each part
     (that part's weights), so the merge equals the report of the whole batch scored at once; a mean
     only one part reports keeps its value exactly. ``default_weight`` gives, per part, the weight of
     a mean it has no weight for (e.g. its rollouts, for an older service). The advantage's mean is
-    not mergeable: ``rewardkit.split_batch`` recomputes it.
-    """
+    not mergeable: ``rewardkit.split_batch`` recomputes it."""
     defaults = list(default_weight)
     counts: dict[str, float] = {}
     sums: dict[str, float] = {}
@@ -98,12 +93,11 @@ def merge_metrics(
             only[name] = value if name not in sums else None
             sums[name] = sums.get(name, 0.0) + value * float(weight)
             weights[name] = weights.get(name, 0.0) + float(weight)
-    means = {}
+    merged = dict(counts)  # counts and means never share a name: "_count" decides which one it is
     for name, total in sums.items():
         if weights[name]:
             kept = only[name]
-            means[name] = kept if kept is not None else total / weights[name]
-    merged = {**counts, **means}
+            merged[name] = kept if kept is not None else total / weights[name]
     return dict(sorted(merged.items())), dict(sorted((name, w) for name, w in weights.items() if w))
 
 
@@ -119,17 +113,13 @@ def advantage_abs_mean(advantages: Sequence[float]) -> float:
 def zero_variance_groups(groups: Iterable[Sequence[float | None]]) -> int:
     """How many groups have final rewards that are all equal (no learning signal for GRPO); ``None``
     rewards are left out, and a group with fewer than two left counts too."""
-    count = 0
-    for group in groups:
-        values = [value for value in group if value is not None]
-        if len(values) < 2 or min(values) == max(values):
-            count += 1
-    return count
+    present = ([value for value in group if value is not None] for group in groups)
+    return sum(len(values) < 2 or min(values) == max(values) for values in present)
 
 
-# -- the report of a scored batch, from its columns -------------------------------------------
-# The general path (any provider, threads, Ray actors) and the one-pass path for cheap pointwise
-# providers hand over the same columns, so both report the same metrics for the same batch.
+# The report of a scored batch, from its columns: the general path (any provider, threads, Ray actors)
+# and the one-pass path for cheap pointwise providers hand over the same columns, so both report the
+# same metrics for the same batch.
 
 STATUSES = ("scored", "skipped", "error")
 
@@ -169,8 +159,7 @@ def batch_report(
             if mean is None:
                 name = metric_name(ns, "reward_provider", provider_names[key], contribution.name)
                 mean = means[key, contribution.name] = report.means.setdefault(name, WeightedMean())
-            mean.total += contribution.value * contribution.weight
-            mean.weight += contribution.weight
+            mean.add(contribution.value, contribution.weight)
     candidates = len(totals)
     for column in components:
         for status in STATUSES:
@@ -178,20 +167,13 @@ def batch_report(
             if count:
                 report.count(metric_name(ns, "reward_component", column.name, f"{status}_count"), count)
         if candidates:  # on every batch, 0.0 when none: an error is infrastructure by definition
-            errors = column.statuses.count("error")
-            report.mean(
-                metric_name(ns, "reward_component", column.name, "infra_error_rate"),
-                errors / candidates,
-                candidates,
-            )
+            rate = metric_name(ns, "reward_component", column.name, "infra_error_rate")
+            report.mean(rate, column.statuses.count("error") / candidates, candidates)
         if column.values:
-            report.mean(
-                metric_name(ns, "reward_component", column.name, "mean"),
-                _sum(column.values) / len(column.values),
-                len(column.values),
-            )
+            mean_name = metric_name(ns, "reward_component", column.name, "mean")
+            report.mean(mean_name, _sum(column.values) / len(column.values), len(column.values))
     if candidates:
-        failed = sum(map(_any_error, *(column.statuses for column in components))) if components else 0
+        failed = sum("error" in statuses for statuses in zip(*(column.statuses for column in components)))
         report.mean(metric_name(ns, "reward", "infra_error_rate"), failed / candidates, candidates)
     present = [total for total in totals if total is not None]
     if present:
@@ -203,10 +185,6 @@ def batch_report(
     if advantages:
         report.mean(metric_name(ns, "advantage", "abs_mean"), advantage_abs_mean(advantages), len(advantages))
     return report
-
-
-def _any_error(*statuses: str) -> bool:
-    return "error" in statuses
 
 
 def _sum(values: Sequence[float]) -> float:

@@ -1,12 +1,8 @@
-"""Import paths that moved keep working for a while, with a warning.
+"""Import paths that moved in 0.2 (``MOVED``: out of the core, or renamed) keep working for a while.
 
-``rewardkit.remote``, ``rewardkit.service``, ``rewardkit.distributed``, ``rewardkit.checkpoints``
-and ``rewardkit.media`` left the core for ``rewardkit-service``, ``rewardkit-ray``,
-``rewardkit-checkpoints`` and ``rewardkit-media`` in 0.2; in the same release ``rewardkit.binding``,
-``rewardkit.serving``, ``rewardkit.groups`` and ``rewardkit.bindings.groups`` were renamed and
-``rewardkit.batch_report`` became part of ``rewardkit.metrics``. An old path imports the very same
-module object (so ``isinstance`` and monkeypatching behave) with a ``DeprecationWarning`` naming the
-new path and the version that removes the old one; a missing distribution fails naming its install.
+An old path imports the very same module object (so ``isinstance`` and monkeypatching behave) with a
+``DeprecationWarning`` naming the new path and the version that removes the old one; a distribution
+that is not installed fails naming its install line.
 """
 
 from __future__ import annotations
@@ -93,19 +89,16 @@ class _MovedFinder(importlib.abc.MetaPathFinder):
             DeprecationWarning,
             stacklevel=2,
         )
-        return importlib.machinery.ModuleSpec(
-            fullname, _Alias(module), is_package=hasattr(module, "__path__")
-        )
+        is_package = hasattr(module, "__path__")
+        return importlib.machinery.ModuleSpec(fullname, _Alias(module), is_package=is_package)
 
 
 _FINDER = _MovedFinder()
 
 
 def install() -> None:
-    """Put the finder first on ``sys.meta_path`` (once); ``rewardkit/__init__`` calls it.
-
-    First, because the old package's alias carries the new package's ``__path__``: the path finder
-    would otherwise load ``rewardkit.media.spool`` from that folder as a second copy of the module.
-    """
+    """Put the finder first on ``sys.meta_path`` (once; ``rewardkit/__init__`` calls it). First, as the
+    old package's alias carries the new package's ``__path__``: the path finder would otherwise load
+    ``rewardkit.media.spool`` from that folder as a second copy of the module."""
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)

@@ -1,18 +1,16 @@
 """Provider parameter schemas: what each param of a provider may be, and who may set it.
 
-Every ``RewardProviderSpec`` has a parameter schema, a pydantic model: the one it declares as
-``params_schema`` (group-native factories such as ``code-tests`` declare theirs), or one derived
-from the annotated keyword parameters of its factory, or of the scorer for
-``partial(map_candidates, scorer)``. ``check_params`` validates a configuration against it at
-``load``, strictly: JSON types only, so ``"8"`` is not 8 and ``"true"`` is not true. A factory
-taking ``**kwargs`` has no derivable schema; its params are then checked by the factory alone.
+A provider's schema is a pydantic model: its ``params_schema`` (group-native factories such as
+``code-tests`` declare one), or one derived from the annotated keyword parameters of its factory
+(or of the scorer of ``partial(map_candidates, scorer)``); a factory taking ``**kwargs`` has none
+and checks its params alone. ``validate_params`` checks a configuration at ``load``, strictly: JSON
+types only, so ``"8"`` is not 8 and ``"true"`` is not true.
 
-A field marked ``operator_only(reason)`` in its ``json_schema_extra`` is never client-settable in
-the Reward Service, whatever its allow-list says. The reasons: ``isolation`` (weakens the sandbox),
-``resource`` (raises a count, time or memory limit; such fields carry a documented maximum, ``le=``),
-``url``, ``credential`` (a credential *reference*, such as an API key variable's name) and ``path``.
-Values that disable the sandbox (``unsandboxed=("none",)``) need ``REWARDKIT_ALLOW_UNSANDBOXED=1``
-in the process environment and log a warning, in process and in the service alike.
+A field marked ``operator_only(reason)`` is never client-settable in the Reward Service, whatever
+its allow-list says: ``isolation`` (weakens the sandbox), ``resource`` (raises a count, time or
+memory limit, up to a documented maximum, ``le=``), ``url``, ``credential`` (a *reference*, such as
+an API key variable's name) or ``path``. Values that disable the sandbox (``unsandboxed=("none",)``)
+need ``REWARDKIT_ALLOW_UNSANDBOXED=1`` and log a warning, in process and in the service alike.
 """
 
 from __future__ import annotations
@@ -77,20 +75,13 @@ def _extra(field: FieldInfo) -> dict[str, Any]:
 
 
 def operator_only_reason(model: type[BaseModel] | None, name: str) -> str | None:
-    """Why param ``name`` is never client-settable, or ``None`` when an allow-list may permit it.
-
-    The field's own mark wins; else the name decides (``base_url``, ``workers``, ``cache_dir``...)."""
+    """Why param ``name`` is never client-settable, or ``None`` when an allow-list may permit it. The field's
+    own mark wins; else the name decides (``base_url``, ``workers``, ``cache_dir``...)."""
     field = model.model_fields.get(name) if model is not None else None
     if field is not None and _extra(field).get("operator_only"):
         return str(_extra(field)["operator_only"])
     words = set(re.split(r"[^a-z0-9]+", name.lower()))
-    for reason, hints in _NAME_WORDS.items():
-        if words & hints:
-            return reason
-    return None
-
-
-# -- deriving a schema -------------------------------------------------------------------------
+    return next((reason for reason, hints in _NAME_WORDS.items() if words & hints), None)
 
 
 def _signature_target(factory: Any) -> tuple[Any, int, frozenset[str]]:
@@ -145,9 +136,6 @@ def derive_params_model(factory: Any, name: str = "provider") -> type[BaseModel]
         return None
 
 
-# -- checking params -----------------------------------------------------------------------------
-
-
 class ParamsError(ValueError):
     """Params do not fit the schema; the message names each param, what it must be and its value."""
 
@@ -173,18 +161,17 @@ def _type_text(annotation: Any) -> str:
     return _TYPE_WORDS.get(getattr(base, "__name__", ""), getattr(base, "__name__", str(base)))
 
 
+_BOUND_SIDES = {"ge": ("low", False), "gt": ("low", True), "le": ("high", False), "lt": ("high", True)}
+
+
 def _bounds(field: FieldInfo) -> str:
-    low = high = None
-    low_open = high_open = False
+    found: dict[str, tuple[Any, bool]] = {}  # side -> (value, open), the last one given
     for item in field.metadata:
-        for attr, is_low, is_open in (("ge", True, False), ("gt", True, True), ("le", False, False),
-                                      ("lt", False, True)):  # fmt: skip
-            value = getattr(item, attr, None)
-            if value is not None:
-                if is_low:
-                    low, low_open = value, is_open
-                else:
-                    high, high_open = value, is_open
+        for attr, (side, is_open) in _BOUND_SIDES.items():
+            if getattr(item, attr, None) is not None:
+                found[side] = (getattr(item, attr), is_open)
+    low, low_open = found.get("low", (None, False))
+    high, high_open = found.get("high", (None, False))
     if low is None and high is None:
         return ""
     if high is None:
@@ -198,9 +185,7 @@ def expects(model: type[BaseModel], name: str) -> str:
     """What a valid value of param ``name`` is, in words (used in errors and in the docs)."""
     field = model.model_fields[name]
     custom = _extra(field).get("expects")
-    if custom:
-        return str(custom)
-    return _type_text(field.annotation) + _bounds(field)
+    return str(custom) if custom else _type_text(field.annotation) + _bounds(field)
 
 
 _TYPE_ERRORS = ("_type", "_parsing", "union_tag")
@@ -242,17 +227,14 @@ def validate_params(model: type[BaseModel], params: Mapping[str, Any], *, json_t
 
 def normalise(model: type[BaseModel] | None, params: Mapping[str, Any]) -> dict[str, Any]:
     """The params with the schema's defaults filled in, as JSON values (for comparing selections)."""
-    if model is None:
-        return dict(params)
-    return normalised_params(model, params)
+    return dict(params) if model is None else normalised_params(model, params)
 
 
 def normalised_params(model: type[BaseModel], params: Mapping[str, Any], *, json_text: str | None = None
                       ) -> dict[str, Any]:  # fmt: skip
-    """What identity hashes: the validated params, defaults filled in, each value as its declared
-    type dumps it to JSON (a ``float`` param given ``6`` is ``6.0``). A default JSON cannot hold
-    (an object) is left out; the provider's revision covers it.
-    """
+    """What identity hashes: the validated params, defaults filled in, each dumped to JSON as its declared
+    type (a ``float`` given ``6`` is ``6.0``); a default JSON cannot hold is left out, covered by the
+    revision."""
     validated = validate_params(model, params, json_text=json_text)
     try:
         return validated.model_dump(mode="json")

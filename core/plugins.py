@@ -1,12 +1,10 @@
 """Loading plugins: entry points of group ``rewardkit`` one by one, then the built-ins.
 
 A plugin that fails to import, or whose ``register_*`` hook raises or registers something invalid,
-is recorded with its distribution, entry point and exception, and the others still load. Environment switches:
-
-- ``REWARDKIT_STRICT_PLUGINS=1``: a failing plugin is fatal (``PluginLoadError``).
-- ``REWARDKIT_LOAD_PLUGINS=a,b``: load only these entry points (or distributions); ``''`` = none.
-- ``REWARDKIT_DISABLE_PLUGINS=a,b``: skip these entry points (or distributions).
-- ``REWARDKIT_TRACE_PLUGINS=1``: print every hook call to stderr.
+is recorded with its distribution, entry point and exception, and the others still load; under
+``REWARDKIT_STRICT_PLUGINS=1`` it is fatal (``PluginLoadError``). The other environment switches
+(``REWARDKIT_LOAD_PLUGINS``, ``REWARDKIT_DISABLE_PLUGINS``, ``REWARDKIT_TRACE_PLUGINS``) are in
+docs/plugins.md.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from types import ModuleType
 from typing import Any
 
@@ -65,9 +63,7 @@ def _env_flag(name: str) -> bool:
 
 def _env_list(name: str) -> set[str] | None:
     raw = os.environ.get(name)
-    if raw is None:
-        return None
-    return {item.strip() for item in raw.split(",") if item.strip()}
+    return None if raw is None else {item.strip() for item in raw.split(",") if item.strip()}
 
 
 def strict_plugins() -> bool:
@@ -121,16 +117,13 @@ class PluginManager:
         allow = _env_list("REWARDKIT_LOAD_PLUGINS")
         block = _env_list("REWARDKIT_DISABLE_PLUGINS") or set()
         strict = strict_plugins()
-        for entry_point in sorted(
-            importlib_metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name
-        ):
+        found = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
+        for entry_point in sorted(found, key=lambda ep: ep.name):
             dist = entry_point.dist
             dist_name = dist.name if dist is not None else "?"
             dist_version = dist.version if dist is not None else "?"
             wanted = {entry_point.name, dist_name}
-            if allow is not None and not wanted & allow:
-                continue
-            if wanted & block:
+            if (allow is not None and not wanted & allow) or wanted & block:
                 continue
             owner = self._entry_point_owners.get(entry_point.name)
             if owner == dist_name:
@@ -145,13 +138,10 @@ class PluginManager:
                 self._entry_point_owners[entry_point.name] = dist_name
                 self._check_hooks(plugin)
             except Exception as error:
-                failure = PluginFailure(
-                    entry_point.name, dist_name, dist_version, f"{type(error).__name__}: {error}"
-                )
-                message = (
-                    f"rewardkit plugin {entry_point.name!r} from distribution {dist_name} "
-                    f"{dist_version} failed to load: {failure.error}"
-                )
+                said = f"{type(error).__name__}: {error}"
+                failure = PluginFailure(entry_point.name, dist_name, dist_version, said)
+                where = f"rewardkit plugin {entry_point.name!r} from distribution {dist_name} {dist_version}"
+                message = f"{where} failed to load: {said}"
                 if strict:
                     raise PluginLoadError(message) from error
                 log.warning("%s (set REWARDKIT_STRICT_PLUGINS=1 to make this fatal)", message)
@@ -171,9 +161,9 @@ class PluginManager:
         if unknown or wrapping:
             self.pm.unregister(plugin)
         if unknown:
+            hooks = ", ".join(hook_names())
             raise PluginLoadError(
-                f"implements hooks rewardkit does not define: {unknown} (misspelt? the hooks are "
-                f"{', '.join(hook_names())})"
+                f"implements hooks rewardkit does not define: {unknown} (misspelt? the hooks are {hooks})"
             )
         if wrapping:
             raise PluginLoadError(
@@ -186,12 +176,10 @@ class PluginManager:
 
     def impls(self, hook_name: str) -> list[tuple[PluginInfo, pluggy.HookImpl]]:
         """Each implementation of a hook with its owner, in the order rewardkit calls them
-        (``call_order``): never dependent on install order, and no installed plugin before a built-in.
-        """
+        (``call_order``): never dependent on install order, and no installed plugin before a built-in."""
         caller: pluggy.HookCaller = getattr(self.pm.hook, hook_name)
         pairs = [(self.info(impl.plugin), impl) for impl in caller.get_hookimpls()]
-        pairs.sort(key=lambda pair: call_order(*pair))
-        return pairs
+        return sorted(pairs, key=lambda pair: call_order(*pair))
 
     def call_each(
         self,
@@ -200,15 +188,11 @@ class PluginManager:
         on_failure: Callable[[PluginInfo], object] | None = None,
         arguments: Mapping[str, object] | None = None,
     ) -> None:
-        """Call every implementation of a ``register_*`` hook with a ``register`` bound to its owner.
-
-        Each plugin is called alone, so a registry can name the plugin behind every entry (and both
-        owners of a duplicate). pluggy passes each implementation the spec's arguments it names, so a
-        spec may grow (``arguments``: those beyond ``register``). A hook that raises fails its plugin
-        alone, as an import failure does: ``on_failure(owner)`` withdraws what it registered and the
-        failure is logged and listed by ``describe`` (fatal under ``REWARDKIT_STRICT_PLUGINS=1``).
-        A name conflict between two plugins (``NameConflictError``) is always fatal.
-        """
+        """Call every implementation of a ``register_*`` hook alone, with a ``register`` bound to its owner,
+        so a registry can name the plugin behind every entry (and both owners of a duplicate); ``arguments``
+        are the spec's arguments beyond ``register`` (pluggy passes each implementation those it names, so a
+        spec may grow). A hook that raises fails its plugin alone: ``on_failure(owner)`` withdraws what it
+        registered; the failure is logged and listed by ``describe``. A ``NameConflictError`` is fatal."""
         plugins = self.pm.get_plugins()
         for owner, impl in self.impls(hook_name):
             if self.tracing:
@@ -226,10 +210,8 @@ class PluginManager:
     def _hook_failed(self, owner: PluginInfo, hook_name: str, error: Exception) -> None:
         kind = "built-in plugin" if owner.builtin else "rewardkit plugin"
         failure = f"{hook_name} raised {type(error).__name__}: {error}"
-        message = (
-            f"{kind} {owner.name!r} from distribution {owner.distribution} {owner.version} failed: "
-            f"{failure}; what it registered there is ignored"
-        )
+        where = f"{kind} {owner.name!r} from distribution {owner.distribution} {owner.version}"
+        message = f"{where} failed: {failure}; what it registered there is ignored"
         if strict_plugins():
             raise PluginLoadError(message) from error
         log.warning("%s (set REWARDKIT_STRICT_PLUGINS=1 to make this fatal)", message)
@@ -242,30 +224,14 @@ class PluginManager:
         for name, plugin in sorted(self.pm.list_name_plugin(), key=lambda pair: pair[0]):
             info = self.info(plugin)
             hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
-            row: dict[str, Any] = {
-                "name": name,
-                "distribution": info.distribution,
-                "version": info.version,
-                "builtin": info.builtin,
-                "hooks": hooks,
-                "status": "loaded",
-            }
+            row: dict[str, Any] = {**asdict(info), "hooks": hooks, "status": "loaded"}
             failed = self.hook_failures.get(name)
             if failed:
                 row.update(status="failed", error="; ".join(failed))
             rows.append(row)
-        rows.extend(
-            {
-                "name": failure.name,
-                "distribution": failure.distribution,
-                "version": failure.version,
-                "builtin": False,
-                "hooks": [],
-                "status": "failed",
-                "error": failure.error,
-            }
-            for failure in self.failures
-        )
+        for failure in self.failures:
+            info = PluginInfo(failure.name, failure.distribution, failure.version, builtin=False)
+            rows.append({**asdict(info), "hooks": [], "status": "failed", "error": failure.error})
         return rows
 
 
@@ -277,10 +243,8 @@ def call_order(owner: PluginInfo, impl: pluggy.HookImpl) -> tuple[bool, int, str
 
 
 def hook_names() -> list[str]:
-    """Every hook rewardkit defines."""
-    return sorted(
-        name for name, value in vars(hookspecs).items() if hasattr(value, f"{hookspecs.PROJECT_NAME}_spec")
-    )
+    marker = f"{hookspecs.PROJECT_NAME}_spec"
+    return sorted(name for name, value in vars(hookspecs).items() if hasattr(value, marker))
 
 
 _manager: PluginManager | None = None

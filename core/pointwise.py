@@ -1,9 +1,4 @@
-"""``map_candidates``: lift a pointwise scorer into a group-native provider.
-
-A scorer is ``scorer(candidate, context, **params) -> RewardProviderResult``. ``map_candidates``
-checks the parameters against the scorer's signature at construction (so a misspelt option fails
-in preflight, not mid-training) and maps the scorer over the request in candidate order.
-"""
+"""``map_candidates``: lift a pointwise scorer into a group-native provider (candidates in order)."""
 
 from __future__ import annotations
 
@@ -25,6 +20,8 @@ from rewardkit.errors import RequestCancelled, RewardContractError
 
 Scorer = Callable[..., RewardProviderResult]
 _trajectory_id = attrgetter("trajectory_id")
+_PROBE_CANDIDATE = RewardCandidate("probe", "")
+_PROBE_CONTEXT = RewardContext()
 
 
 class MappedProvider:
@@ -83,11 +80,10 @@ def _located(error: RewardContractError, group_id: str, candidate: RewardCandida
 
 
 def map_candidates(scorer: Scorer, /, **params: Any) -> MappedProvider:
-    """Return a provider that scores each candidate with ``scorer(candidate, context, **params)``.
-
-    ``functools.partial(map_candidates, scorer)`` is a valid ``RewardProviderSpec.factory``.
-    Raises ``TypeError`` naming the scorer and the bad parameter when ``params`` do not fit.
-    """
+    """A provider scoring each candidate with ``scorer(candidate, context, **params)``;
+    ``functools.partial(map_candidates, scorer)`` is a valid ``RewardProviderSpec.factory``. Raises
+    ``TypeError`` naming the scorer and the bad parameter when ``params`` do not fit the signature:
+    here, so that a misspelt option fails in preflight, not mid-training."""
     if not callable(scorer):
         raise TypeError(f"map_candidates needs a callable scorer, got {scorer!r}")
     signature = inspect.signature(scorer)
@@ -104,7 +100,3 @@ def map_candidates(scorer: Scorer, /, **params: Any) -> MappedProvider:
             f"{sorted(params)}: {error}; it accepts {accepted}"
         ) from None
     return MappedProvider(scorer, dict(params))
-
-
-_PROBE_CANDIDATE = RewardCandidate("probe", "")
-_PROBE_CONTEXT = RewardContext()

@@ -1,15 +1,12 @@
 """The one-pass strategy: a batch whose providers are all cheap pointwise scorers, scored as columns.
 
-When every provider was built by ``map_candidates`` and declares itself ``cheap``, a candidate's
-verdict depends only on the candidate and its group's common inputs, so the batch is scored as flat
-columns in the calling thread, without the per-group request and result objects and the provider
-and adapter call layers.
-
-Nothing is checked less, and nothing is decided here: the checks are the general strategy's own
-functions (``check_one_prompt``, the bound adapter's candidate, common-input and result checks),
-called in the same order on the same values, and scoring, reading, composing and finishing go
-through the same ``score_candidates``, ``read_outcomes``, ``compose_parts`` and worker. So either
-strategy raises the same error and scores the same (``tests/test_pointwise_batch.py``).
+When every provider was built by ``map_candidates`` and is ``cheap``, a verdict depends only on the
+candidate and its group's common inputs, so the batch is scored as flat columns in the calling thread,
+without per-group request and result objects or the provider and adapter call layers. Nothing is
+checked less or decided here: the checks are the general strategy's own (``check_one_prompt``, the
+bound adapter's candidate, common-input and result checks), in the same order on the same values, and
+scoring, composing and finishing go through the same ``score_candidates``, ``read_outcomes``,
+``compose_parts`` and worker, so either strategy raises the same error and scores the same.
 """
 
 from __future__ import annotations
@@ -99,17 +96,9 @@ class PointwiseBatch:
         values: list[list[float]] = [[] for _ in self.components]
 
         def columns() -> ScoredColumns:
-            return self.void_charges(
-                ScoredColumns(
-                    group_ids,
-                    sizes,
-                    list(map(_trajectory_id, candidates)),
-                    composed,
-                    statuses,
-                    values,
-                    {scorer.key: scorer.results for scorer in scorers},
-                )
-            )
+            ids = list(map(_trajectory_id, candidates))
+            said = {scorer.key: scorer.results for scorer in scorers}
+            return self.void_charges(ScoredColumns(group_ids, sizes, ids, composed, statuses, values, said))
 
         runs = list(chunks(batch_parts(groups), 1, max_chunk_weight))
         for number, (chunk, weight) in enumerate(runs, 1):

@@ -2,13 +2,9 @@
 
 Each ``register_*`` hook receives a ``register`` callback of the registrar type named in its spec
 (``ProviderRegistrar`` for ``register_reward_providers``, ...); a plugin may annotate with them.
-
-``RewardLike`` is the surface the three backends share: the in-process ``rewardkit.Reward``, the
-Reward Service client ``rewardkit_service.client.RemoteReward`` and the Ray backend
-``rewardkit_ray.backend.RayReward``. The score job and the trainer bindings work on it and on
-nothing else, so a fourth backend needs only to implement it. Where the backends differ the
-protocol says so in the type: ``catalog`` is ``None`` when the catalog lives in another process
-(a Reward Service resolves it there).
+``RewardLike`` is the surface the backends share (``rewardkit.Reward``, the Reward Service's
+``RemoteReward``, ``rewardkit_ray``'s ``RayReward``): the score job and the trainer bindings use
+nothing else, so a fourth backend needs only to implement it.
 """
 
 from __future__ import annotations
@@ -36,9 +32,6 @@ __all__ = [
     "TrainerBindingRegistrar",
     "protocol_gaps",
 ]
-
-
-# -- what each hook is handed ----------------------------------------------------------------------
 
 
 class ProviderRegistrar(Protocol):
@@ -71,47 +64,34 @@ class RewardAttackRegistrar(Protocol):
     def __call__(self, item: AttackFamily | AttackSpec, /) -> None: ...
 
 
-# -- what every reward backend offers -------------------------------------------------------------
-
-
 @runtime_checkable
 class RewardLike(Protocol):
-    """A resolved, preflighted reward, whichever backend scores it.
-
-    Read-only members are properties here so that a backend may hold them as plain attributes.
-    """
+    """A resolved, preflighted reward, whichever backend scores it. Read-only members are properties
+    here so that a backend may hold them as plain attributes."""
 
     @property
-    def config(self) -> RewardkitConfig:
-        """The configuration the reward was loaded from."""
+    def config(self) -> RewardkitConfig: ...
 
     @property
-    def selection(self) -> RewardSelection:
-        """The selection this reward scores (``rl.reward``, a routed or a validation one)."""
+    def selection(self) -> RewardSelection: ...  # ``rl.reward``, a routed or a validation selection
 
     @property
-    def namespace(self) -> str:
-        """The metric namespace: ``train``, or ``val`` for the held-out reward."""
+    def namespace(self) -> str: ...  # the metric namespace: ``train``, or ``val`` for the held-out reward
 
     @property
-    def spec(self) -> RewardSpec:
-        """The composed spec, with every component's term resolved."""
+    def spec(self) -> RewardSpec: ...  # the composed spec, with every component's term resolved
 
     @property
-    def spec_identity(self) -> dict[str, Any]:
-        """What a run records of the spec and compares on resume (JSON)."""
+    def spec_identity(self) -> dict[str, Any]: ...  # the JSON a run records of the spec, compared on resume
 
     @property
-    def providers(self) -> tuple[ProviderRecord, ...]:
-        """Every selected provider's record: reference, revision, identity, code fingerprint."""
+    def providers(self) -> tuple[ProviderRecord, ...]: ...  # every selected provider's record
 
     @property
-    def needs(self) -> tuple[str, ...]:
-        """The canonical inputs the selected providers read."""
+    def needs(self) -> tuple[str, ...]: ...  # the canonical inputs the selected providers read
 
     @property
-    def catalog(self) -> Catalog | None:
-        """The resolved catalog, or ``None`` where it is resolved in another process (a service)."""
+    def catalog(self) -> Catalog | None: ...  # None where it is resolved in another process (a service)
 
     def score(
         self,
@@ -120,24 +100,19 @@ class RewardLike(Protocol):
         deadline_s: float | None = None,
         timeout_s: float | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> ScoredBatch:
-        """Score complete groups: per-candidate ``final``, breakdown and advantage, and metrics."""
+    ) -> ScoredBatch: ...  # score complete groups: per-candidate ``final``, breakdown, advantage; metrics
 
     async def ascore(
         self, groups: Iterable[GroupLike], *, deadline_s: float | None = None, timeout_s: float | None = None
-    ) -> ScoredBatch:
-        """``score`` for asyncio callers."""
+    ) -> ScoredBatch: ...  # ``score`` for asyncio callers
 
     def process(
         self, groups: Iterable[GroupLike], *, deadline_s: float | None = None, timeout_s: float | None = None
-    ) -> ScoredBatch:
-        """Score and write ``reward``/``advantage`` into the trajectories, all or nothing."""
+    ) -> ScoredBatch: ...  # score, and write ``reward``/``advantage`` into the trajectories (all or nothing)
 
-    def validation(self) -> RewardLike:
-        """The held-out reward (``rl.validation.reward``), built once."""
+    def validation(self) -> RewardLike: ...  # the held-out reward (``rl.validation.reward``), built once
 
-    def close(self) -> None:
-        """Release what the reward holds; idempotent."""
+    def close(self) -> None: ...  # release what the reward holds; idempotent
 
     def __enter__(self) -> RewardLike: ...
 
@@ -145,13 +120,10 @@ class RewardLike(Protocol):
 
 
 def protocol_gaps(candidate: object, protocol: type = RewardLike) -> list[str]:
-    """How ``candidate`` (an instance) falls short of ``protocol``: one line per missing member, and
-    per method that cannot be called the way the protocol promises (a parameter missing, of another
-    kind or without its default, an extra parameter without a default, sync where async is promised).
-
-    ``isinstance`` against a runtime-checkable protocol only checks that the names exist; this is
-    what a backend's tests assert is empty.
-    """
+    """How ``candidate`` (an instance) falls short of ``protocol``: one line per missing member and
+    per method not callable as promised (a parameter missing, of another kind or without its default,
+    an extra one without a default, sync where async is promised). ``isinstance`` against a runtime
+    protocol only checks that the names exist; a backend's tests assert this is empty."""
     gaps: list[str] = []
     for name, promised in _members(protocol).items():
         if not hasattr(candidate, name):
@@ -171,14 +143,13 @@ def protocol_gaps(candidate: object, protocol: type = RewardLike) -> list[str]:
 
 def _members(protocol: type) -> dict[str, Any]:
     """The protocol's own members (and its protocol bases'), by name; dunders only for ``with``."""
-    members: dict[str, Any] = {}
-    for klass in reversed(protocol.__mro__):
-        if klass in (object, Protocol, Generic):
-            continue
-        for name, value in vars(klass).items():
-            if name in ("__enter__", "__exit__") or not name.startswith("_"):
-                members[name] = value
-    return members
+    return {
+        name: value
+        for klass in reversed(protocol.__mro__)
+        if klass not in (object, Protocol, Generic)
+        for name, value in vars(klass).items()
+        if name in ("__enter__", "__exit__") or not name.startswith("_")
+    }
 
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)

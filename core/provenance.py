@@ -1,9 +1,8 @@
 """What a run records about the providers it scored with, and the checks made on resume.
 
-A record holds the catalog reference, the provider name, its revision, its identity hash and its
-code fingerprint. Resuming pending work (or comparing with kept results) under a different
-catalog, provider, revision or identity is refused, naming each field that differs; code that
-changed while the revision did not is a warning, or an error under ``REWARDKIT_STRICT_IDENTITY=1``.
+Resuming pending work (or comparing with kept results) under a different catalog, provider,
+revision or identity is refused, naming each field that differs; code that changed while the
+revision did not is a warning, or an error under ``REWARDKIT_STRICT_IDENTITY=1``.
 """
 
 from __future__ import annotations

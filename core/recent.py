@@ -2,8 +2,7 @@
 
 A yes/no rule returns one of two shared results for every candidate, and what is read from a result
 is the same each time it comes back: remembering the last two answers by identity (the items are
-immutable, and an identity test costs nothing) turns a batch's worth of calls into a few.
-"""
+immutable, and an identity test costs nothing) turns a batch's worth of calls into a few."""
 
 from __future__ import annotations
 
@@ -13,14 +12,13 @@ from typing import Generic, TypeVar
 Item = TypeVar("Item")
 Answer = TypeVar("Answer")
 
-# What the memo holds before its first item: an object no caller passes (None would let a
-# scorer's missing `return` take the answer of an earlier, valid result).
+# The memo before its first item: not None, or a scorer's missing `return` would get an earlier answer.
 _NOTHING = object()
 
 
 class LastTwo(Generic[Item, Answer]):
-    """``function`` over items, remembering the answers for the last two distinct items seen (across
-    ``map`` calls, so one per column or provider serves a whole batch)."""
+    """``map(items)`` is ``[function(item) for item in items]``, remembering the answers for the last
+    two distinct items seen (across calls, so one per column or provider serves a whole batch)."""
 
     __slots__ = ("_function", "_state")
 
@@ -31,8 +29,6 @@ class LastTwo(Generic[Item, Answer]):
         self._state: tuple[object, Answer | None, object, Answer | None] = (_NOTHING, None, _NOTHING, None)
 
     def map(self, items: Iterable[Item]) -> list[Answer]:
-        """``[function(item) for item in items]``, calling ``function`` only for an item that is not
-        one of the last two seen."""
         last, last_answer, before, before_answer = self._state
         out: list[Answer] = []
         append = out.append

@@ -18,9 +18,8 @@ def owner_label(owner: PluginInfo) -> str:
 
 
 class UnavailableNameError(UnknownNameError):
-    """A name asked for is not registered, and at least one plugin failed to load or register: the
-    failed one may be what provides it, so the message names every failed plugin rather than
-    guessing a near name among those that loaded."""
+    """A name is not registered and some plugin failed to load or register: the failed one may provide
+    it, so the message names every failed plugin rather than guess a near name among those loaded."""
 
     def __init__(self, kind: str, name: str, known: Iterable[str], failed: Sequence[str]) -> None:
         super().__init__(kind, name, known)
@@ -48,8 +47,7 @@ class Registry(Generic[T]):
         self.kind = kind
         self.value_type = value_type
         self._entries: dict[str, Registered[T]] = {}
-        # Plugins that failed to import or to register here, one line each ("plugin 'x' from
-        # distribution d 1.0 failed to load: ImportError: ..."): named when a name is not found.
+        # Plugins that failed to import or register here, one line each: named when a name is not found.
         self.failures: tuple[str, ...] = ()
 
     def add(self, name: str, value: T, owner: PluginInfo) -> None:
@@ -75,11 +73,9 @@ class Registry(Generic[T]):
 
     def registrar(self, owner: PluginInfo, name_of: Callable[[T], str]) -> Callable[[T], None]:
         """The ``register`` callback handed to one plugin's hook implementation."""
-
-        def register(value: T) -> None:
-            self.add(name_of(value) if isinstance(value, self.value_type) else "?", value, owner)
-
-        return register
+        return lambda value: self.add(
+            name_of(value) if isinstance(value, self.value_type) else "?", value, owner
+        )
 
     def drop_owner(self, owner: PluginInfo) -> list[str]:
         """Forget every entry ``owner`` registered (its hook failed part-way); their names."""

@@ -172,13 +172,11 @@ class Reward:
         timeout_s: float | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> ScoredBatch:
-        """Score complete groups; returns per-candidate ``final``, breakdown and advantage, and metrics.
-
-        ``timeout_s`` (default ``rewards.request_timeout_s``) bounds the whole call: past it the
-        work is cancelled (queued groups dropped, sandboxes and judge calls stopped) and the call
-        raises ``RequestTimeout``. ``deadline_s`` bounds only the wait for capacity. ``groups`` is
-        read once; ``progress(n)`` is called with the rollouts scored since its last call.
-        """
+        """Score complete groups: per-candidate ``final``, breakdown and advantage, and metrics. ``timeout_s``
+        (default ``rewards.request_timeout_s``) bounds the whole call: past it the work is cancelled (queued
+        groups dropped, sandboxes and judge calls stopped) and ``RequestTimeout`` raised; ``deadline_s``
+        bounds the wait for capacity. ``groups`` is read once; ``progress(n)`` gets the rollouts scored since
+        the last call."""
         batch = as_batch(groups)
         return run_bounded(
             self._timeout(timeout_s),
@@ -202,8 +200,7 @@ class Reward:
     async def ascore(
         self, groups: Iterable[GroupLike], *, deadline_s: float | None = None, timeout_s: float | None = None
     ) -> ScoredBatch:
-        """``score`` for asyncio callers, without blocking the event loop; cancelling the awaiting
-        task cancels the scoring (its sandboxes and judge calls) too."""
+        """``score`` for asyncio, off the event loop; cancelling the awaiting task cancels the scoring too."""
         scope = CancelScope()
         with entered(scope):  # to_thread runs score in a copy of this context: it sees the scope
             try:
@@ -226,28 +223,23 @@ class Reward:
             if self._validation is not None:
                 return self._validation
         validation = self.config.rl.validation
-        selection = self.selection
+        chosen = self.selection
         if validation is not None and validation.reward is not None:
-            chosen = validation.reward
-            if isinstance(chosen, str):
-                selection = RewardSelection(provider=chosen, catalog=self.selection.catalog)
-            elif chosen.catalog is None:
-                selection = chosen.model_copy(update={"catalog": self.selection.catalog})
+            wanted = validation.reward
+            if isinstance(wanted, str):
+                chosen = RewardSelection(provider=wanted, catalog=self.selection.catalog)
+            elif wanted.catalog is None:
+                chosen = wanted.model_copy(update={"catalog": self.selection.catalog})
             else:
-                selection = chosen
-            if selection.catalog != self.selection.catalog:
+                chosen = wanted
+            if chosen.catalog != self.selection.catalog:
                 raise PreflightError(
                     f"rl.validation.reward must use the training catalog {self.selection.catalog!r}, "
-                    f"not {selection.catalog!r}: validation selects from the same catalog"
+                    f"not {chosen.catalog!r}: validation selects from the same catalog"
                 )
         size = validation.n_generation if validation is not None else None
         child = Reward(
-            self.config,
-            selection,
-            namespace="val",
-            group_size=size,
-            catalog=self.catalog,
-            runtime=self.runtime,
+            self.config, chosen, namespace="val", group_size=size, catalog=self.catalog, runtime=self.runtime
         )
         with self._executor_lock:
             self._children.append(child)
@@ -300,17 +292,17 @@ def build_reward(
     group_size: int | None = None,
     runtime: Mapping[str, Any] | None = None,
 ) -> RewardLike:
-    """The reward for ``selection`` (default ``rl.reward``) on the backend the configuration names.
-
-    The one backend dispatch (``load`` and every trainer binding build here): the selection's
-    ``service`` or ``rl.reward.service`` scores in that Reward Service (``RemoteReward``),
-    ``rewards.backend: ray`` on reward actors (``RayReward``), otherwise in this process. Nothing
-    falls back: a missing distribution is ``MissingExtraError`` with its install line; an
-    unreachable service or cluster fails here; ``runtime`` with either is a ``PreflightError``.
-    """
+    """The reward for ``selection`` (default ``rl.reward``) on the configured backend, the one dispatch, for
+    ``load`` and every trainer binding: the selection's ``service`` or ``rl.reward.service`` scores in that
+    Reward Service (``RemoteReward``), ``rewards.backend: ray`` on reward actors (``RayReward``), else in this
+    process. Nothing falls back: a missing distribution is ``MissingExtraError`` with its install line, an
+    unreachable service or cluster fails here, ``runtime`` with either is a ``PreflightError``."""
     selection = selection or config.rl.reward
     service = selection.service or config.rl.reward.service
-    where = "rl.reward.service" if service is not None else "rewards.backend: ray"
+    if service is not None:
+        where, module, name = "rl.reward.service", "rewardkit_service.client", "RemoteReward"
+    else:
+        where, module, name = "rewards.backend: ray", "rewardkit_ray.backend", "RayReward"
     remote = service is not None or config.rewards.backend == "ray"
     if runtime is not None and remote:
         raise PreflightError(
@@ -319,11 +311,6 @@ def build_reward(
         )
     if not remote:
         return Reward(config, selection, group_size=group_size, runtime=runtime)
-    module, name = (
-        ("rewardkit_service.client", "RemoteReward")
-        if service is not None
-        else ("rewardkit_ray.backend", "RayReward")
-    )
     backend: Callable[..., RewardLike] = import_optional(module, name, where)
     return backend(config, selection, group_size=group_size)
 
@@ -334,12 +321,9 @@ def load(
     *,
     runtime: Mapping[str, Any] | None = None,
 ) -> RewardLike:
-    """Resolve and preflight the reward a configuration selects.
-
-    ``config`` is a ``RewardkitConfig``, a mapping or a YAML/TOML path; ``build_reward`` picks the
-    backend. ``runtime`` passes in-process objects (``{"decoder": decoder}``) to the factories that
-    declare them and lets rollouts carry in-process ``media`` (so no service or Ray with it).
-    """
+    """Resolve and preflight the reward a configuration (``RewardkitConfig``, mapping or YAML/TOML path)
+    selects, on the backend ``build_reward`` picks. ``runtime`` passes in-process objects (``{"decoder":
+    decoder}``) to the factories declaring them and lets rollouts carry ``media`` (so no service or Ray)."""
     if not isinstance(config, RewardkitConfig):
         config = load_config(config, overrides)
     elif overrides:

@@ -1,19 +1,17 @@
 """The main job, ``rewardkit score CONFIG [key=value ...] --out results.jsonl``.
 
-Rollouts are read one group at a time and scored in chunks of about ``CHUNK_ROLLOUTS``; a chunk is
-scored, journaled and dropped, so memory does not grow with the run. Beside ``--out`` sit:
+Rollouts are read one group at a time and scored in chunks of about ``CHUNK_ROLLOUTS``, each scored,
+journaled and dropped, so memory does not grow with the run. Beside ``--out`` sit the run manifest
+``<out>.run.json`` (catalog, providers, identities, normalised spec, job settings; ``pending`` until
+the output is in place, then ``complete``) and the journal ``<out>.journal`` (each chunk's output
+lines, then its fsynced record: number, SHA-256 of its input rows, metrics, summary sums; a chunk
+counts once its record is whole). The output is written from the journal to a temporary file
+(``advantage_scaling: batch`` recomputes the advantages over the whole run) and renamed into place.
 
-- the run manifest ``<out>.run.json``: catalog, providers, identities, the normalised spec and the
-  job settings that shape the output; ``pending`` until the output is in place, then ``complete``;
-- the journal ``<out>.journal``: each finished chunk's output lines, then its record (number,
-  SHA-256 of its input rows, metrics, summary sums), fsynced; a chunk counts once its record is whole;
-- the output, written from the journal to a temporary file (``advantage_scaling: batch`` recomputes
-  the advantages over the whole run) and renamed into place, so a reader never sees half a result.
-
-A stopped run leaves its manifest ``pending`` and its journal; ``--resume`` finishes it under the
-same provider identities, spec and job settings (anything else is refused), rescoring only chunks
-not journaled or whose input changed. Replacing a pending or complete run needs ``--overwrite``.
-A Ctrl-C ends the job with one line naming the ``--resume`` command (exit code 130).
+``--resume`` finishes a ``pending`` run under the same provider identities, spec and job settings
+(anything else is refused), rescoring only chunks not journaled or whose input changed. Replacing a
+run needs ``--overwrite``. A Ctrl-C ends the job with one line naming the ``--resume`` command (exit
+code 130).
 """
 
 from __future__ import annotations
@@ -30,6 +28,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import IO, Any
 
@@ -96,15 +95,11 @@ def journal_path(out: Path) -> Path:
 
 def check_out_path(out: Path) -> None:
     """Refuse an ``--out`` that cannot take the results, before anything is scored."""
-    for path, what in (
-        (out, "--out"),
-        (manifest_path(out), "the run manifest"),
-        (journal_path(out), "the journal"),
-    ):
+    named = {out: "--out", manifest_path(out): "the run manifest", journal_path(out): "the journal"}
+    for path, what in named.items():
         if path.is_dir():
-            raise PreflightError(
-                f"{what} {path} is a folder; --out names the results file, e.g. {out / 'results.jsonl'}"
-            )
+            problem = f"{what} {path} is a folder; --out names the results file, e.g. {out / 'results.jsonl'}"
+            raise PreflightError(problem)
     existing = out.parent
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -280,10 +275,9 @@ class Journal:
                     try:
                         record = json.loads(line)
                         number = int(record["chunk"])
-                        complete = record["rollouts"] == rows
+                        if record["rollouts"] != rows:
+                            break
                     except (ValueError, KeyError, TypeError):
-                        break
-                    if not complete:
                         break
                     journal.chunks[number] = Chunk(start, offset - start, record)
                     journal.end = offset + len(line)
@@ -381,12 +375,13 @@ def _added(keys: Sequence[str], parts: Iterable[dict[str, float]]) -> dict[str, 
     return sums
 
 
-def _mean_std(sums: dict[str, float]) -> tuple[float, float]:
+def _shown_mean_std(sums: dict[str, float]) -> tuple[str, str]:
+    """The mean and standard deviation of summed values as the summary shows them (``nan`` for none)."""
     count = sums["n"]
     if not count:
-        return math.nan, math.nan
+        return f"{math.nan:.4f}", f"{math.nan:.4f}"
     mean = sums["sum"] / count
-    return mean, math.sqrt(max(0.0, sums["sumsq"] / count - mean * mean))
+    return f"{mean:.4f}", f"{math.sqrt(max(0.0, sums['sumsq'] / count - mean * mean)):.4f}"
 
 
 def summary_rows(reward: RewardLike, chunks: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -394,15 +389,13 @@ def summary_rows(reward: RewardLike, chunks: Sequence[dict[str, Any]]) -> list[t
     rows: list[tuple[Any, ...]] = []
     for component in reward.spec.components:
         sums = _added(_COMPONENT_SUMS, (chunk["components"].get(component.name, {}) for chunk in chunks))
-        mean, std = _mean_std(sums)
         counts = (int(sums["scored"]), int(sums["skipped"]), int(sums["error"]), int(sums["gated"]))
         rows.append(
-            (component.name, f"{component.provider}:{component.term}", f"{mean:.4f}", f"{std:.4f}", *counts)
+            (component.name, f"{component.provider}:{component.term}", *_shown_mean_std(sums), *counts)
         )
     final = _added(_FINAL_SUMS, (chunk["final"] for chunk in chunks))
-    mean, std = _mean_std(final)
     counts = (int(final["n"]), 0, int(final["nulls"]), int(final["gated"]))
-    rows.append(("final", "-", f"{mean:.4f}", f"{std:.4f}", *counts))
+    rows.append(("final", "-", *_shown_mean_std(final), *counts))
     return rows
 
 
@@ -456,8 +449,7 @@ def _copy_range(source: IO[bytes], offset: int, length: int) -> Iterator[bytes]:
 
 def _chunk_rows(source: IO[bytes], chunk: Chunk) -> Iterator[dict[str, Any]]:
     data = b"".join(_copy_range(source, chunk.offset, chunk.length))
-    for line in data.splitlines():
-        yield json.loads(line)
+    yield from map(json.loads, data.splitlines())
 
 
 def _output_pieces(journal: Journal, count: int, finisher: SplitBatchFinisher) -> Iterator[bytes]:
@@ -473,17 +465,13 @@ def _output_pieces(journal: Journal, count: int, finisher: SplitBatchFinisher) -
             row["final"] for number in range(count) for row in _chunk_rows(source, journal.chunks[number])
         )
         for number in range(count):
-            group: list[dict[str, Any]] = []
             lines: list[bytes] = []
-            for row in [*_chunk_rows(source, journal.chunks[number]), None]:
-                if group and (row is None or row["group_id"] != group[0]["group_id"]):
-                    (advantages,) = finisher.advantages([[candidate["final"] for candidate in group]])
-                    for candidate, advantage in zip(group, advantages):
-                        candidate["advantage"] = advantage
-                        lines.append(json.dumps(candidate, separators=(",", ":")).encode() + b"\n")
-                    group = []
-                if row is not None:
-                    group.append(row)
+            for _, rows in groupby(_chunk_rows(source, journal.chunks[number]), lambda row: row["group_id"]):
+                group = list(rows)
+                (advantages,) = finisher.advantages([[candidate["final"] for candidate in group]])
+                for candidate, advantage in zip(group, advantages):
+                    candidate["advantage"] = advantage
+                    lines.append(json.dumps(candidate, separators=(",", ":")).encode() + b"\n")
             yield b"".join(lines)
 
 
@@ -565,9 +553,8 @@ def run_score(
 
             require_matplotlib()  # before anything is scored
         if resume and overwrite:
-            raise PreflightError(
-                "--resume and --overwrite exclude each other: finish the pending run, or discard it"
-            )
+            problem = "--resume and --overwrite exclude each other: finish the pending run, or discard it"
+            raise PreflightError(problem)
         config = load_config(config_source, overrides)
         rollouts_path = config.rl.data.rollouts_path
         if rollouts_path is None:
@@ -720,24 +707,9 @@ def run_score(
                 )
             write_atomically(out_path, _output_pieces(journal, count, finisher))
             metrics, _ = finisher.report()
-            _write_manifest(
-                out_path,
-                _manifest(
-                    config,
-                    reward,
-                    "complete",
-                    run,
-                    started,
-                    rollouts_scored=rollouts_total,
-                    groups=groups_total,
-                    seconds=elapsed,
-                    chunks=count,
-                    chunks_reused=reused,
-                    metrics=metrics,
-                    **kept,
-                    **changed,
-                ),
-            )
+            tally: dict[str, Any] = dict(rollouts_scored=rollouts_total, groups=groups_total, seconds=elapsed)
+            tally.update(chunks=count, chunks_reused=reused, metrics=metrics, **kept, **changed)
+            _write_manifest(out_path, _manifest(config, reward, "complete", run, started, **tally))
             journal.path.unlink(missing_ok=True)
             headers = ("component", "provider:term", "mean", "std", "scored", "skipped", "errors", "gated")
             print(format_table(summary_rows(reward, summaries), headers), file=stdout)
@@ -757,13 +729,10 @@ def run_score(
             if plot is not None:
                 from rewardkit.score_plot import plot_distribution
 
+                names = [component.name for component in reward.spec.components]
+                title = f"rewardkit score {out_path.name}: {rollouts_total} rollouts, {groups_total} groups"
                 plot_distribution(
-                    out_path,
-                    Path(plot),
-                    [component.name for component in reward.spec.components],
-                    title=f"rewardkit score {out_path.name}: {rollouts_total} rollouts, "
-                    f"{groups_total} groups",
-                    zero_variance=(zero, groups_total),
+                    out_path, Path(plot), names, title=title, zero_variance=(zero, groups_total)
                 )
                 print(f"wrote the reward distribution plot to {plot}", file=stdout)
         return 0

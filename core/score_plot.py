@@ -1,8 +1,7 @@
 """``rewardkit score --plot FILE``: histograms of the final rewards and of each component's values.
 
 matplotlib is imported when a plot is asked for (the core does not need it otherwise); without it
-the job stops before scoring anything, with one line naming the core's ``plot`` extra.
-"""
+the job stops before scoring anything, with one line naming the core's ``plot`` extra."""
 
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ from rewardkit.errors import RewardkitError
 from rewardkit.extras import CORE_DISTRIBUTION, MissingExtraError, install_line
 
 PLOT_EXTRA = "plot"
+DISTINCT_AS_BARS = 20  # at most this many distinct values: one bar per value, else a histogram
 
 
 def require_matplotlib() -> Any:
@@ -48,9 +48,6 @@ def read_values(out: Path, components: Sequence[str]) -> tuple[list[float], dict
     return finals, values
 
 
-DISTINCT_AS_BARS = 20  # at most this many distinct values: one bar per value, else a histogram
-
-
 def _draw(axis: Any, data: Sequence[float], color: str) -> None:
     distinct = sorted(set(data))
     if len(distinct) <= DISTINCT_AS_BARS:
@@ -74,8 +71,7 @@ def plot_distribution(
     (titled with the zero-variance groups), then one per component."""
     pyplot = require_matplotlib()
     finals, values = read_values(out, components)
-    panels: list[tuple[str, list[float]]] = [("final reward", finals)]
-    panels += [(f"component {name!r}", values[name]) for name in components]
+    panels = [("final reward", finals), *((f"component {name!r}", values[name]) for name in components)]
     figure, axes = pyplot.subplots(len(panels), 1, figsize=(7, 2.6 * len(panels)), squeeze=False)
     zero, groups = zero_variance
     share = f"{zero / groups:.0%}" if groups else "-"

@@ -1,9 +1,7 @@
 """The progress line of ``rewardkit score`` on a terminal: counts, rate, ETA, one clean line.
 
 ``ProgressLine`` writes ``format_progress`` with a carriage return, padded to the terminal width (a
-shorter line leaves nothing of a longer one behind, with no escape codes) and cut to it (never
-wraps). The rate and ETA count only rollouts scored in this run, not those ``--resume`` reused.
-"""
+shorter line leaves nothing of a longer one behind, with no escape codes) and cut to it (never wraps)."""
 
 from __future__ import annotations
 

@@ -10,8 +10,7 @@ from rewardkit.provenance import ProviderRecord
 
 
 class ScoredCandidate(NamedTuple):
-    """One candidate's reward: ``final``, whether a gate floored it, the per-component breakdown,
-    its advantage, and each provider's diagnostics. A named tuple: one is built per rollout."""
+    """One candidate's reward (``gated``: a gate floored it). A named tuple: one is built per rollout."""
 
     trajectory_id: str
     final: float | None

@@ -1,10 +1,8 @@
 """A scored batch as columns, what both scoring strategies hand over, and how it becomes a ``ScoredBatch``.
 
-The worker scores group by group through the bound adapter, or in one pass over columns for cheap
-pointwise scorers (``rewardkit.worker``); either ends with a ``ScoredColumns``. ``BatchOutputs``
-turns it into advantages (from ``final`` only), the batch report and the ``ScoredBatch``, so both
-strategies return the same result for the same columns.
-"""
+Both strategies of ``rewardkit.worker`` (group by group, or one pass over columns for cheap pointwise
+scorers) end with a ``ScoredColumns``; one ``BatchOutputs`` turns it into advantages (from ``final``
+only), the report and the ``ScoredBatch``, so both return the same result for the same columns."""
 
 from __future__ import annotations
 
@@ -61,7 +59,6 @@ class BatchOutputs:
         )
 
     def report(self, columns: ScoredColumns, advantages: Sequence[float]) -> Report:
-        composed = columns.composed
         return batch_report(
             self.namespace,
             self.provider_names,
@@ -71,8 +68,8 @@ class BatchOutputs:
                 ComponentColumn(name, statuses, values)
                 for name, statuses, values in zip(self.components, columns.statuses, columns.values)
             ],
-            composed.totals,
-            composed.gated,
+            columns.composed.totals,
+            columns.composed.gated,
             advantages,
         )
 
@@ -93,8 +90,7 @@ class BatchOutputs:
 
     @staticmethod
     def _diagnostics(columns: ScoredColumns) -> Iterator[tuple[str, Sequence[MetricContribution]]]:
-        """``(provider key, contributions)`` for each candidate a provider scored, in batch order
-        for each provider (what a report's means add up)."""
+        """``(provider key, contributions)`` per scored candidate, per provider in batch order."""
         for key, results in columns.said.items():
             for result in results:
                 if result is not None:
@@ -107,12 +103,11 @@ class BatchOutputs:
             return [{} for _ in range(count)]
         names = self.provider_names
         providers = [(names[key], results) for key, results in columns.said.items()]
-        out = []
-        for index in range(count):
-            found: dict[str, dict[str, float]] = {}
-            for name, results in providers:
-                result = results[index]
-                if result is not None and result.diagnostics:
-                    found[name] = {item.name: item.value for item in result.diagnostics}
-            out.append(found)
-        return out
+        return [
+            {
+                name: {item.name: item.value for item in result.diagnostics}
+                for name, results in providers
+                if (result := results[index]) is not None and result.diagnostics
+            }
+            for index in range(count)
+        ]

@@ -1,11 +1,10 @@
 """Finishing a batch scored in parts, so that it reports what the whole batch scored in one call would.
 
-The parts (``ScoredBatch``es) come from split service requests, the score job's journaled chunks or
-a distributed trainer's ranks; a part may hold a piece of a group, under the group's own id. Metrics
-merge by ``rewardkit.metrics.merge_metrics``; advantages are recomputed by
-``rewardkit.advantages.group_advantages`` over whole groups (a ``batch`` scale over every total),
-and ``*/advantage/abs_mean`` from them. What a part decided about its own candidates (totals,
-breakdowns, diagnostics) stands. The Ray backend needs no finisher: its actors stage whole groups.
+The parts come from split service requests, the score job's journaled chunks or a distributed
+trainer's ranks; a part may hold a piece of a group, under the group's id. Metrics are merged;
+advantages (and ``*/advantage/abs_mean``) are recomputed over whole groups, a ``batch`` scale over
+every total. What a part decided about its own candidates (totals, breakdowns, diagnostics) stands.
+The Ray backend needs no finisher: its actors stage whole groups.
 """
 
 from __future__ import annotations
@@ -43,7 +42,6 @@ class SplitBatchFinisher:
 
     @classmethod
     def for_config(cls, rl: RLConfig) -> SplitBatchFinisher:
-        """The finisher under ``rl.advantage_scaling``, ``rl.advantage_std`` and ``rl.advantage_eps``."""
         eps = rl.advantage_eps if rl.advantage_eps is not None else EPSILON
         return cls(rl.advantage_scaling, std=rl.advantage_std, eps=eps)
 
@@ -103,15 +101,11 @@ class SplitBatchFinisher:
             weight = default_weights[index] if index < len(default_weights) else None
             self.add_report(part.metrics, part.metric_weights, default_weight=weight)
         order = list(pieces) if group_order is None else list(group_order)
-        problems = []
         missing = [group_id for group_id in order if group_id not in pieces]
-        if missing:
-            problems.append(f"groups {missing[:8]} are in no part")
         extra = sorted(pieces.keys() - set(order))
-        if extra:
-            problems.append(f"groups {extra[:8]} of the parts are not in the batch")
-        if len(set(order)) != len(order):
-            problems.append("the batch names a group twice")
+        problems = [f"groups {missing[:8]} are in no part"] if missing else []
+        problems += [f"groups {extra[:8]} of the parts are not in the batch"] if extra else []
+        problems += ["the batch names a group twice"] if len(set(order)) != len(order) else []
         if problems:
             raise RewardkitError("the parts do not make up the batch: " + "; ".join(problems))
         groups = [pieces[group_id] for group_id in order]

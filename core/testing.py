@@ -1,21 +1,11 @@
 """Conformance kit for reward providers, a pytest plugin (``pip install 'rewardkit-core[testing]'``).
 
-A provider package tests its provider by subclassing ``RewardProviderTests`` and giving sample
-inputs with what the provider should say about each::
-
-    from rewardkit.testing import Case, RewardProviderTests, Sample
-
-    class TestMyReward(RewardProviderTests):
-        provider_name = "my-reward"
-
-        def cases(self):
-            return [Case(reference="42", samples=[Sample("42", value=1.0), Sample("41", value=0.0)])]
-
-The kit scores every case and fails when a sample gets another status than expected (an
-``error`` where a score was expected fails, whatever its reason) or another value, when scoring
-is not repeatable, when permuting a group changes any candidate's result, when scoring changes the
-rollouts it was given, or when malformed groups reach the provider. Override ``params`` and
-``catalog`` to configure the provider; set ``deterministic = False`` for a provider that samples.
+Subclass ``RewardProviderTests``, set ``provider_name`` and return sample groups from ``cases()``
+(example: docs/writing_providers.md, "Testing with the conformance kit"). The kit fails when a
+sample gets another status or value than expected (an ``error`` where a score was expected fails
+whatever its reason), when scoring is not repeatable or depends on a candidate's position in its
+group, when it changes the rollouts it was given, or when malformed groups reach the provider.
+Override ``params`` and ``catalog`` to configure the provider; ``deterministic = False`` for one that samples.
 """
 
 from __future__ import annotations
@@ -37,13 +27,9 @@ from rewardkit.errors import RewardContractError
 
 @dataclass(frozen=True)
 class Sample:
-    """One completion and what the provider must return for it.
-
-    ``status`` is the expected status; ``value`` the expected value of the provider's first
-    term and ``terms`` expected values by term name, both only checked when given (within
-    ``RewardProviderTests.tolerance``, which also bounds how much repeated and permuted scoring
-    may differ: batched floating point, as in a reward model, may move in the last digits).
-    """
+    """One completion and what the provider must return for it: ``status``; ``value`` of its first term and
+    ``terms`` by term name, both checked only when given, within ``RewardProviderTests.tolerance`` (which also
+    bounds how much repeated and permuted scoring may differ: batched floating point may move)."""
 
     completion: str
     status: Status = "scored"
@@ -55,11 +41,8 @@ class Sample:
 
 @dataclass(frozen=True)
 class Case:
-    """One group: the inputs its candidates share and its samples, scored together as candidates.
-
-    ``prompt`` and ``reference`` are passed as a trainer would pass them (lists and dicts as
-    such); ``None`` leaves the input out of the rollouts.
-    """
+    """One group: its candidates' shared inputs, passed as a trainer would (lists and dicts as such; ``None``
+    leaves one out), and its samples, scored together."""
 
     samples: Sequence[Sample]
     prompt: Any = None
@@ -108,11 +91,9 @@ class RewardProviderTests:
     tolerance: ClassVar[float] = 1e-6
 
     def cases(self) -> Sequence[Case]:
-        """Sample groups with expected results. Override with inputs your provider understands.
-
-        The default is one group of four plain answers to "What is 1 + 1?" (reference ``"2"``),
-        each expected to be scored; it suits only providers that score any text.
-        """
+        """Sample groups with expected results; override with inputs your provider understands. The default,
+        four plain answers to "What is 1 + 1?" (reference ``"2"``) expected to score, suits only providers
+        scoring any text."""
         return [
             Case(
                 prompt="What is 1 + 1?",
@@ -120,8 +101,6 @@ class RewardProviderTests:
                 samples=[Sample(f"The answer is {index}.", completion_token_count=5) for index in range(4)],
             )
         ]
-
-    # -- helpers ---------------------------------------------------------------------------------
 
     def _cases(self) -> list[Case]:
         cases = list(self.cases())
@@ -134,16 +113,14 @@ class RewardProviderTests:
         """The rollouts a trainer would send for ``case``: fresh, mutable, ids ``c<index>-<k>``."""
         rows = []
         for position, sample in enumerate(case.samples):
+            given: dict[str, Any] = {
+                "prompt": copy.deepcopy(case.prompt),
+                "reference": copy.deepcopy(case.reference),
+                "finish_reason": sample.finish_reason,
+                "completion_token_count": sample.completion_token_count,
+            }
             row: dict[str, Any] = {"trajectory_id": f"c{index}-{position}", "completion": sample.completion}
-            for key in ("prompt", "reference"):
-                value = getattr(case, key)
-                if value is not None:
-                    row[key] = copy.deepcopy(value)
-            if sample.finish_reason is not None:
-                row["finish_reason"] = sample.finish_reason
-            if sample.completion_token_count is not None:
-                row["completion_token_count"] = sample.completion_token_count
-            rows.append(row)
+            rows.append(row | {key: value for key, value in given.items() if value is not None})
         return rows
 
     def _outcomes(self, bound: BoundProvider, rows: list[dict[str, Any]]) -> dict[str, _Outcome]:
@@ -163,15 +140,11 @@ class RewardProviderTests:
                 )
             )
 
-        return [
-            f"{key}: {expected[key]} then {got[key]}" for key in expected if not same(expected[key], got[key])
-        ]
+        return [f"{key}: {was} then {got[key]}" for key, was in expected.items() if not same(was, got[key])]
 
     @staticmethod
     def _label(case: Case, index: int) -> str:
         return f"case {index}" + (f" ({case.name})" if case.name else "")
-
-    # -- fixtures ------------------------------------------------------------------------------
 
     @pytest.fixture
     def entry(self) -> ProviderEntry:
@@ -188,8 +161,6 @@ class RewardProviderTests:
     def bind(self) -> BoundProvider:
         """A new instance of the provider with ``params``; close it with its ``close()``, if any."""
         return resolve_catalog(self.catalog).bind(self.provider_name, self.params)
-
-    # -- the contract --------------------------------------------------------------------------
 
     def test_spec_declares_what_it_returns(self, entry: ProviderEntry) -> None:
         spec = entry.spec
@@ -302,13 +273,10 @@ class RewardProviderTests:
 
 
 def assert_attacks_hold(config: Any, overrides: Sequence[str] = (), **options: Any) -> Any:
-    """Audit the reward ``config`` selects (``rewardkit audit``) and fail unless every attack holds.
-
-    For a provider package's own tests: ``assert_attacks_hold({"rl": {...}})`` runs every installed
-    attack family that applies (``options`` as for ``rewardkit_audit.audit``: ``rows``,
-    ``family``, ...) and raises ``AssertionError`` naming each attack that leaks or errors, with its
-    worst row. Returns the report. Needs ``rewardkit-audit``.
-    """
+    """Audit the reward ``config`` selects (``rewardkit audit``, from ``rewardkit-audit``) and fail unless
+    every attack holds, for a provider package's tests: runs every installed attack family that applies
+    (``options`` as for ``rewardkit_audit.audit``: ``rows``, ``family``...) and raises ``AssertionError``
+    naming each attack that leaks or errors, with its worst row; returns the report."""
     from rewardkit.extras import import_optional
 
     audit = import_optional("rewardkit_audit", "audit", "rewardkit.testing.assert_attacks_hold")

@@ -1,13 +1,12 @@
 """``RewardWorker``: scores whole groups under a ``RewardSpec`` as one rollback-safe transaction.
 
-The worker binds every component's provider at construction (preflight) and refuses provider-name
-and optimized-term collisions. A batch is scored and composed with one of two strategies, chosen in
-``_run``: group by group through the bound adapter (any provider, in threads or on reward actors),
-or in one pass over columns when every provider is a cheap pointwise scorer
-(``rewardkit.pointwise_batch``). Both end in the same ``ScoredColumns``, finished alike: the
-breaker, advantages from ``final`` only, the report (``rewardkit.scored_columns``). ``process``
-also writes ``reward`` and ``advantage`` into the trajectories, restoring them all if any stage
-fails, so a batch is either fully scored or exactly as it was.
+It binds every component's provider at construction (preflight), refusing provider-name and
+optimized-term collisions. ``_run`` picks one of two strategies: group by group through the bound
+adapter (any provider, in threads or on reward actors), or one pass over columns when every provider
+is a cheap pointwise scorer (``rewardkit.pointwise_batch``). Both end in the same ``ScoredColumns``,
+finished alike (breaker, advantages from ``final`` only, report: ``rewardkit.scored_columns``).
+``process`` also writes ``reward`` and ``advantage`` into the trajectories, restoring them all if any
+stage fails, so a batch is either fully scored or exactly as it was.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import contextvars
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Executor, Future, wait
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
@@ -44,12 +44,7 @@ from rewardkit.composition import (
     read_outcomes,
 )
 from rewardkit.contracts import KNOWN_NEEDS, RewardCandidateResult, RewardGroupResult, RewardProviderResult
-from rewardkit.errors import (
-    PreflightError,
-    ProviderError,
-    RequestCancelled,
-    RewardkitError,
-)
+from rewardkit.errors import PreflightError, ProviderError, RequestCancelled, RewardkitError
 from rewardkit.identity import canonical_json
 from rewardkit.metrics import Report, metric_name
 from rewardkit.pointwise_batch import Admission, PointwiseBatch, scorable_in_one_pass
@@ -171,25 +166,16 @@ class RewardWorker:
         self.cheap = all(bound.spec.cheap for bound in self.providers.values())
         self._diagnosing = any(bound.spec.diagnostics for bound in self.providers.values())
         self._outputs = BatchOutputs(
-            namespace,
-            tuple(component.name for component in self._components),
+            namespace, tuple(component.name for component in self._components),
             {key: bound.name for key, bound in self.providers.items()},
-            scaling,
-            advantage_std,
-            advantage_eps,
-            self.records,
-            self._diagnosing,
-        )
+            scaling, advantage_std, advantage_eps, self.records, self._diagnosing,
+        )  # fmt: skip
         self._pointwise: PointwiseBatch | None = None
         if all(scorable_in_one_pass(bound) for bound in self.providers.values()):
             self._pointwise = PointwiseBatch(
-                resolved,
-                self.providers,
-                self._components,
-                group_size=group_size,
-                complete=self._complete,
-                void_charges=self._void_charges,
-            )
+                resolved, self.providers, self._components,
+                group_size=group_size, complete=self._complete, void_charges=self._void_charges,
+            )  # fmt: skip
         normal = resolved.to_json()
         for component in normal["components"]:
             component["params"] = catalog.normalise(component["provider"], component["params"])
@@ -238,18 +224,14 @@ class RewardWorker:
         said: list[list[RewardProviderResult]] = [[] for _ in self._components]
         components = list(zip(self._components, said))
         for _, rollouts, results in scored:
-            first = True
+            # A provider's answer repeats these ids in order (check_result), and a failure has none.
+            ids.extend([str(rollout.get("trajectory_id")) for rollout in rollouts])
             for component, column in components:
                 result = results[component.provider_key]
                 if isinstance(result, ProviderError):  # the provider failed the whole group
                     column.extend([RewardProviderResult.fail(str(result))] * len(rollouts))
-                    continue
-                column.extend([item.result for item in result.items])  # held to the spec by check_result
-                if first:
-                    ids.extend([item.trajectory_id for item in result.items])
-                first = False
-            if first:  # every provider failed this group
-                ids.extend([str(rollout.get("trajectory_id")) for rollout in rollouts])
+                else:
+                    column.extend([item.result for item in result.items])  # held to the spec by check_result
         columns = [read_outcomes(column, component.term) for component, column in components]
         try:
             compositions = compose_columns(self.spec, columns)
@@ -283,18 +265,14 @@ class RewardWorker:
         admit: Admission,
         max_chunk_weight: int | None = None,
     ) -> list[StagedGroup]:
-        """Score and compose every group, in batch order.
-
-        Groups travel in chunks (of at most ``max_chunk_weight`` rollouts): one admission, and with an
-        executor one hand-off to a thread, per chunk. ``cheap`` providers are scored in the calling
-        thread: a thread hop costs more than their scoring, and the GIL would serialise them anyway.
-        """
+        """Score and compose every group, in batch order, in chunks (of at most ``max_chunk_weight``
+        rollouts): one admission, and with an executor one hand-off to a thread, per chunk. ``cheap``
+        providers are scored in the calling thread: a thread hop costs more than their scoring, and the
+        GIL would serialise them anyway."""
         parts = batch_parts(groups)
         if executor is None or self.cheap or len(parts) < 2:
-            staged: list[StagedGroup] = []
-            for chunk, weight in chunks(parts, 1, max_chunk_weight):
-                staged.extend(self._stage_chunk(chunk, weight, admit))
-            return staged
+            pieces = chunks(parts, 1, max_chunk_weight)
+            return [group for chunk, weight in pieces for group in self._stage_chunk(chunk, weight, admit)]
         # The chunks run in a scope of this batch: cancelled with the request's, and by the first
         # chunk that fails, so the others stop (their sandboxes and judge calls too) instead of
         # scoring the rest of a batch that has already failed.
@@ -393,15 +371,9 @@ class RewardWorker:
                     else:
                         column.extend([None] * len(entry[2]))
                 said[key] = column
-        return ScoredColumns(
-            [entry[0] for entry in staged],
-            [len(entry[2]) for entry in staged],
-            [trajectory_id for trajectory_id, _ in pairs],
-            composed,
-            statuses,
-            values,
-            said,
-        )
+        group_ids, sizes = [entry[0] for entry in staged], [len(entry[2]) for entry in staged]
+        ids = [trajectory_id for trajectory_id, _ in pairs]
+        return ScoredColumns(group_ids, sizes, ids, composed, statuses, values, said)
 
     # -- finishing, shared by both strategies --------------------------------------------------
 
@@ -438,8 +410,7 @@ class RewardWorker:
         max_chunk_weight: int | None,
         complete: Callable[[ScoredColumns], ScoredBatch],
     ) -> ScoredBatch:
-        """Score a batch with the strategy its providers allow (the one place it is chosen), and
-        ``complete`` its columns."""
+        """Score a batch with the strategy its providers allow (chosen only here) and ``complete`` it."""
         if self._pointwise is not None:
             return self._pointwise.score(batch, admit, max_chunk_weight, self._collector_paused, complete)
         staged = self._stage(batch, executor, admit, max_chunk_weight)
@@ -484,13 +455,8 @@ class RewardWorker:
         batch = as_batch(groups)
 
         def run(trajectories: list[MutableMapping[str, Any]]) -> ScoredBatch:
-            return self._run(
-                batch,
-                executor,
-                admit,
-                max_chunk_weight,
-                lambda columns: self._complete(columns, trajectories),
-            )
+            complete = partial(self._complete, trajectories=trajectories)
+            return self._run(batch, executor, admit, max_chunk_weight, complete)
 
         return self._transaction(batch, run)
 
@@ -547,16 +513,5 @@ class RewardWorker:
 
 
 # Scored results and group reading live in their own modules; they stay importable from here.
-__all__ = [
-    "CHUNKS_PER_BATCH",
-    "REWARD_FIELDS",
-    "GroupLike",
-    "RewardWorker",
-    "ScoredBatch",
-    "ScoredCandidate",
-    "ScoredGroup",
-    "as_batch",
-    "batch_parts",
-    "check_one_prompt",
-    "group_parts",
-]
+__all__ = ["CHUNKS_PER_BATCH", "REWARD_FIELDS", "GroupLike", "RewardWorker", "ScoredBatch", "ScoredCandidate",
+           "ScoredGroup", "as_batch", "batch_parts", "check_one_prompt", "group_parts"]  # fmt: skip

@@ -64,6 +64,7 @@ DOC_ENVS: dict[str, str] = {
     "docs/configuration.md": "core",
     "docs/dancegrpo.md": "dancegrpo",
     "docs/media.md": "media",
+    "docs/monitor.md": "monitor",
     "docs/nih_judge.md": "nih_judge",
     "docs/performance.md": "core",
     "docs/plugins.md": "core",
@@ -76,7 +77,7 @@ DOC_ENVS: dict[str, str] = {
     "docs/writing_providers.md": "core",
 }
 # Envs with a test that runs their documents' blocks; a runnable block elsewhere is an error.
-RUNNER_ENVS = ("core", "rl", "service", "checkpoints", "media", "nih_judge", "audit")
+RUNNER_ENVS = ("core", "rl", "service", "checkpoints", "media", "nih_judge", "audit", "monitor")
 RUN_LANGS = ("bash", "sh", "console", "python")
 MARKER = re.compile(r"^<!-- doc-test: (skip|file) ?(.*?) -->$")
 FENCE = re.compile(r"^(`{3,})([\w+-]*)[^\n]*$")

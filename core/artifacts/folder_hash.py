@@ -1,12 +1,9 @@
 """A streamed SHA-256 of a folder of model files, cached by path, size and modification time.
 
-The folder's hash covers every regular file under it (symlinks followed, as in a Hugging Face
-cache), by relative path, size and content: renaming, adding, removing or changing a file
-changes it; where the folder lives does not. Files are read in 1 MiB blocks, so a 100 GB
-checkpoint needs no memory, and each file's digest is cached in
-``$REWARDKIT_CACHE_DIR/file-hashes.json`` (default ``~/.cache/rewardkit``) under its absolute
-path, size and mtime, so hashing the same checkpoint again reads nothing.
-"""
+Every regular file counts (symlinks followed, as in a Hugging Face cache) by relative path, size and
+content, read in 1 MiB blocks: renaming, adding, removing or changing a file changes the hash; where
+the folder lives does not. Each file's digest is cached in ``$REWARDKIT_CACHE_DIR/file-hashes.json``
+(default ``~/.cache/rewardkit``) by absolute path, size and mtime, so hashing again reads nothing."""
 
 from __future__ import annotations
 

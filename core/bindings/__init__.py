@@ -1,9 +1,5 @@
-"""Trainer bindings: rewardkit rewards in the shapes TRL (``rewardkit.bindings.trl``), verl
-(``rewardkit.bindings.verl``) and OpenRLHF (``rewardkit.bindings.openrlhf``) call.
-
-Each is a built-in trainer binding: ``rewardkit bindings`` lists every registered one (plugins may
-add more) and ``get(name)`` returns its entry function. None imports its trainer (they load without
-torch), and none turns an error into a reward of 0: errors follow the spec's ``onError``.
+"""Trainer bindings: rewardkit rewards in the shapes TRL, verl and OpenRLHF call (docs/bindings.md);
+``get(name)`` returns the entry function of any registered one (``rewardkit bindings`` lists them).
 """
 
 from __future__ import annotations
@@ -15,8 +11,7 @@ __all__ = ["describe", "get"]
 
 
 def get(name: str) -> Callable[..., Any]:
-    """The entry function of the trainer binding registered as ``name`` (``rewardkit bindings``),
-    imported on first use when registered by path (its module may need the trainer)."""
+    """The entry function of the binding registered as ``name``, imported on first use when given by path."""
     from rewardkit.catalog import trainer_bindings
     from rewardkit.errors import PluginLoadError
     from rewardkit.plugins import import_module_attribute
@@ -26,18 +21,14 @@ def get(name: str) -> Callable[..., Any]:
     target = registered.value.target
     if not isinstance(target, str):
         return target
+    where = f"trainer binding {name!r} of {owner_label(registered.owner)}"
     try:
         found = import_module_attribute(target)
     except (ImportError, AttributeError) as error:
-        raise PluginLoadError(
-            f"trainer binding {name!r} of {owner_label(registered.owner)}: its target {target!r} does "
-            f"not import: {type(error).__name__}: {error}"
-        ) from error
+        why = f"{type(error).__name__}: {error}"
+        raise PluginLoadError(f"{where}: its target {target!r} does not import: {why}") from error
     if not callable(found):
-        raise PluginLoadError(
-            f"trainer binding {name!r} of {owner_label(registered.owner)}: {target!r} is a "
-            f"{type(found).__name__}, not a function"
-        )
+        raise PluginLoadError(f"{where}: {target!r} is a {type(found).__name__}, not a function")
     return found
 
 

@@ -1,24 +1,20 @@
-"""Finding the configuration a trainer binding scores with, and keeping one ``Reward`` per selection.
-
-Trainers load reward functions by file path and call them with their own keyword arguments, so a
-binding takes ``config=`` (a YAML/TOML path, a mapping, or a ``RewardkitConfig``) or reads
-``$REWARDKIT_CONFIG``. Building a ``Reward`` resolves plugins and preflights providers, so each
-distinct (configuration, selection, group size) is built once per process, through
-``rewardkit.reward.build_reward`` as ``rewardkit.load`` does (``rl.reward.service`` and
-``rewards.backend`` mean the same for every binding).
+"""The configuration a trainer binding scores with (``config=`` or ``$REWARDKIT_CONFIG``), and one
+``Reward`` per (configuration, selection, group size) and process: building one resolves plugins and
+preflights providers. Rewards are built by ``rewardkit.reward.build_reward``, as ``rewardkit.load`` does.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rewardkit.bindings.sample_groups import BindingError
 from rewardkit.config import RewardkitConfig, RewardSelection, load_config
 from rewardkit.identity import canonical_json
+from rewardkit.observers import BatchObserver, observer_for
 from rewardkit.protocols import RewardLike
 from rewardkit.reward import build_reward
 
@@ -28,7 +24,9 @@ ConfigSource = RewardkitConfig | Mapping[str, Any] | str | os.PathLike[str]
 
 _rewards: dict[tuple[str, str | None, int | None, float | None], RewardLike] = {}
 _configs: dict[str, RewardkitConfig] = {}
+_observers: dict[str, BatchObserver | None] = {}
 _lock = threading.Lock()
+_Cached = TypeVar("_Cached")
 
 
 def plain(value: Any) -> Any:
@@ -38,6 +36,19 @@ def plain(value: Any) -> Any:
     if isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray)):
         return [plain(item) for item in value]
     return value
+
+
+def _once(store: dict[Any, _Cached], key: Any, build: Callable[[], _Cached]) -> _Cached:
+    """``store[key]``, built outside the lock when missing; a copy a racing thread built too is closed."""
+    with _lock:
+        if key in store:
+            return store[key]
+    built = build()
+    with _lock:
+        kept = store.setdefault(key, built)
+    if kept is not built and hasattr(built, "close"):
+        built.close()
+    return kept
 
 
 def _key_of(source: ConfigSource) -> str:
@@ -71,13 +82,7 @@ def resolve_config(source: ConfigSource) -> RewardkitConfig:
     if isinstance(source, RewardkitConfig):
         return source
     key = _key_of(source)
-    with _lock:
-        cached = _configs.get(key)
-    if cached is not None:
-        return cached
-    config = load_config(plain(source) if isinstance(source, Mapping) else source)
-    with _lock:
-        return _configs.setdefault(key, config)
+    return _once(_configs, key, lambda: load_config(plain(source) if isinstance(source, Mapping) else source))
 
 
 def selection_for(config: RewardkitConfig, data_source: str | None) -> RewardSelection:
@@ -107,16 +112,12 @@ def reward_for(
     selection = selection_for(config, data_source)
     routed = selection is not config.rl.reward
     cache_key = (_key_of(source), data_source if routed else "", group_size, config.rl.advantage_eps)
-    with _lock:
-        cached = _rewards.get(cache_key)
-    if cached is not None:
-        return cached
-    reward = build_reward(config, selection, group_size=group_size)
-    with _lock:
-        kept = _rewards.setdefault(cache_key, reward)
-    if kept is not reward:  # another thread built the same one first
-        reward.close()
-    return kept
+    return _once(_rewards, cache_key, lambda: build_reward(config, selection, group_size=group_size))
+
+
+def monitor_for(source: ConfigSource) -> BatchObserver | None:
+    """The ``rl.monitor`` observer for ``source``, one per configuration and process (None when unset)."""
+    return _once(_observers, _key_of(source), lambda: observer_for(resolve_config(source)))
 
 
 def selections(config: RewardkitConfig) -> list[RewardSelection]:
@@ -127,8 +128,10 @@ def selections(config: RewardkitConfig) -> list[RewardSelection]:
 def forget_rewards() -> None:
     """Drop cached configurations and rewards (tests, or after a config file changed on disk)."""
     with _lock:
-        rewards = list(_rewards.values())
+        closables: list[RewardLike | BatchObserver] = list(_rewards.values())
+        closables += [observer for observer in _observers.values() if observer is not None]
         _rewards.clear()
         _configs.clear()
-    for reward in rewards:
-        reward.close()
+        _observers.clear()
+    for closable in closables:
+        closable.close()

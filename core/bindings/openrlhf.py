@@ -1,19 +1,9 @@
 """OpenRLHF binding: ``reward_func(queries, prompts, labels)`` for ``--remote_rm_url /path/to/file.py``.
 
-Use it as (details in docs/bindings.md)::
-
-    export REWARDKIT_CONFIG=/path/to/reward.yaml
-    --remote_rm_url "$(python -c 'import rewardkit.bindings.openrlhf as m; print(m.__file__)')"
-
-The response is the query with the prompt cut from its front only (a model that repeats the prompt
-keeps its answer) and trailing EOS markers stripped; the label is the reference. Samples are scored
-one by one; a null total is an error, since OpenRLHF has no "no reward" value.
-
-A reward needing token counts or finish reasons (``overlong``) is refused when OpenRLHF loads this
-file (OpenRLHF only logs what ``reward_func`` raises, and trains on), unless
-``REWARDKIT_OPENRLHF_TOKENIZER`` (the run's tokenizer) and ``REWARDKIT_OPENRLHF_MAX_NEW_TOKENS``
-(``--rollout.max_new_tokens``) are set: the response is then re-encoded (EOS included, as vLLM
-counts it) and ``"length"`` when it reached the limit without ending in EOS.
+The response is the query with the prompt cut from its front only and trailing EOS markers stripped;
+the label is the reference. A null total is an error: OpenRLHF has no "no reward" value. A reward
+that needs token counts is refused when OpenRLHF loads this file unless the tokenizer and the
+generation limit are set in the environment (docs/bindings.md).
 """
 
 from __future__ import annotations
@@ -23,10 +13,11 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from rewardkit.bindings.loading import CONFIG_ENV, ConfigSource, config_source, reward_for
+from rewardkit.bindings.loading import CONFIG_ENV, ConfigSource, config_source, monitor_for, reward_for
 from rewardkit.bindings.sample_groups import BindingError, FlatBatch, singleton_groups
 from rewardkit.bindings.truncation import budget_finish_reason, refuse_missing
 from rewardkit.contracts import CANDIDATE_NEEDS
+from rewardkit.observers import ObservedBatch
 
 BINDING = "rewardkit.bindings.openrlhf"
 TOKENIZER_ENV = "REWARDKIT_OPENRLHF_TOKENIZER"
@@ -36,25 +27,18 @@ MAX_NEW_TOKENS_ENV = "REWARDKIT_OPENRLHF_MAX_NEW_TOKENS"
 OPENRLHF_MODULE_NAME = "reward_func"
 # OpenRLHF's group_norm divides by (std + 1e-9); rl.advantage_eps overrides it.
 ADVANTAGE_EPS = 1e-9
+# The one monitor figure in extra_logs on every call (OpenRLHF averages each key over its batches);
+# the signals are in the monitor's log (docs/monitor.md).
+ALARM_KEY = "reward_monitor/alarm"
 # End-of-sequence markers of common chat templates; OpenRLHF decodes with special tokens kept.
-EOS_MARKERS: tuple[str, ...] = (
-    "<|im_end|>",
-    "<|endoftext|>",
-    "<|eot_id|>",
-    "<|end_of_text|>",
-    "</s>",
-    "<eos>",
-)
+EOS_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>", "<eos>")
 # BOS markers a decoded query may start with before the prompt text (special tokens are kept).
 BOS_MARKERS: tuple[str, ...] = ("<|begin_of_text|>", "<|startoftext|>", "<s>", "<bos>")
 
 
 def _prefix_end(query: str, prompt: str) -> int | None:
-    """Where ``prompt`` ends in ``query`` when the query starts with it, whitespace aside; else None.
-
-    The query is the prompt's token ids decoded, then the response's: the prompt comes back as the
-    tokenizer writes it, where runs of whitespace may differ (``clean_up_tokenization_spaces``
-    removes the space before punctuation) but every other character is the prompt's own."""
+    """Where ``prompt`` ends in ``query`` when the query starts with it, else None; runs of whitespace
+    may differ (decoding with ``clean_up_tokenization_spaces``), every other character may not."""
     if query.startswith(prompt):  # the usual case, without a Python loop over every character
         at = len(prompt)
     else:
@@ -74,9 +58,8 @@ def _prefix_end(query: str, prompt: str) -> int | None:
 
 
 def response_of(query: str, prompt: str, index: int, eos_markers: Sequence[str] = EOS_MARKERS) -> str:
-    """The response part of a decoded query: after the prompt (cut only from the front, after BOS
-    markers, whitespace compared loosely), without trailing EOS markers; a query that does not
-    start with its prompt is refused: a guess could score the wrong text."""
+    """A decoded query after its prompt (cut only from the front, after BOS markers) without trailing
+    EOS markers; a query that does not start with its prompt is refused: a guess could score wrong text."""
     return strip_eos(generated_part(query, prompt, index), eos_markers)
 
 
@@ -88,13 +71,10 @@ def generated_part(query: str, prompt: str, index: int) -> str:
             f"{type(prompt).__name__}"
         )
     start = 0
-    stripped = True
-    while stripped:
-        stripped = False
-        for marker in BOS_MARKERS:
-            if query.startswith(marker, start) and not prompt.startswith(marker):
-                start += len(marker)
-                stripped = True
+    # No BOS marker is a prefix of another, so at most one leads at a time.
+    markers = [marker for marker in BOS_MARKERS if not prompt.startswith(marker)]
+    while leading := [marker for marker in markers if query.startswith(marker, start)]:
+        start += len(leading[0])
     end = _prefix_end(query[start:], prompt)
     if end is None:
         raise BindingError(
@@ -177,8 +157,7 @@ def _reward(source: ConfigSource, limit: GenerationLimit | None) -> Any:
 
 
 def preflight(config: ConfigSource | None = None, *, limit: GenerationLimit | None = None) -> None:
-    """Build the reward ``reward_func`` scores with and refuse what OpenRLHF cannot give it
-    (``limit`` defaults to the environment's)."""
+    """Build ``reward_func``'s reward, refusing what OpenRLHF cannot give (``limit`` defaults to env's)."""
     _reward(config_source(config, BINDING), limit if limit is not None else _environment_limit())
 
 
@@ -201,7 +180,9 @@ def score(
         )
     limit = limit if limit is not None else _environment_limit()
     reward = _reward(source, limit)
-    if "reference" in reward.needs and labels is None:
+    observer = monitor_for(source)
+    needs = {*reward.needs, *(observer.needs if observer is not None else ())}
+    if "reference" in needs and labels is None:
         raise BindingError("the reward needs a reference; set OpenRLHF's --label_key so labels are passed")
     generated = [
         generated_part(query, prompt, index) for index, (query, prompt) in enumerate(zip(queries, prompts))
@@ -210,11 +191,12 @@ def score(
     batch = FlatBatch(
         completions=[strip_eos(text) for text in generated],
         prompts=list(prompts),
-        references=list(labels) if labels is not None and "reference" in reward.needs else None,
+        references=list(labels) if labels is not None and "reference" in needs else None,
         token_counts=[count for count, _ in measured] if measured is not None else None,
         finish_reasons=[reason for _, reason in measured] if measured is not None else None,
     )
-    scored = reward.score(singleton_groups(batch, "openrlhf"))
+    groups = singleton_groups(batch, "openrlhf")
+    scored = reward.score(groups)
     totals: list[float] = []
     components: dict[str, list[float]] = {name: [] for name in reward.spec.names}
     for index, (_, candidate) in enumerate(scored.candidates()):
@@ -226,6 +208,9 @@ def score(
         totals.append(float(candidate.final))
         for name, entry in candidate.breakdown.items():
             components[name].append(float(entry["value"]) if entry["status"] == "scored" else math.nan)
+    if observer is not None:
+        monitored = observer.observe(ObservedBatch(groups, scored, "openrlhf", grouped=False))
+        components[ALARM_KEY] = [monitored.get(f"train/{ALARM_KEY}", 0.0)] * count
     return totals, components
 
 
@@ -234,15 +219,11 @@ def reward_func(
 ) -> dict[str, Any]:
     """OpenRLHF's custom reward function: ``{"rewards", "scores", "extra_logs"}`` (the configuration
     from ``config=`` when passed, else ``$REWARDKIT_CONFIG``)."""
-    totals, components = score(
-        queries, prompts, labels, config=kwargs.get("config"), limit=kwargs.get("limit")
-    )
+    config, limit = kwargs.get("config"), kwargs.get("limit")
+    totals, components = score(queries, prompts, labels, config=config, limit=limit)
     rewards = _as_output(totals)
-    return {
-        "rewards": rewards,
-        "scores": rewards,
-        "extra_logs": {name: _as_output(values) for name, values in components.items()},
-    }
+    logs = {name: _as_output(values) for name, values in components.items()}
+    return {"rewards": rewards, "scores": rewards, "extra_logs": logs}
 
 
 _environment_limits: dict[tuple[str, str], GenerationLimit | None] = {}

@@ -1,8 +1,5 @@
-"""The built-in trainer bindings, registered through ``register_trainer_bindings``.
-
-Each target is the import path docs/bindings.md gives its trainer (``tests/test_bindings_registry.py``
-compares the two); ``rewardkit bindings`` lists them and ``rewardkit.bindings.get(name)`` imports one.
-"""
+"""The built-in trainer bindings; each target is the import path docs/bindings.md gives its trainer
+(``tests/test_bindings_registry.py`` compares the two)."""
 
 from __future__ import annotations
 

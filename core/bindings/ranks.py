@@ -1,11 +1,7 @@
 """The processes of a distributed trainer, as a binding sees them: this rank, the world, one collective.
 
-A trainer on several processes calls its reward functions on every rank with that rank's slice of
-the batch; ``gather`` returns every rank's item in rank order. It is a collective: every rank must
-call it the same number of times in the same order, or the ranks deadlock (or, in TRL, pair it with
-the trainer's own gather and crash), so bindings call it unconditionally and carry errors as data.
-``current_ranks()`` uses ``torch.distributed`` and ``accelerate``'s ``gather_object`` (as TRL does),
-importing neither at module import.
+Every rank must call ``gather`` the same number of times in the same order, or the ranks deadlock
+(or, in TRL, pair it with the trainer's own gather), so bindings call it always and carry errors as data.
 """
 
 from __future__ import annotations
@@ -21,16 +17,13 @@ class Ranks(Protocol):
     @property
     def rank(self) -> int:
         """This process's rank, from 0."""
-        ...
 
     @property
     def world(self) -> int:
         """How many processes the trainer runs."""
-        ...
 
     def gather(self, item: Any) -> list[Any]:
         """Every rank's ``item``, in rank order (a collective: every rank calls it)."""
-        ...
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,6 @@
-"""Rebuilding rollout groups from the flat per-sample lists that trainers hand to reward functions.
-
-GRPO-style trainers lay a group's completions next to each other (``num_generations`` consecutive
-samples share one prompt), so groups are recovered by slicing and each slice is checked (same
-prompt, same reference). A batch that does not slice cleanly is refused with the sample that breaks
-it: scoring a half group as a whole one would give the wrong group-relative signal.
-"""
+"""Rebuilding rollout groups from the flat per-sample lists that trainers hand to reward functions;
+a slice that is not one whole group (same prompt and reference) is refused, since scoring a half
+group as a whole one would give the wrong group-relative signal."""
 
 from __future__ import annotations
 

@@ -1,21 +1,10 @@
-"""TRL binding: rewardkit as ``GRPOTrainer`` reward functions (details in docs/bindings.md).
+"""TRL binding: rewardkit as ``GRPOTrainer`` reward functions (docs/bindings.md).
 
-``reward_funcs(config)`` returns ``(funcs, weights)``::
-
-    funcs, weights = reward_funcs("reward.yaml")
-    trainer = GRPOTrainer(model=..., reward_funcs=funcs,
-                          args=GRPOConfig(reward_weights=weights, num_generations=4, ...), ...)
-
-``funcs[0]`` is the composed total at weight 1, then one function per component at weight 0 (TRL
-logs ``rewards/<component>/mean`` without counting it twice); all share one scoring pass per batch.
-``None`` is "no number" to TRL. A null total (``onError: none``) gives ``None`` from *every*
-function for that sample: were the components still numbers, TRL would add them as ``0 * value``
-and train on a reward of 0, which ``onError`` exists to prevent.
-
-On several processes a rank's slice need not be whole groups: every rank gathers every rank's
-samples (a collective on every call), scores its share (its own slice when every provider is
-pointwise and in-process, else whole groups dealt round-robin), and a second collective exchanges
-the results or a failure, raised on every rank alike.
+``reward_funcs(config)`` returns ``(funcs, weights)``: the total at weight 1, then one function per
+component at weight 0, sharing one scoring pass per batch. A null total (``onError: none``) gives
+``None`` from *every* function for that sample: were the components still numbers, TRL would add
+them as ``0 * value`` and train on a reward of 0. On several processes two collectives per call
+gather every rank's samples and exchange each rank's scored share (or its failure).
 """
 
 from __future__ import annotations
@@ -26,13 +15,14 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rewardkit.bindings.loading import ConfigSource, build_reward, config_source, resolve_config, reward_for
+from rewardkit.bindings.loading import ConfigSource, config_source, monitor_for, resolve_config, reward_for
 from rewardkit.bindings.ranks import Ranks, current_ranks
 from rewardkit.bindings.sample_groups import BindingError, FlatBatch, rebuild_groups
 from rewardkit.bindings.truncation import needed_candidate_fields, stop_token_ids, trl_finish_reason
+from rewardkit.observers import BatchObserver, ObservedBatch
 from rewardkit.pointwise import MappedProvider
 from rewardkit.protocols import RewardLike
-from rewardkit.reward import Reward
+from rewardkit.reward import Reward, build_reward
 from rewardkit.split_batch import finish_split_batch
 from rewardkit.worker import ScoredBatch, ScoredCandidate
 
@@ -55,28 +45,34 @@ class RankFailure(BindingError):
 
 
 def _row(candidate: ScoredCandidate, names: Sequence[str]) -> Row:
-    values: dict[str, float | None] = {}
-    for name in names:
-        entry = candidate.breakdown[name]
-        value = entry["value"] if entry["status"] == "scored" else None
-        # A null total makes the whole row unscorable for TRL (see the module docstring).
-        values[name] = None if candidate.final is None else value
-    return candidate.final, values
+    entries = [candidate.breakdown[name] for name in names]
+    values = [entry["value"] if entry["status"] == "scored" else None for entry in entries]
+    # A null total makes the whole row unscorable for TRL (see the module docstring).
+    return candidate.final, dict(zip(names, values if candidate.final is not None else [None] * len(values)))
 
 
 class _BatchScores:
     """What the functions of one call share: each sample's total and components, and the batch report."""
 
-    def __init__(self, rows: Sequence[Row], names: Sequence[str], metrics: Mapping[str, float]) -> None:
+    def __init__(
+        self,
+        candidates: Sequence[ScoredCandidate],
+        names: Sequence[str],
+        metrics: Mapping[str, float],
+        whole: tuple[Sequence[Mapping[str, Any]], ScoredBatch] | None = None,
+    ) -> None:
         self.metrics = dict(metrics)
+        self.whole = whole  # the global batch's groups and scores, for an observer (rank 0 only)
+        rows = [_row(candidate, names) for candidate in candidates]
         self.totals: list[float | None] = [total for total, _ in rows]
-        self.components: dict[str, list[float | None]] = {
-            name: [values[name] for _, values in rows] for name in names
-        }
+        self.components = {name: [values[name] for _, values in rows] for name in names}
 
     @classmethod
-    def of(cls, scored: ScoredBatch, names: Sequence[str]) -> _BatchScores:
-        return cls([_row(candidate, names) for _, candidate in scored.candidates()], names, scored.metrics)
+    def of(
+        cls, groups: Sequence[Mapping[str, Any]], scored: ScoredBatch, names: Sequence[str]
+    ) -> _BatchScores:
+        candidates = [candidate for _, candidate in scored.candidates()]
+        return cls(candidates, names, scored.metrics, (groups, scored))
 
     def column(self, name: str | None) -> list[float | None]:
         """A new list of the totals (``name`` None) or of one component's values."""
@@ -119,8 +115,10 @@ class TRLRewardBinding:
         total_name: str = TOTAL_NAME,
         ranks: Ranks | None = _AUTO,
         tokenizer: Any = None,
+        observer: BatchObserver | None = None,
     ) -> None:
         self.reward = reward
+        self.observer = observer
         self.num_generations = num_generations
         self.reference_column = reference_column
         self.total_name = total_name
@@ -144,9 +142,7 @@ class TRLRewardBinding:
         references = None
         if self.reference_column is not None:
             if self.reference_column not in kwargs:
-                columns = sorted(
-                    key for key in kwargs if key not in _IGNORED_KWARGS and key != "completion_ids"
-                )
+                columns = sorted(set(kwargs) - _IGNORED_KWARGS - {"completion_ids"})
                 raise BindingError(
                     f"the reward needs the reference column {self.reference_column!r} "
                     f"(rl.data.response_column), but the dataset passed only {columns}"
@@ -173,11 +169,27 @@ class TRLRewardBinding:
             self._flat(prompts, completions, kwargs), self.num_generations, f"trl{next(self._calls)}"
         )
 
+    def _observe(self, scores: _BatchScores, kwargs: dict[str, Any]) -> dict[str, float]:
+        trainer = getattr(kwargs.get("log_metric"), "__self__", None)
+        model = getattr(trainer, "model", None)
+        if self.observer is None or scores.whole is None or (model is not None and not model.training):
+            return {}
+        # TRL's latest logged kl and entropy (of the last logged step: logging_steps=1 for every step).
+        history = getattr(getattr(trainer, "state", None), "log_history", None) or [{}]
+        last = history[-1]
+        scalars = {
+            name: float(last[name]) for name in ("kl", "entropy") if isinstance(last.get(name), (int, float))
+        }
+        step = getattr(kwargs.get("trainer_state"), "global_step", None)
+        groups, scored = scores.whole
+        return self.observer.observe(ObservedBatch(groups, scored, "trl", step=step, scalars=scalars))
+
     def _publish(self, scores: _BatchScores, kwargs: dict[str, Any]) -> None:
         log_metric = kwargs.get("log_metric")
+        monitored = self._observe(scores, kwargs)
         if callable(log_metric):
             prefix = f"{self.reward.namespace}/"
-            for name, value in scores.metrics.items():
+            for name, value in {**scores.metrics, **monitored}.items():
                 # TRL keeps train and eval metrics apart itself; the namespace would only repeat it.
                 log_metric(f"rewardkit/{name.removeprefix(prefix)}", value)
 
@@ -192,15 +204,15 @@ class TRLRewardBinding:
             self._slice_reward = build_reward(config, self.reward.selection, group_size=None)
         return self._slice_reward
 
-    def _gather_batch(self, ranks: Ranks, prompts: Sequence[Any], completions: Sequence[Any],
-                      kwargs: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+    def _gather_batch(
+        self, ranks: Ranks, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], int]:
         """Collective 1: every rank's samples, checked into the global batch's groups."""
         local: BaseException | None = None
         try:
             flat = self._flat(prompts, completions, kwargs)
-            sent: tuple[str, Any] = ("ok", {
-                name: None if values is None else list(values) for name, values in vars(flat).items()
-            })  # fmt: skip
+            columns = {name: None if values is None else list(values) for name, values in vars(flat).items()}
+            sent: tuple[str, Any] = ("ok", columns)
         except Exception as error:
             local, sent = error, _failure(ranks.rank, "reading its batch", error)
         gathered = ranks.gather(sent)
@@ -223,23 +235,18 @@ class TRLRewardBinding:
         except BindingError as error:
             raise BindingError(
                 f"{error} (samples are numbered across the {ranks.world} ranks in rank order, {size} per "
-                "rank: "
-                f"sample i is sample i % {size} of rank i // {size}; num_generations={self.num_generations}, "
-                f"global batch {size * ranks.world})"
+                f"rank: sample i is sample i % {size} of rank i // {size}; "
+                f"num_generations={self.num_generations}, global batch {size * ranks.world})"
             ) from None
         return groups, size
 
     def _score_share(self, ranks: Ranks, groups: list[dict[str, Any]], size: int) -> tuple[str, Any]:
         """Score this rank's share; returns what collective 2 carries (its scored part, or a failure)."""
-        group_size = self.num_generations
         if self.slices_per_rank:
-            first, stop = ranks.rank * size, (ranks.rank + 1) * size
-            pieces = []
-            for number in range(first // group_size, (stop - 1) // group_size + 1):
-                group = groups[number]
-                low, high = max(first, number * group_size), min(stop, (number + 1) * group_size)
-                rollouts = group["rollouts"][low - number * group_size : high - number * group_size]
-                pieces.append({"group_id": group["group_id"], "rollouts": rollouts})
+            first = ranks.rank * size
+            samples = [(group["group_id"], item) for group in groups for item in group["rollouts"]]
+            runs = itertools.groupby(samples[first : first + size], lambda pair: pair[0])
+            pieces = [{"group_id": group_id, "rollouts": [item for _, item in run]} for group_id, run in runs]
             return ("ok", self._slice_scorer().score(pieces))
         mine = groups[ranks.rank :: ranks.world]
         return ("ok", self.reward.score(mine) if mine else ScoredBatch((), {}, ()))
@@ -267,8 +274,8 @@ class TRLRewardBinding:
                 f"the ranks scored {len(candidates)} samples of a global batch of {size * ranks.world}"
             )
         mine = candidates[ranks.rank * size : (ranks.rank + 1) * size]
-        rows = [_row(candidate, self.component_names) for candidate in mine]
-        return _BatchScores(rows, self.component_names, whole.metrics)
+        observed = (groups, whole) if ranks.rank == 0 else None
+        return _BatchScores(mine, self.component_names, whole.metrics, observed)
 
     @staticmethod
     def _same_batch(
@@ -276,31 +283,25 @@ class TRLRewardBinding:
     ) -> bool:
         # TRL hands every reward function the same list objects within one call; identity (with the
         # lists kept alive, so ids cannot be reused) plus equal contents rules out a stale hit.
-        return (
-            last is not None
-            and last[1] is completions
-            and last[0] is prompts
-            and list(last[1]) == list(completions)
-        )
-
-    def _score_now(
-        self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
-    ) -> _BatchScores:
-        ranks = self._current_ranks()
-        if ranks is not None and ranks.world > 1:
-            return self._score_across(ranks, prompts, completions, kwargs)
-        return _BatchScores.of(
-            self.reward.score(self._groups(prompts, completions, kwargs)), self.component_names
-        )
+        if last is None or last[0] is not prompts or last[1] is not completions:
+            return False
+        return list(last[1]) == list(completions)
 
     def scores(
         self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
     ) -> _BatchScores:
+        if len(prompts) != len(completions):
+            raise BindingError(f"TRL passed {len(prompts)} prompts for {len(completions)} completions")
         with self._lock:
             if self._same_batch(self._last, prompts, completions):
                 assert self._last is not None
                 return self._last[2]
-            result = self._score_now(prompts, completions, kwargs)
+            ranks = self._current_ranks()
+            if ranks is not None and ranks.world > 1:
+                result = self._score_across(ranks, prompts, completions, kwargs)
+            else:
+                groups = self._groups(prompts, completions, kwargs)
+                result = _BatchScores.of(groups, self.reward.score(groups), self.component_names)
             self._last = (prompts, completions, result)
         self._publish(result, kwargs)
         return result
@@ -308,6 +309,8 @@ class TRLRewardBinding:
     async def ascores(
         self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
     ) -> _BatchScores:
+        if len(prompts) != len(completions):
+            raise BindingError(f"TRL passed {len(prompts)} prompts for {len(completions)} completions")
         pending = self._pending
         if pending is not None and self._same_batch(pending, prompts, completions):
             return await asyncio.shield(pending[2])
@@ -318,8 +321,8 @@ class TRLRewardBinding:
             if ranks is not None and ranks.world > 1:
                 result = await asyncio.to_thread(self._score_across, ranks, prompts, completions, kwargs)
             else:
-                scored = await self.reward.ascore(self._groups(prompts, completions, kwargs))
-                result = _BatchScores.of(scored, self.component_names)
+                groups = self._groups(prompts, completions, kwargs)
+                result = _BatchScores.of(groups, await self.reward.ascore(groups), self.component_names)
         except BaseException as error:
             future.set_exception(error)
             future.exception()  # retrieved: the other functions of this batch re-raise it, or none wait
@@ -328,16 +331,11 @@ class TRLRewardBinding:
         self._publish(result, kwargs)
         return result
 
-    def _check(self, prompts: Sequence[Any], completions: Sequence[Any]) -> None:
-        if len(prompts) != len(completions):
-            raise BindingError(f"TRL passed {len(prompts)} prompts for {len(completions)} completions")
-
     def functions(self) -> list[RewardFunc]:
         """The total's function (``name`` None below), then one per component."""
 
         def make(name: str | None) -> RewardFunc:
             def function(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float | None]:
-                self._check(prompts, completions)
                 return self.scores(prompts, completions, kwargs).column(name)
 
             return _named(function, name or self.total_name)
@@ -349,7 +347,6 @@ class TRLRewardBinding:
             async def function(
                 prompts: list[Any], completions: list[Any], **kwargs: Any
             ) -> list[float | None]:
-                self._check(prompts, completions)
                 return (await self.ascores(prompts, completions, kwargs)).column(name)
 
             return _named(function, name or self.total_name)
@@ -370,8 +367,7 @@ def _trainer_stop_ids(kwargs: Mapping[str, Any]) -> frozenset[int] | None:
 
 def _named(function: Callable[..., Any], name: str) -> Callable[..., Any]:
     # TRL names each function's metrics after __name__ (rewards/<name>/mean).
-    function.__name__ = name
-    function.__qualname__ = name
+    function.__name__ = function.__qualname__ = name
     return function
 
 
@@ -383,10 +379,9 @@ def binding(
     total_name: str = TOTAL_NAME,
     tokenizer: Any = None,
 ) -> TRLRewardBinding:
-    """Build the shared state behind ``reward_funcs`` / ``async_reward_funcs``: ``num_generations``
-    defaults to ``rl.group_size`` (both given: they must agree); ``reference_column`` to
-    ``rl.data.response_column``, read only when a provider needs a reference; ``tokenizer`` gives
-    the EOS and pad ids (default: the calling trainer's ``processing_class``)."""
+    """The state behind ``reward_funcs``: ``num_generations`` defaults to ``rl.group_size`` (both given:
+    they must agree), ``reference_column`` to ``rl.data.response_column`` (read only when a provider
+    needs a reference); ``tokenizer`` gives the EOS and pad ids (default: the trainer's)."""
     source = config_source(config, "rewardkit.bindings.trl")
     resolved = resolve_config(source)
     size = resolved.rl.group_size
@@ -403,18 +398,21 @@ def binding(
             "(GRPOConfig.num_generations)"
         )
     reward = reward_for(source, group_size=num_generations, advantage_eps=ADVANTAGE_EPS)
+    observer = monitor_for(source)
+    needs = {*reward.needs, *(observer.needs if observer is not None else ())}
     column = reference_column if reference_column is not None else resolved.rl.data.response_column
-    if "reference" in reward.needs and column is None:
+    if "reference" in needs and column is None:
         raise BindingError(
-            "the selected reward needs a reference; set rl.data.response_column (or pass reference_column=) "
-            "to the dataset column that holds it"
+            "the selected reward (or rl.monitor.reference) needs a reference; set rl.data.response_column "
+            "(or pass reference_column=) to the dataset column that holds it"
         )
     return TRLRewardBinding(
         reward,
         num_generations=num_generations,
-        reference_column=column if "reference" in reward.needs else None,
+        reference_column=column if "reference" in needs else None,
         total_name=total_name,
         tokenizer=tokenizer,
+        observer=observer,
     )
 
 

@@ -1,13 +1,7 @@
-"""How each trainer's completions ended: token counts and finish reasons, and refusing what is missing.
+"""How each trainer's completions ended (token counts and finish reasons), and refusing what is missing.
 
-A provider may need per-candidate facts the rollout engine recorded (``CANDIDATE_NEEDS``). Each
-binding derives what it can by its trainer's rule: TRL calls a completion truncated when its last id
-is neither EOS nor padding (``trl_finish_reason``); verl and OpenRLHF cap a response at a token budget
-and one that reached it without EOS was cut (``budget_finish_reason``).
-
-A field a trainer cannot provide is refused when the binding builds its reward (``refuse_missing``),
-even for a provider that would skip such a candidate: skipping every candidate of a run is a silent
-change of the reward, not a fault of one rollout.
+A field a trainer cannot provide is refused when the binding builds its reward, even for a provider
+that would skip such a candidate: skipping every candidate of a run silently changes the reward.
 """
 
 from __future__ import annotations
@@ -25,11 +19,8 @@ STOP_VERDICT = "stop"
 
 
 def trl_finish_reason(completion_ids: Sequence[int], stop_ids: Collection[int]) -> str | None:
-    """TRL's rule: ``"length"`` when the last id is neither EOS nor padding, else ``"stop"``.
-
-    TRL counts a completion as truncated when ``ids[-1] not in [eos_token_id, pad_token_id]`` (trl
-    1.13 ``GRPOTrainer._generate``, ``completions/clipped_ratio``, ``mask_truncated_completions``).
-    An empty completion (TRL never produces one) has no verdict."""
+    """TRL's rule (trl 1.13 ``GRPOTrainer._generate``, ``mask_truncated_completions``): ``"length"``
+    when the last id is neither EOS nor padding, else ``"stop"``; an empty completion has no verdict."""
     if len(completion_ids) == 0:
         return None
     return STOP_VERDICT if int(completion_ids[-1]) in stop_ids else LENGTH_VERDICT
@@ -42,8 +33,7 @@ def budget_finish_reason(token_count: int, budget: int, ends_with_eos: bool) -> 
 
 
 def stop_token_ids(tokenizer: Any) -> frozenset[int]:
-    """The EOS and padding ids of a tokenizer (or of a processor's ``tokenizer``); ``eos_token_id`` may
-    be a list."""
+    """EOS and padding ids of a tokenizer or a processor's ``tokenizer`` (``eos_token_id`` may be a list)."""
     inner = getattr(tokenizer, "tokenizer", None)
     if inner is not None and getattr(tokenizer, "eos_token_id", None) is None:
         tokenizer = inner
@@ -75,9 +65,7 @@ def needed_candidate_fields(reward: RewardLike) -> dict[str, list[str]]:
     needed: dict[str, list[str]] = {}
     for record in reward.providers:
         spec = _spec_of(reward.catalog, record.catalog, record.provider)
-        if spec is None:
-            continue
-        for need in spec.needs:
+        for need in spec.needs if spec is not None else ():
             if need in CANDIDATE_NEEDS and record.provider not in needed.setdefault(need, []):
                 needed[need].append(record.provider)
     return needed

@@ -1,16 +1,8 @@
 """verl binding: ``compute_score`` for ``reward.custom_reward_function`` (and its batch form).
 
-Point verl at this file and pass the configuration through ``reward_kwargs`` (docs/bindings.md)::
-
-    reward.custom_reward_function.path=/path/to/site-packages/rewardkit/bindings/verl.py
-    reward.custom_reward_function.name=compute_score
-    +reward.custom_reward_function.reward_kwargs.config=/path/to/reward.yaml
-
-verl reads ``{"score": total, <component>: value, ...}`` and gathers every key across the batch, so
-every response gets ``score`` and every component of every selection (NaN where it did not score).
-A null total (``onError: none``) is an error, never 0: verl needs a number. verl's own managers pass
-no response length or EOS fact; ``rewardkit.bindings.verl_manager`` passes both, and under any other
-a reward that needs either is refused at the first call.
+verl gathers every key of ``{"score": total, <component>: value, ...}`` across the batch, so every
+response gets every component of every selection (NaN where it did not score). A null total is an
+error, never 0: verl needs a number (docs/bindings.md).
 """
 
 from __future__ import annotations
@@ -19,11 +11,21 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from rewardkit.bindings.loading import ConfigSource, config_source, resolve_config, reward_for, selections
+from rewardkit.bindings.loading import (
+    ConfigSource,
+    config_source,
+    monitor_for,
+    resolve_config,
+    reward_for,
+    selections,
+)
 from rewardkit.bindings.sample_groups import BindingError, FlatBatch, rebuild_groups, singleton_groups
 from rewardkit.bindings.truncation import refuse_missing
 from rewardkit.config import RewardkitConfig
+from rewardkit.metrics import merge_metrics
+from rewardkit.observers import ObservedBatch
 from rewardkit.reward import spec_of
+from rewardkit.scored import ScoredBatch
 from rewardkit.worker import ScoredCandidate
 
 BINDING = "rewardkit.bindings.verl"
@@ -37,21 +39,20 @@ MANAGER_HINT = (
 )
 # verl's GRPO divides by (std + 1e-6); rl.advantage_eps overrides it.
 ADVANTAGE_EPS = 1e-6
+# The one monitor figure on every response: verl gathers each key across the batch, so a key must
+# be on every response of every call; the signals are in the monitor's log (docs/monitor.md).
+ALARM_KEY = "reward_monitor/alarm"
 
 
 def component_names(config: RewardkitConfig) -> tuple[str, ...]:
-    """Every component name of ``rl.reward`` and of each ``by_data_source`` selection, in order: the
-    keys every response carries (verl gathers each key across the batch)."""
-    names: list[str] = []
-    for selection in selections(config):
-        for name in spec_of(selection).names:
-            if name not in names:
-                names.append(name)
+    """Every component name of every selection, in order: the keys every response carries."""
+    found = (name for selection in selections(config) for name in spec_of(selection).names)
+    names = tuple(dict.fromkeys(found))
     if "score" in names:
         raise BindingError(
             "a component named 'score' would overwrite verl's reward key; rename the component"
         )
-    return tuple(names)
+    return names
 
 
 def _result(candidate: ScoredCandidate, where: str, names: Sequence[str]) -> dict[str, float]:
@@ -82,9 +83,8 @@ def _pick(values: Sequence[Any] | None, indices: Sequence[int]) -> list[Any] | N
 
 
 def preflight(config: ConfigSource | None = None, *, provided: Sequence[str] = ()) -> None:
-    """Build the reward of ``rl.reward`` and of every ``by_data_source`` selection, as ``compute_score``
-    does, refusing a candidate field not in ``provided`` that one needs (rewardkit's manager calls it
-    when verl builds it, so a misconfigured reward fails before the first rollout)."""
+    """Build every selection's reward as ``compute_score`` does, refusing a needed candidate field not in
+    ``provided`` (rewardkit's manager calls it when verl builds it, before the first rollout)."""
     source = config_source(config, BINDING)
     resolved = resolve_config(source)
     for name in (None, *resolved.rl.reward.by_data_source):
@@ -129,11 +129,9 @@ def compute_score_batch(
     finish_reasons: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[dict[str, float]]:
-    """Score a batch for verl's batch reward manager: one ``{"score": ..., ...}`` per response. With
-    ``group_size`` (default ``rl.group_size``) responses are scored as groups of that many
-    consecutive ones, which must share data source, ground truth and prompt; each data source with
-    its own selection. Without ``completion_token_counts`` and ``finish_reasons`` (one per response,
-    from rewardkit's manager) a reward that needs them is refused."""
+    """One ``{"score": ..., ...}`` per response, for verl's batch reward manager: groups of ``group_size``
+    (default ``rl.group_size``) consecutive responses share data source, ground truth and prompt. A
+    reward needing ``completion_token_counts`` and ``finish_reasons`` is refused without them."""
     source = config_source(config, BINDING)
     resolved = resolve_config(source)
     size = group_size if group_size is not None else resolved.rl.group_size
@@ -147,9 +145,8 @@ def compute_score_batch(
     provided = [field for field, values in given.items() if values is not None]
     for index, text in enumerate(solution_strs):
         if not isinstance(text, str):
-            raise BindingError(
-                f"solution_str {index} is {type(text).__name__}, not the decoded response text"
-            )
+            kind = type(text).__name__
+            raise BindingError(f"solution_str {index} is {kind}, not the decoded response text")
     if size is not None and size > 1 and count % size:
         raise BindingError(f"{count} responses do not divide into groups of {size} (group_size)")
 
@@ -168,6 +165,9 @@ def compute_score_batch(
 
     results: list[dict[str, float] | None] = [None] * count
     names = component_names(resolved)
+    observer = monitor_for(source)
+    needs = set(observer.needs) if observer is not None else set()
+    scored_parts: list[tuple[list[dict[str, Any]], ScoredBatch]] = []
     prompt_key = resolved.rl.data.prompt_column
     for source_name, indices in by_source.items():
         reward = reward_for(source, data_source=source_name, group_size=step, advantage_eps=ADVANTAGE_EPS)
@@ -175,7 +175,7 @@ def compute_score_batch(
         infos = _pick(extra_infos, indices)
         batch = FlatBatch(
             completions=[solution_strs[i] for i in indices],
-            prompts=_prompts(infos, prompt_key) if "prompt" in reward.needs else None,
+            prompts=_prompts(infos, prompt_key) if "prompt" in {*reward.needs, *needs} else None,
             references=[ground_truths[i] for i in indices],
             token_counts=_pick(completion_token_counts, indices),
             finish_reasons=_pick(finish_reasons, indices),
@@ -188,6 +188,26 @@ def compute_score_batch(
         prefix = f"verl-{source_name}"
         groups = rebuild_groups(batch, step, prefix) if step > 1 else singleton_groups(batch, prefix)
         scored = reward.score(groups)
+        scored_parts.append((groups, scored))
         for index, (_, candidate) in zip(indices, scored.candidates()):
             results[index] = _result(candidate, f"response {index} (data_source {source_name!r})", names)
-    return [result for result in results if result is not None]
+    scored_results = [result for result in results if result is not None]
+    if observer is not None:
+        alarm = observer.observe(_observed(scored_parts, grouped=step > 1)).get(f"train/{ALARM_KEY}", 0.0)
+        for result in scored_results:
+            result[ALARM_KEY] = alarm
+    return scored_results
+
+
+def _observed(parts: Sequence[tuple[list[dict[str, Any]], ScoredBatch]], *, grouped: bool) -> ObservedBatch:
+    """One call's batch across its data sources, as the monitor sees it (verl gives no step)."""
+    if len(parts) == 1:
+        return ObservedBatch(parts[0][0], parts[0][1], "verl", grouped=grouped)
+    metrics, weights = merge_metrics((scored.metrics, scored.metric_weights) for _, scored in parts)
+    whole = ScoredBatch(
+        tuple(group for _, scored in parts for group in scored.groups),
+        metrics,
+        tuple(record for _, scored in parts for record in scored.providers),
+        weights,
+    )
+    return ObservedBatch([group for groups, _ in parts for group in groups], whole, "verl", grouped=grouped)

@@ -1,14 +1,5 @@
-"""rewardkit's verl reward manager: ``compute_score`` with each response's length and EOS fact.
-
-verl's own managers call ``compute_score`` without them, so a provider that reads
-``completion_token_count`` or ``finish_reason`` (``overlong``) cannot see them. This one reads them
-from verl's ``DataProto``: the last sequence's valid response length (``attention_mask``), and
-``truncation.budget_finish_reason`` of it against ``actor_rollout_ref.rollout.response_length``.
-Select it with ``reward.reward_manager.source=importlib``, ``.name=RewardkitRewardManager`` and
-``.module.path=`` this file, beside verl's ``custom_reward_function`` (docs/bindings.md).
-
-The text is decoded as verl's ``naive`` manager decodes it; without ``custom_reward_function`` it
-scores with ``rewardkit.bindings.verl.compute_score``. This module imports verl (and torch).
+"""rewardkit's verl reward manager: ``compute_score`` with each response's length and EOS fact, which
+verl's own managers do not pass, read from ``DataProto`` (docs/bindings.md). This module imports verl.
 """
 
 from __future__ import annotations

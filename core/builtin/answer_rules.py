@@ -20,7 +20,7 @@ _answer_spec = partial(RewardProviderSpec, needs=("reference",), terms=("task",)
 
 @hookimpl
 def register_reward_providers(register: Callable[[RewardProviderSpec], None]) -> None:
-    register(
+    for spec in (
         _answer_spec(
             name="gsm8k",
             revision=ANSWER_RULES_REVISION,
@@ -29,9 +29,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             semantic_identity={"compare": "exact-rational", "forms": "hash,boxed,tag,line,answer-is,bare"},
             description="1 when the final answer (#### N, \\boxed{N}, A: N, 'the answer is N') equals the "
             "GSM8K gold number exactly (param: fallback_last_number=false).",
-        )
-    )
-    register(
+        ),
         _answer_spec(
             name="arithmetic",
             revision=ANSWER_RULES_REVISION,
@@ -40,9 +38,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             semantic_identity={"compare": "exact-rational", "reference": "number-or-expression"},
             description="1 when the final answer equals the exact value of the reference number or "
             "+-*/ expression (param: fallback_last_number=false).",
-        )
-    )
-    register(
+        ),
         _answer_spec(
             name="countdown",
             revision=COUNTDOWN_REVISION,
@@ -51,5 +47,6 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             semantic_identity={"compare": "exact-rational", "answer": "last <answer> block"},
             description="1 when the last <answer> reaches reference.target using each of "
             "reference.numbers once (param: policy=strict|lenient).",
-        )
-    )
+        ),
+    ):
+        register(spec)

@@ -1,19 +1,19 @@
 """Final-answer rewards over exact numbers: ``gsm8k`` and ``arithmetic``.
-
 A completion's answer is read from the first of these forms that is present (the last occurrence
 of that form wins): ``#### N``, ``\\boxed{N}``, ``<answer>N</answer>``, an ``A: N`` /
 ``Answer: N`` / ``Final answer: N`` line, "the answer is N", or a completion that is nothing but
 one number. Reading "the last number anywhere" is available as the explicit
 ``fallback_last_number`` option because it rewards a model that stops mid-sentence.
-Values compare as exact fractions after removing thousands separators, currency and units.
-"""
+Values compare as exact fractions after removing thousands separators, currency and units."""
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 
 from rewardkit.builtin.expressions import ExpressionError, evaluate
 from rewardkit.builtin.numbers import last_number, parse_number, stated_number
@@ -30,9 +30,6 @@ _SENTENCE_END = re.compile(r"[.;!?](?=\s|$)")
 _OPERATOR = re.compile(r"[+*/()=]|(?<=[\d\s])-")
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _MAX_BOX_ATTEMPTS = 8
-
-
-_SPAN_FORMS = (("answer-line", _ANSWER_LINE), ("answer-is", _ANSWER_IS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +69,7 @@ def _braced_after(text: str, start: int) -> str | None:
     if opening < 0 or text[start:opening].strip() not in _BOX_COMMANDS:
         return None
     depth = 0
-    for index in range(opening, len(text)):
-        char = text[index]
+    for index, char in enumerate(text[opening:], opening):
         if char == "{":
             depth += 1
         elif char == "}":
@@ -90,33 +86,29 @@ def _last_match(pattern: re.Pattern[str], text: str) -> str | None:
     return span
 
 
+# The forms an answer is read from, in precedence order (a completion that is one number comes last).
+_FORMS: tuple[tuple[str, Callable[[str], str | None]], ...] = (
+    ("hash", partial(_last_match, _HASH_FORM)),
+    ("boxed", last_boxed),
+    ("answer-tag", last_answer_tag),
+    ("answer-line", partial(_last_match, _ANSWER_LINE)),
+    ("answer-is", partial(_last_match, _ANSWER_IS)),
+)
+
+
 def find_answer(text: str) -> FoundAnswer | None:
     """The completion's stated answer, by the precedence in the module docstring, or None."""
-    span = _last_match(_HASH_FORM, text)
-    if span is not None:
-        return FoundAnswer("hash", span)
-    boxed = last_boxed(text)
-    if boxed is not None:
-        return FoundAnswer("boxed", boxed)
-    tagged = last_answer_tag(text)
-    if tagged is not None:
-        return FoundAnswer("answer-tag", tagged)
-    for form, pattern in _SPAN_FORMS:
-        span = _last_match(pattern, text)
+    for form, read in _FORMS:
+        span = read(text)
         if span is not None:
             return FoundAnswer(form, span)
-    if parse_number(text) is not None:
-        return FoundAnswer("bare", text)
-    return None
+    return FoundAnswer("bare", text) if parse_number(text) is not None else None
 
 
 def answer_value(span: str) -> Fraction | None:
-    """The number a stated answer gives: its first sentence, and there the part after the last
-    ``=`` ("3 + 4 = 7" gives 7).
-
-    That part must state one number (``stated_number``): "18 or 19", "18 \\pm 1" or "18^2" state
-    none, so a policy cannot pay itself by hedging with the right number first.
-    """
+    """The number a stated answer gives: its first sentence, and there the part after the last ``=``
+    ("3 + 4 = 7" gives 7). That part must state one number (``stated_number``): "18 or 19",
+    "18 \\pm 1" or "18^2" state none, so a policy cannot pay itself by hedging with the right number first."""
     span = _SENTENCE_END.split(span, maxsplit=1)[0]
     if "=" in span:
         span = span.rsplit("=", 1)[1]
@@ -178,10 +170,8 @@ def _verdict(gold: Fraction, completion: str, fallback_last_number: bool) -> Rew
 def score_gsm8k(
     candidate: RewardCandidate, context: RewardContext, *, fallback_last_number: bool = False
 ) -> RewardProviderResult:
-    """1 when the completion's final answer equals the GSM8K gold number exactly, else 0.
-
-    Skipped (with the reason) when the reference holds no number.
-    """
+    """1 when the completion's final answer equals the GSM8K gold number exactly, else 0; skipped
+    (with the reason) when the reference holds no number."""
     gold = gsm8k_gold(context.reference)
     if gold is None:
         return RewardProviderResult.skip(
@@ -205,10 +195,8 @@ def arithmetic_gold(reference: object) -> Fraction | None:
 def score_arithmetic(
     candidate: RewardCandidate, context: RewardContext, *, fallback_last_number: bool = False
 ) -> RewardProviderResult:
-    """1 when the completion's answer equals the reference's exact value (a number or expression).
-
-    Skipped (with the reason) when the reference is neither a number nor a valid expression.
-    """
+    """1 when the completion's answer equals the reference's exact value (a number or expression);
+    skipped (with the reason) when the reference is neither a number nor a valid expression."""
     gold = arithmetic_gold(context.reference)
     if gold is None:
         return RewardProviderResult.skip(

@@ -1,5 +1,4 @@
 """The ``countdown`` reward: reach the target with each given number exactly once.
-
 Two policies, chosen by the ``policy`` parameter:
 
 - ``strict`` (default): the last ``<answer>...</answer>`` block must hold one expression of
@@ -8,8 +7,7 @@ Two policies, chosen by the ``policy`` parameter:
 - ``lenient``: as strict, but Unicode and LaTeX operators (``×``, ``÷``, ``−``, ``\\times``,
   ``\\div``, ``\\cdot``) are read as their ASCII forms and one trailing ``= target`` is allowed.
 
-Neither policy accepts unary minus (a given number cannot be negated) or a chain of equations.
-"""
+Neither policy accepts unary minus (a given number cannot be negated) or a chain of equations."""
 
 from __future__ import annotations
 
@@ -29,13 +27,7 @@ Policy = Literal["strict", "lenient"]
 POLICIES: tuple[str, ...] = ("strict", "lenient")
 
 _INTEGER = re.compile(r"\s*-?\d+\s*")
-_LENIENT_LATEX: tuple[tuple[str, str], ...] = (
-    ("\\times", "*"),
-    ("\\cdot", "*"),
-    ("\\div", "/"),
-    ("\\left", ""),
-    ("\\right", ""),
-)
+_LENIENT_LATEX = (("\\times", "*"), ("\\cdot", "*"), ("\\div", "/"), ("\\left", ""), ("\\right", ""))
 _LENIENT_CHARACTERS = str.maketrans(
     dict.fromkeys("×✕·⋅∗", "*") | dict.fromkeys("÷∕", "/") | dict.fromkeys("−–—", "-")
 )
@@ -50,8 +42,7 @@ def countdown_problem(reference: object) -> tuple[tuple[int, ...], int]:
             rule="reference-type",
         )
     key = "numbers" if "numbers" in reference else "nums"
-    numbers = reference.get(key)
-    target = reference.get("target")
+    numbers, target = reference.get(key), reference.get("target")
     if isinstance(numbers, (str, bytes)) or not isinstance(numbers, Sequence) or not numbers:
         raise RewardContractError(
             f"countdown reference key 'numbers' must be a non-empty list of integers, got {numbers!r}",
@@ -74,16 +65,13 @@ def _lenient_expression(answer: str, target: int) -> str | None:
     """Map Unicode/LaTeX operators to ASCII and drop a trailing ``= target``; None if it is wrong."""
     for old, new in _LENIENT_LATEX:
         answer = answer.replace(old, new)
-    answer = answer.translate(_LENIENT_CHARACTERS)
-    answer = answer.strip().strip("$").strip()
-    if answer.count("=") > 1:
+    answer = answer.translate(_LENIENT_CHARACTERS).strip().strip("$").strip()
+    left, equals, right = answer.partition("=")
+    if not equals:
+        return answer
+    if "=" in right or _INTEGER.fullmatch(right) is None or int(right) != target:
         return None
-    if "=" in answer:
-        left, right = answer.split("=")
-        if _INTEGER.fullmatch(right) is None or int(right) != target:
-            return None
-        answer = left
-    return answer
+    return left
 
 
 def judge_countdown(completion: str, numbers: Sequence[int], target: int, policy: str) -> tuple[bool, str]:
@@ -118,13 +106,11 @@ def score_countdown(
     correct, why = judge_countdown(candidate.completion, numbers, target, policy)
     extracted = why != "missing-answer"
     valid = extracted and why not in ("invalid-expression", "number-mismatch", "division-by-zero")
-    return RewardProviderResult(
-        terms={"task": float(correct)},
-        diagnostics=(
-            MetricContribution("extracted", float(extracted)),
-            MetricContribution("valid", float(valid)),
-        ),
+    diagnostics = (
+        MetricContribution("extracted", float(extracted)),
+        MetricContribution("valid", float(valid)),
     )
+    return RewardProviderResult(terms={"task": float(correct)}, diagnostics=diagnostics)
 
 
 def countdown_provider(*, policy: Policy = "strict") -> MappedProvider:

@@ -1,9 +1,7 @@
 """A small exact evaluator for ``+ - * /`` and parentheses over non-negative numbers.
-
 Model text is never handed to ``eval``: it is tokenised and parsed here, values are
 ``Fraction``s (so ``6*34/11-1`` is 193/11, not 17), and nesting depth and length are capped so a
-hostile answer cannot exhaust the stack or the CPU.
-"""
+hostile answer cannot exhaust the stack or the CPU."""
 
 from __future__ import annotations
 
@@ -109,10 +107,8 @@ class _Parser:
 
 
 def evaluate(text: str, *, allow_unary_minus: bool = False) -> Evaluated:
-    """Evaluate ``text`` exactly.
-
-    Raises ``ExpressionError`` for malformed text and ``ZeroDivisionError`` for a division by zero.
-    """
+    """Evaluate ``text`` exactly; ``ExpressionError`` for malformed text, ``ZeroDivisionError`` for a
+    division by zero."""
     parser = _Parser(tokenize(text), allow_unary_minus)
     value = parser.expression(0)
     leftover = parser.peek()

@@ -1,8 +1,6 @@
 """Reading exact numbers out of model text: thousands separators, currency, units, LaTeX wrappers.
-
 Every value is a ``fractions.Fraction`` so that ``18``, ``18.00`` and ``\\$18`` compare equal and
-no float rounding can turn a wrong answer into a right one.
-"""
+no float rounding can turn a wrong answer into a right one."""
 
 from __future__ import annotations
 
@@ -26,22 +24,14 @@ _NOT_ONE_VALUE = re.compile(r"[!^±∓]|\\[mp]m\b")
 # LaTeX and Unicode spellings that only dress a number up; removed or replaced before reading it.
 _LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
 _LATEX_TEXT = re.compile(r"\\(?:text|textbf|mathrm|mbox|mathbf)\s*\{([^{}]*)\}")
-_REPLACEMENTS: tuple[tuple[str, str], ...] = (
-    ("{,}", ","),
-    ("\\,", ""),
-    ("\\!", ""),
-    ("\\ ", " "),
-    ("\\$", ""),
-    ("\\%", "%"),
-    ("\u2212", "-"),  # minus sign
-    ("\u2013", "-"),  # en dash used as minus
-    ("\u00a0", " "),
-)
+_LATEX_SPELLINGS = (("{,}", ","), ("\\,", ""), ("\\!", ""), ("\\ ", " "), ("\\$", ""), ("\\%", "%"))
+# The minus sign, an en dash used as minus, and a no-break space.
+_UNICODE_SPELLINGS = (("\u2212", "-"), ("\u2013", "-"), ("\u00a0", " "))
 
 
 def dress_down(text: str) -> str:
     """Strip the LaTeX and Unicode decoration around numbers (``\\$``, ``{,}``, ``\\frac{a}{b}``)."""
-    for old, new in _REPLACEMENTS:
+    for old, new in (*_LATEX_SPELLINGS, *_UNICODE_SPELLINGS):
         text = text.replace(old, new)
     text = _LATEX_TEXT.sub(r" \1 ", text)
     return _LATEX_FRACTION.sub(r"\1/\2", text)
@@ -77,10 +67,8 @@ def first_number(text: str) -> Fraction | None:
 
 def last_number(text: str) -> Fraction | None:
     """The last number in ``text``, or None."""
-    value = None
-    for value in iter_numbers(text):  # noqa: B007 (the loop keeps the last one)
-        pass
-    return value
+    found = list(iter_numbers(text))
+    return found[-1] if found else None
 
 
 def stated_number(text: str) -> Fraction | None:
@@ -97,9 +85,7 @@ def stated_number(text: str) -> Fraction | None:
 
 
 def parse_number(text: str) -> Fraction | None:
-    """``text`` read as exactly one number, allowing currency, units and separators around it.
-
-    Returns None when there is no number or more than one (so "3 + 4" is not a number).
-    """
+    """``text`` read as exactly one number, allowing currency, units and separators around it; None
+    when there is no number or more than one (so "3 + 4" is not a number)."""
     found = list(islice(iter_numbers(text), 2))
     return found[0] if len(found) == 1 else None

@@ -1,11 +1,7 @@
-"""What a serving strategy yields, and the readiness check every strategy shares.
+"""What a serving strategy yields (``docs/serving.md``), and the readiness check every strategy shares.
 
-A strategy's ``serve(checkpoint)`` is a context manager yielding a ``ServedModel``: the base URL
-of an OpenAI-compatible server, the model name to put in requests, the checkpoint's identity
-(the streamed SHA-256 of its folder; the path is recorded, not hashed) and the strategy's own
-settings. ``identity()`` is what a run records: two runs with equal identities evaluated the
-same bytes served the same way.
-"""
+``ServedModel.identity()`` is what a run records: two runs with equal identities evaluated the same
+bytes (the checkpoint folder's streamed SHA-256; its path is recorded, not hashed) served the same way."""
 
 from __future__ import annotations
 
@@ -65,11 +61,9 @@ class ServingStrategy(Protocol):
 
     def settings(self) -> Mapping[str, Any]:
         """The strategy's own settings (server args...): part of every served model's identity."""
-        ...
 
     def serve(self, checkpoint: str | None) -> AbstractContextManager[ServedModel]:
         """Serve ``checkpoint`` (a folder, or None for the strategy's base model) for the block."""
-        ...
 
 
 def list_models(base_url: str, token_env: str | None = None, timeout_s: float = 10.0) -> list[str]:

@@ -12,12 +12,9 @@ from rewardkit.hookspecs import hookimpl
 
 
 class EndpointStrategy:
-    """An existing OpenAI-compatible server: ``base_url`` serving ``model``.
-
-    ``serve(checkpoint)`` checks that ``/v1/models`` lists the model and yields it. The
-    checkpoint folder, when given and readable here, is hashed into the identity; the server is
-    trusted to serve it (an endpoint cannot prove which weights it holds).
-    """
+    """An existing OpenAI-compatible server: ``base_url`` serving ``model``, which ``serve`` checks
+    that ``/v1/models`` lists. A checkpoint folder, when given and readable here, is hashed into the
+    identity; the server is trusted to serve it (an endpoint cannot prove which weights it holds)."""
 
     name = "endpoint"
 
@@ -48,10 +45,5 @@ class EndpointStrategy:
 
 @hookimpl
 def register_serving_strategies(register: Callable[[ServingStrategySpec], None]) -> None:
-    register(
-        ServingStrategySpec(
-            name="endpoint",
-            factory=EndpointStrategy,
-            description="an existing OpenAI-compatible server (base_url, model, token_env)",
-        )
-    )
+    description = "an existing OpenAI-compatible server (base_url, model, token_env)"
+    register(ServingStrategySpec(name="endpoint", factory=EndpointStrategy, description=description))

@@ -1,9 +1,7 @@
-"""Student's t and normal quantiles without scipy (the core depends on numpy only).
+"""Student's t quantiles without scipy (the core depends on numpy only), checked against ``scipy.stats.t``.
 
-The t CDF is the regularized incomplete beta function, evaluated by its continued fraction
-(modified Lentz); the quantile inverts the CDF by bisection to 1e-12. Checked against
-``scipy.stats.t`` in the tests.
-"""
+The t CDF is the regularized incomplete beta function by its continued fraction (modified Lentz);
+the quantile inverts the CDF by bisection to 1e-12."""
 
 from __future__ import annotations
 
@@ -67,10 +65,7 @@ def t_quantile(probability: float, df: float) -> float:
         high *= 2.0
     for _ in range(200):
         middle = (low + high) / 2.0
-        if t_cdf(middle, df) < target:
-            low = middle
-        else:
-            high = middle
+        low, high = (middle, high) if t_cdf(middle, df) < target else (low, middle)
         if high - low < 1e-12 * max(1.0, high):
             break
     value = (low + high) / 2.0

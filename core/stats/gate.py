@@ -1,25 +1,11 @@
 """The regression gate: stop training when a checkpoint's drop against the base is real and large.
 
-At each look (the k-th checkpoint evaluated in a run) the gate computes a one-sided upper
-confidence bound for the paired difference ``step - base`` and fires when it lies below
-``-tolerance``: the data then say the drop is larger than the tolerance. "No significant drop"
-is never read as "no drop": every decision carries the minimum drop this look would catch with
-80% probability at its sample size.
-
-A watcher looks at every checkpoint, and at 5% per look a long run would raise a false alarm
-somewhere most of the time, so the gate controls the false-alarm rate over the whole run. Every
-look compares against the same base run, so the looks' statistics are correlated: with equal
-sampling per record, ``corr(D_j, D_k) = rho = (1/m_base) / (1/m_base + 1/m_step)`` (0.5 when
-base and steps draw the same number of samples). This is the many-to-one comparison of
-Dunnett: for ``horizon`` planned looks the gate uses one critical value ``c`` with
-``P(max_k Z_k > c) = 0.95 * alpha`` for equicorrelated standard normals (computed by a
-one-dimensional integral; carried to the t scale when the interval has fewer than 30 degrees of
-freedom). Looks past the horizon spend the remaining ``0.05 * alpha`` as ``0.05 * alpha * 6 /
-(pi**2 * (k - horizon)**2)`` each (a union bound; the series sums to ``0.05 * alpha``). Over a run of any
-length, the chance that the gate ever fires while no checkpoint is worse than
-``base - tolerance`` is at most ``alpha`` (asymptotically, when each interval is valid).
-Measured by ``benchmarks/stats_calibration.py``.
-"""
+It fires when the one-sided upper bound of ``step - base`` lies below ``-tolerance``, and holds the
+false-alarm rate over a whole run at ``alpha``, asymptotically (``docs/checkpoints.md``, "The gate,
+and false alarms over a whole run"): the looks share one base, so they correlate with ``rho =
+(1/m_base) / (1/m_base + 1/m_step)``; the first ``horizon`` looks share one many-to-one (Dunnett)
+critical value for ``0.95 * alpha``, and look ``k`` past them spends ``0.05 * alpha * 6 / (pi**2 *
+(k - horizon)**2)``. Measured by ``benchmarks/stats_calibration.py``."""
 
 from __future__ import annotations
 
@@ -40,10 +26,6 @@ _GRID = np.linspace(-9.0, 9.0, 3601)
 _DENSITY = np.exp(-0.5 * _GRID**2) / math.sqrt(2 * math.pi)
 
 
-def _normal_cdf(values: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.vectorize(math.erf)(values / math.sqrt(2.0)))
-
-
 def many_to_one_critical_value(looks: int, rho: float, alpha: float) -> float:
     """``c`` with ``P(max of looks equicorrelated N(0,1) > c) = alpha`` (correlation ``rho``)."""
     if not 0.0 <= rho < 1.0:
@@ -52,16 +34,13 @@ def many_to_one_critical_value(looks: int, rho: float, alpha: float) -> float:
     scale = math.sqrt(1.0 - rho)
 
     def exceed(c: float) -> float:
-        inside = _normal_cdf((c + shared) / scale) ** looks
+        inside = (0.5 * (1.0 + np.vectorize(math.erf)((c + shared) / scale / math.sqrt(2.0)))) ** looks
         return 1.0 - float(np.trapezoid(_DENSITY * inside, _GRID))
 
     low, high = 0.0, 10.0
     for _ in range(80):
         middle = (low + high) / 2.0
-        if exceed(middle) > alpha:
-            low = middle
-        else:
-            high = middle
+        low, high = (middle, high) if exceed(middle) > alpha else (low, middle)
     return high
 
 

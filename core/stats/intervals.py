@@ -1,12 +1,9 @@
 """Confidence intervals for a mean and for paired differences, with or without clusters.
 
-``method="t"``: the mean with a t interval; with ``clusters``, the cluster-robust (CR1)
-standard error, ``se**2 = G/(G-1) * sum_g (sum_{i in g} (x_i - mean))**2 / n**2``, and a t
-quantile on G-1 degrees of freedom. ``method="bootstrap"``: percentile interval over seeded
-resamples of records, or of whole clusters when clusters are given (vectorised, in chunks so
-memory stays bounded). Each returns ``None`` when the interval is undefined: fewer than two
-values, or fewer than two clusters.
-"""
+``method="t"``: a t interval, with ``clusters`` on the cluster-robust (CR1) standard error and G-1
+degrees of freedom; ``method="bootstrap"``: a seeded percentile bootstrap over records or whole
+clusters, in chunks so memory stays bounded (``docs/checkpoints.md``, "Statistics"). Each returns
+``None`` when the interval is undefined: fewer than two values, or fewer than two clusters."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """The seeded simulation that calibrates the intervals and the gate (benchmark and test share it).
 
-The model: records in clusters; a record's success probability is
-``logistic(cluster effect ~ N(0, 1) + record effect ~ N(0, 0.5))``; a checkpoint draws
-``samples`` Bernoulli samples per record and a record's value is their mean; an identical
-checkpoint shares every probability; a drop subtracts ``drop`` from each (clipped to [0, 1]).
-"""
+The model is the one ``docs/checkpoints.md`` ("Calibration") describes: a record's success
+probability is ``logistic(cluster N(0, 1) + record N(0, 0.5))``, a value the mean of ``samples``
+draws; an identical checkpoint shares every probability, a drop subtracts ``drop`` (clipped)."""
 
 from __future__ import annotations
 
@@ -69,12 +67,9 @@ def gate_runs(
 ) -> tuple[float, list[int]]:
     """(fraction of runs where the gate fired somewhere, the look at which it first fired, per run)."""
     rng = np.random.default_rng(seed)
+    samples = world.samples
     gate = RegressionGate(
-        tolerance=tolerance,
-        alpha=0.05,
-        horizon=checkpoints,
-        base_samples=world.samples,
-        step_samples=world.samples,
+        tolerance=tolerance, alpha=0.05, horizon=checkpoints, base_samples=samples, step_samples=samples
     )
     fired_at: list[int] = []
     for _ in range(runs):

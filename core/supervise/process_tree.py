@@ -1,16 +1,10 @@
-"""A command and everything it starts, from start to the last PID's end.
+"""A command and everything it starts, from start to the last PID's end (``docs/serving.md``).
 
-``ProcessTree`` starts the command in a new session (so every process it forks shares the
-session id, even one that leaves the process group), writes its output to a log file, waits
-for readiness while watching for an early exit, and on ``stop`` signals every process of the
-session: SIGTERM, a grace period, then SIGKILL. Model servers need all three: vLLM ignores
-SIGTERM while its engine starts, and its engine and worker processes survive a SIGKILL of the
-server's main PID (re-parented, still serving).
-
-If the owner itself dies (SIGKILL, a crash) no ``finally`` runs, so each tree also has a tiny
-watchdog (``sessions.py``) holding the read end of a pipe from the owner: when the pipe closes,
-the watchdog kills the whole session. The main process gets SIGKILL as its parent-death signal.
-"""
+``ProcessTree`` runs the command in a new session, so every process it forks (even one that leaves
+the process group) is signalled on ``stop``: SIGTERM, a grace period, then SIGKILL, as vLLM needs
+(it ignores SIGTERM while its engine starts; its workers survive a SIGKILL of the main PID). If the
+owner dies no ``finally`` runs: a watchdog (``sessions.py``) holding a pipe from the owner kills the
+session when the pipe closes, and the main process gets SIGKILL as its parent-death signal."""
 
 from __future__ import annotations
 
@@ -113,8 +107,8 @@ class ProcessTree:
         process = self.process
         if process is None:
             raise RewardkitError(f"{self.name} was not started")
-        deadline = time.monotonic() + timeout_s
         started = time.monotonic()
+        deadline = started + timeout_s
         while True:
             code = process.poll()
             if code is not None:
@@ -123,11 +117,9 @@ class ProcessTree:
                     f"{self.name} exited with code {code} after {time.monotonic() - started:.1f} s "
                     f"before it was ready; log {self.log_path}, last lines:\n{self.log_tail()}"
                 )
-            try:
+            with contextlib.suppress(Exception):  # an exception: not answering yet
                 if check():
                     return
-            except Exception:  # not answering yet
-                pass
             if time.monotonic() > deadline:
                 self.stop()
                 raise StartError(

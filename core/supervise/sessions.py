@@ -1,8 +1,7 @@
 """Finding and ending every process of a session; run as a script, the owner-death watchdog.
 
 ``python -I -S sessions.py SESSION GRACE`` waits for EOF on stdin (the owner closed it or died),
-then ends the session. Standard library only, so it starts fast in any interpreter.
-"""
+then ends the session. Standard library only, so it starts fast in any interpreter."""
 
 from __future__ import annotations
 

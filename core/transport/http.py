@@ -1,19 +1,17 @@
 """An async HTTP client for the services rewardkit calls (vLLM, judges, reward services).
 
-One ``HttpClient`` per base URL keeps a pool of connections (aiohttp). Each request has a
-per-call timeout and an absolute deadline (``time.monotonic()`` seconds); a retryable answer
-(429, 5xx, a dropped connection) is retried with capped exponential backoff and jitter,
-honouring ``Retry-After``, but only when the retry can still finish before the deadline:
-otherwise the caller gets the last error at once instead of a doomed wait. Requests that must
-not run twice (an enqueue without an idempotency key) pass ``retry=False``.
-
-A bearer token is given by reference, the *name* of an environment variable; its value is read
-when the client is made and never appears in an error, a log line or a repr.
+One ``HttpClient`` per base URL pools connections. A request has a per-call timeout and an
+absolute deadline (``time.monotonic()`` seconds); a retryable answer (429, 5xx, a dropped
+connection) is retried with capped exponential backoff, jitter and ``Retry-After``, but only when
+the retry can finish before the deadline: otherwise the last error comes at once, not a doomed
+wait. Requests that must not run twice pass ``retry=False``. A bearer token is given as the *name*
+of an environment variable, read when the client is made; it never appears in an error or a repr.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import os
@@ -73,13 +71,8 @@ class HttpResponse:
         try:
             return json.loads(self.body)
         except ValueError as error:
-            raise HttpError(
-                f"{self.url} answered {self.status} with a body that is not JSON ({error}): "
-                f"{_excerpt(self.body)}",
-                url=self.url,
-                status=self.status,
-                body=_excerpt(self.body),
-            ) from None
+            message = f"{self.url} answered {self.status} with a body that is not JSON ({error})"
+            raise _answer_error(self, message) from None
 
     @property
     def text(self) -> str:
@@ -96,19 +89,18 @@ def bearer_token(env_var: str | None) -> str | None:
     return value
 
 
-def _excerpt(body: bytes, limit: int = 500) -> str:
-    text = body.decode("utf-8", "replace")
-    return text if len(text) <= limit else text[:limit] + "..."
+def _answer_error(response: HttpResponse, what: str, limit: int = 500) -> HttpError:
+    text = response.text
+    body = text if len(text) <= limit else text[:limit] + "..."
+    return HttpError(f"{what}: {body}", url=response.url, status=response.status, body=body)
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
     value = headers.get("Retry-After")
     if not value:
         return None
-    try:
+    with contextlib.suppress(ValueError):
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -173,11 +165,8 @@ class HttpClient:
         retry: bool = True,
         expect: tuple[int, ...] | None = (200,),
     ) -> HttpResponse:
-        """Send one request; retried on retryable failures while the deadline allows.
-
-        ``expect``: statuses returned to the caller; any other raises ``HttpError`` (after the
-        retries, for a retryable one). ``None`` returns every answer.
-        """
+        """Send one request, retried on retryable failures while the deadline allows. A status not
+        in ``expect`` raises ``HttpError`` (after the retries, for a retryable one); ``None``: none does."""
         url = self.base_url + path
         per_call = timeout_s or self.timeout_s
         deadline = deadline if deadline is not None else time.monotonic() + per_call * self.retry.attempts
@@ -190,13 +179,9 @@ class HttpClient:
             call_s = min(per_call, remaining)
             retry_after = None
             try:
+                timeout = aiohttp.ClientTimeout(total=call_s)
                 async with self._session_now().request(
-                    method,
-                    url,
-                    json=json_body,
-                    data=data,
-                    headers=dict(headers or {}),
-                    timeout=aiohttp.ClientTimeout(total=call_s),
+                    method, url, json=json_body, data=data, headers=dict(headers or {}), timeout=timeout
                 ) as answer:
                     response = HttpResponse(answer.status, dict(answer.headers), await answer.read(), url)
             except asyncio.TimeoutError:
@@ -206,12 +191,7 @@ class HttpClient:
             else:
                 if expect is None or response.status in expect:
                     return response
-                last = HttpError(
-                    f"{method} {url} answered {response.status}: {_excerpt(response.body)}",
-                    url=url,
-                    status=response.status,
-                    body=_excerpt(response.body),
-                )
+                last = _answer_error(response, f"{method} {url} answered {response.status}")
                 if response.status not in self.retry.statuses:
                     raise last
                 retry_after = _retry_after(response.headers)
@@ -219,12 +199,8 @@ class HttpClient:
                 break
             wait = self.retry.delay(attempt, retry_after)
             if time.monotonic() + wait >= deadline:
-                raise HttpTimeout(
-                    f"{method} {url}: no retry can finish before the deadline" + _after(last),
-                    url=url,
-                    status=last.status,
-                    body=last.body,
-                )
+                message = f"{method} {url}: no retry can finish before the deadline" + _after(last)
+                raise HttpTimeout(message, url=url, status=last.status, body=last.body)
             await asyncio.sleep(wait)
         assert last is not None
         raise last
@@ -241,16 +217,15 @@ def _after(last: HttpError | None) -> str:
 
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine from synchronous code, also when the caller is inside an event loop.
-
-    When the request this runs for is cancelled (``rewardkit.cancellation``), the coroutine is
-    cancelled too, which closes its HTTP requests, and the request's error is raised.
-    """
+    """Run a coroutine from synchronous code, also when the caller is inside an event loop (in a
+    thread of its own). When the request it runs for is cancelled (``rewardkit.cancellation``), the
+    coroutine is cancelled too, which closes its HTTP requests, and the request's error is raised."""
     scope = current()
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(_cancellable(make, scope))
+    # A plain thread, not an executor: Ctrl-C in the caller's join is not held until the coroutine ends.
     result: list[T] = []
     failure: list[BaseException] = []
 

@@ -10,6 +10,7 @@ tokenisation, decoding, reward call and result handling are all OpenRLHF's.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from types import SimpleNamespace
 
@@ -151,3 +152,24 @@ def test_a_response_that_repeats_the_prompt_keeps_its_answer_over_get_reward(gsm
         executor = SingleTurnAgentExecutor(remote_rm_url=f"{server.url}/get_reward")
         out = run(executor, tok, prompt, "4", REPEAT_RESPONSE)
     assert out["reward"] == [1.0], out
+
+
+def test_reward_func_feeds_the_monitor_as_openrlhf_calls_it(tmp_path, monkeypatch):
+    monitored = tmp_path / "monitored.yaml"
+    monitored.write_text(
+        CONFIG + f"rl.monitor: {{reference: exact-match, logdir: '{tmp_path}', rollouts_per_step: 2}}\n"
+    )
+    monkeypatch.setenv("REWARDKIT_CONFIG", str(monitored))
+    forget_rewards()
+    tok = tokenizer()
+    executor = SingleTurnAgentExecutor(remote_rm_url=binding.__file__)
+    prompt = "what is two plus three"
+    for response in ("five </s>", "six </s>", "five </s>", "five </s>"):
+        out = run(executor, tok, prompt, "five", response)
+        assert set(out["extra_logs"]) == {"exact-match", "nonempty", "reward_monitor/alarm"}
+        assert float(out["extra_logs"]["reward_monitor/alarm"][0]) == 0.0
+    forget_rewards()  # closes the monitor, which finishes a step still buffered
+    records = [json.loads(line) for line in (tmp_path / "monitor.jsonl").read_text().splitlines()]
+    assert [record["rollouts"] for record in records] == [2, 2]
+    assert [record["signals"]["reference_mean"] for record in records] == [0.5, 1.0]
+    assert all(record["source"] == "openrlhf" for record in records)

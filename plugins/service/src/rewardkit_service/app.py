@@ -56,7 +56,9 @@ from rewardkit.errors import (
     RewardkitError,
     SelectionRefused,
 )
+from rewardkit.extras import import_optional
 from rewardkit.identity import canonical_json
+from rewardkit.observers import ObservedBatch
 from rewardkit.worker import RewardWorker, ScoredBatch
 from rewardkit_service.auth import TokenChecker
 from rewardkit_service.limiter import AsyncInflightLimiter, BackpressureTimeout, RequestTooLarge
@@ -77,6 +79,10 @@ T = TypeVar("T")
 OPEN_PATHS = frozenset(("/healthz", "/readyz"))
 # The client's remaining time in milliseconds (as Connect's Connect-Timeout-Ms): up to 10 digits.
 TIMEOUT_HEADER = "rewardkit-timeout-ms"
+# With rl.monitor configured, a request naming its training run feeds that run's reward monitor
+# (docs/monitor.md); the step header groups a training step's requests.
+RUN_HEADER = "x-rewardkit-run"
+STEP_HEADER = "x-rewardkit-step"
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 _KNOWN_ENDPOINTS = (
     frozenset(
@@ -198,6 +204,10 @@ class RewardService:
         # Groups of one request are scored concurrently, as Reward.score does in process.
         threads = config.rewards.concurrency or min(8, (os.cpu_count() or 1) * 4)
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="rewardkit-service")
+        self.monitors: Any = None
+        if config.rl.monitor is not None:
+            run_monitors = import_optional("rewardkit_monitor", "RunMonitors", "`rl.monitor` in the service")
+            self.monitors = run_monitors(config)
 
     # -- preflight and the worker cache ----------------------------------------------------------
 
@@ -402,6 +412,27 @@ class RewardService:
         self._recent_score_s = 0.8 * self._recent_score_s + 0.2 * elapsed
         return batch, waited, elapsed
 
+    async def monitored(
+        self, request: Request, groups: list[tuple[str, list[Any]]], batch: ScoredBatch
+    ) -> dict[str, float] | None:
+        """What the run's monitor says of this batch, when the request names a run (else None)."""
+        run = request.headers.get(RUN_HEADER)
+        if self.monitors is None or run is None:
+            return None
+        step_text = request.headers.get(STEP_HEADER)
+        try:
+            step = None if step_text is None else int(step_text)
+        except ValueError:
+            raise Reply(400, "invalid_header", f"{STEP_HEADER} must be an integer step, got {step_text!r}",
+                        cause="contract") from None  # fmt: skip
+        inputs = [{"group_id": group_id, "rollouts": rollouts} for group_id, rollouts in groups]
+        observed = ObservedBatch(inputs, batch, "service", step=step)
+        try:
+            result: dict[str, float] = await run_in_threadpool(self.monitors.observe, run, observed)
+        except RewardkitError as error:  # a run id that cannot name the run's log folder
+            raise Reply(400, "invalid_header", f"{RUN_HEADER}: {error}", cause="contract") from None
+        return result
+
     def _retry_after(self) -> float:
         # Roughly when the work ahead may have drained: one recent scoring time, at least a second.
         return max(1.0, round(self._recent_score_s, 1))
@@ -494,6 +525,7 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
         )
         metrics.rollouts.labels("/v1/score").inc(weight)
         with_advantage = parsed.advantages
+        monitored = await service.monitored(request, groups, batch)
         return _json({
             "groups": [
                 {"group_id": group.group_id, "candidates": [
@@ -508,6 +540,7 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
             "providers": [record.to_json() for record in batch.providers],
             "waited_s": waited,
             "scored_s": elapsed,
+            **({} if monitored is None else {"monitor": monitored}),
         })  # fmt: skip
 
     @endpoint("/v1/resolve")
@@ -624,6 +657,8 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
             yield
         finally:
             service.executor.shutdown(wait=True)
+            if service.monitors is not None:
+                service.monitors.close()
             with service._workers_lock:
                 workers = list(service._workers.values())
             for worker in workers:  # provider processes and sandboxes end with the service
