@@ -5,6 +5,7 @@ preflights providers. Rewards are built by ``rewardkit.reward.build_reward``, as
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -116,8 +117,15 @@ def reward_for(
 
 
 def monitor_for(source: ConfigSource) -> BatchObserver | None:
-    """The ``rl.monitor`` observer for ``source``, one per configuration and process (None when unset)."""
+    """The ``rl.monitor`` observer for ``source``, one per configuration and process (None when unset);
+    closed at exit, which finishes the run's last step (no trainer tells a reward function it ended)."""
     return _once(_observers, _key_of(source), lambda: observer_for(resolve_config(source)))
+
+
+@atexit.register
+def _close_observers() -> None:
+    for observer in [observer for observer in list(_observers.values()) if observer is not None]:
+        observer.close()
 
 
 def selections(config: RewardkitConfig) -> list[RewardSelection]:

@@ -181,8 +181,12 @@ class RewardMonitor:
         self.needs: frozenset[str] = frozenset(reference.needs) if reference is not None else frozenset()
         self._owns_reference = owns_reference
         thresholds = THRESHOLDS[self.settings.false_alarm_rate]
+        # With a reference grader, divergence measures the gaming itself; the reward-length coupling
+        # is then only reported: an honest proxy may pay a long answer with the right start more
+        # than a short wrong one (seen on real GRPO runs), which is coupling but no hack.
+        alarmed = ("divergence",) if reference is not None else ("length_coupling",)
         self.detectors = {
-            name: Cusum(name, thresholds[name], self.settings.warmup_steps, FLOORS[name]) for name in ALARMED
+            name: Cusum(name, thresholds[name], self.settings.warmup_steps, FLOORS[name]) for name in alarmed
         }
         self.alarms: list[Alarm] = []
         self.errors = 0
