@@ -12,7 +12,7 @@ failing, an unreadable batch) is logged as a warning and counted in ``train/rewa
 Cost: ``reward_mean``, ``component/*`` and ``diagnostic/*`` come from the batch report and cover
 every rollout; the signals that read each rollout (lengths, coupling, saturation, duplicates and,
 with ``reference_rate``, the reference grader) read at most ``EXAMINED_ROLLOUTS`` per batch, whole
-groups drawn with ``seed``: a batch of 10,000 costs what one of 1,024 does.
+groups drawn with ``seed``: a batch of 10,000 costs what one of 512 does.
 
 A rollout's length is its ``completion_token_count`` when the binding gives it, else the number of
 whitespace-separated words of its completion. The reference grader scores a share
@@ -55,7 +55,7 @@ LOG_NAME = "monitor.jsonl"
 # The signals that stay stationary under honest training: the only ones an alarm may watch.
 ALARMED = ("divergence", "length_coupling")
 # Rollouts per batch the per-rollout signals read (whole groups; all of a smaller batch).
-EXAMINED_ROLLOUTS = 1024
+EXAMINED_ROLLOUTS = 512
 
 _get_completion = methodcaller("get", "completion")
 _get_token_count = methodcaller("get", "completion_token_count")
