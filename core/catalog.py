@@ -9,6 +9,8 @@ every reward actor and a resumed run resolve exactly the same catalog.
 from __future__ import annotations
 
 import functools
+import importlib.util
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +22,13 @@ from rewardkit.contracts import CANDIDATE_NEEDS, KNOWN_NEEDS, RewardProviderSpec
 from rewardkit.errors import PreflightError, RegistrationError
 from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
 from rewardkit.frozen import NotJSONError
-from rewardkit.identity import canonical_json, code_fingerprint, provider_identity, sha256_hex
+from rewardkit.identity import (
+    callables_behind,
+    canonical_json,
+    code_fingerprint,
+    provider_identity,
+    sha256_hex,
+)
 from rewardkit.params import (
     ParamsError,
     derive_params_model,
@@ -31,7 +39,7 @@ from rewardkit.params import (
 )
 from rewardkit.plugins import PluginInfo, PluginManager, import_module_attribute, load_plugins
 from rewardkit.protocols import CatalogRegistrar
-from rewardkit.registry import Registry, owner_label
+from rewardkit.registry import CATALOG_VERSION, Registry, owner_label
 
 CatalogFactory = Callable[[], Iterable[RewardProviderSpec]]
 
@@ -71,6 +79,31 @@ class ProviderEntry:
         except (ParamsError, NotJSONError):
             return None
 
+    @functools.cached_property
+    def description(self) -> str:
+        """The spec's description, else the first line of the docstring of the code behind its factory
+        (the scorer of ``partial(map_candidates, scorer)``, the provider class), so every listed
+        provider says what it scores."""
+        if self.spec.description:
+            return self.spec.description
+        for target in callables_behind(self.spec.factory):
+            if getattr(target, "__module__", "") in _FRAMEWORK_WRAPPERS:
+                continue
+            doc = (
+                inspect.cleandoc(vars(target).get("__doc__") or "")
+                if isinstance(target, type)
+                else (inspect.getdoc(target) or "")
+            )
+            if doc:
+                return doc.partition("\n")[0].strip()
+        return ""
+
+    @property
+    def missing_modules(self) -> list[str]:
+        """The spec's ``extra_modules`` that are not installed. ``find_spec`` locates a module without
+        importing it: listing must not pay for importing torch when it is there."""
+        return [module for module in self.spec.extra_modules if not _installed(module)]
+
     def describe(self) -> dict[str, Any]:
         """The row ``rewardkit providers --json`` prints."""
         spec = self.spec
@@ -87,13 +120,28 @@ class ProviderEntry:
             "terms": list(spec.terms),
             "diagnostics": list(spec.diagnostics),
             "semantic_identity": spec.semantic_identity,
-            "description": spec.description,
+            "description": self.description,
+            "extra": spec.extra or None,
+            "missing_modules": self.missing_modules,
             "scoring_packages": list(spec.scoring_packages),
             "runtime": list(spec.runtime),
             "cheap": spec.cheap,
             "sandboxed": spec.sandboxed,
             "params": schema_document(self.params_model),
         }
+
+
+# rewardkit's own wrappers behind a factory: their docstrings describe the wrapper, not the provider.
+_FRAMEWORK_WRAPPERS = frozenset(
+    {"rewardkit.pointwise", "rewardkit.pointwise_batch", "rewardkit.function_providers"}
+)
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class Catalog:
@@ -226,7 +274,9 @@ class Catalog:
 
 
 def _collect(manager: PluginManager, hook: str, registry: Registry[Any], key: Callable[[Any], str]) -> None:
-    _call_recording(manager, hook, registry, lambda owner: registry.registrar(owner, key))
+    _call_recording(
+        manager, hook, registry, lambda owner: registry.registrar(owner, key, manager.override_refuser(owner))
+    )
 
 
 def _call_recording(
@@ -288,7 +338,7 @@ def catalog_factories(manager: PluginManager | None = None) -> Registry[Callable
                 check_name("catalog", name)
                 if not callable(factory):
                     raise RegistrationError(f"{owner_label(owner)}: catalog {name!r} factory is not callable")
-                registry.add(name, factory, owner)
+                registry.add(name, factory, owner, manager.override_refuser(owner))
 
             return register
 
@@ -322,7 +372,7 @@ def resolve_catalog(ref: str | None = None, manager: PluginManager | None = None
 def _with_catalog(manager: PluginManager, base: Registry[RewardProviderSpec], ref: str) -> Catalog:
     factories = catalog_factories(manager)
     if ":" in ref:
-        owner = PluginInfo(ref, f"catalog {ref}", "-", builtin=False)
+        owner = PluginInfo(ref, f"catalog {ref}", CATALOG_VERSION, builtin=False)
         try:
             factory = import_module_attribute(ref)
         except Exception as error:

@@ -1,18 +1,21 @@
 """Identity hashes of providers and fingerprints of their code.
 
 The identity is the SHA-256 of canonical JSON (sorted keys, no whitespace, type-strict) of what
-defines a provider's reward semantics. The code fingerprint hashes the source files behind the
-factory, so a code change without a revision bump can be caught against a recorded run.
+defines a provider's reward semantics. The code fingerprint hashes the code behind the factory (the
+modules it reaches, without docstrings), so a code change without a revision bump can be caught
+against a recorded run.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib.metadata
 import inspect
 import json
 import os
+import re
 import sys
 import threading
 from collections.abc import Mapping
@@ -52,82 +55,243 @@ def provider_identity(spec: RewardProviderSpec, params: Mapping[str, Any] | None
 
 
 def code_fingerprint(spec: RewardProviderSpec) -> str:
-    """SHA-256 over the provider's code and the versions of the packages it declares it scores with:
-    every file of the package holding each callable behind the factory (the factory, the scorer of a
-    ``partial(map_candidates, scorer)``, what partials wrap), sub-folders included: scripts a sandbox
-    runs are never imported, so an import walk would miss them. A framework module
-    (``rewardkit.pointwise``) counts alone. Files are hashed by path inside the package and bytes, so
-    the fingerprint is the same wherever installed; ``spec.scoring_packages`` adds ``name==version``."""
-    roots = {_code_root(target) for target in _callables_behind(spec.factory)}  # (path, label)
+    """SHA-256 over the code that defines a provider and the versions of the packages it declares it
+    scores with (``spec.scoring_packages``, as ``name==version``). The rule is docs/plugins.md's
+    "Identity and code fingerprint"; ``fingerprinted_code`` lists what it covers."""
     digest = hashlib.sha256()
-    for root, label in sorted(roots):
-        digest.update(f"root {label}\n".encode())
-        digest.update(_tree_digest(root).encode())
+    for label, part in sorted(_fingerprinted(spec).items()):
+        digest.update(f"{label}\0{part}\n".encode("utf-8", "surrogateescape"))
     for name in spec.scoring_packages:
         digest.update(f"package {name}=={_distribution_version(name)}\n".encode())
     return digest.hexdigest()
 
 
-def _code_root(target: Any) -> tuple[str, str]:
-    """The folder of the package defining ``target`` (its file, for a lone module or the framework's)."""
-    module_name = getattr(target, "__module__", None) or ""
-    try:
-        source_file = inspect.getsourcefile(target)
-    except TypeError:
-        source_file = None
-    if source_file is None:
-        return "", f"<{module_name or type(target).__name__}>"
+def fingerprinted_code(spec: RewardProviderSpec) -> list[str]:
+    """What the code fingerprint of ``spec`` covers: module names, and ``module/relative/path`` for
+    files loaded by path from beside a module (sandbox scripts, prompt templates)."""
+    return sorted(_fingerprinted(spec))
+
+
+def _fingerprinted(spec: RewardProviderSpec) -> dict[str, str]:
+    """label -> digest of each piece of code behind ``spec.factory``.
+
+    Why these pieces: the modules defining the callables behind the factory (the factory, the scorer
+    of ``partial(map_candidates, scorer)``, ``__wrapped__`` targets), then every module of the same
+    top-level package they import (statically, at any depth: a helper they call is part of the
+    score), and every file or folder a reached module names in a string literal beside it
+    (``Path(__file__).with_name("inside")``: code a sandbox loads by path is never imported). A
+    sibling module nothing reaches is not the provider's code, so editing it changes nothing. Each
+    Python module is hashed as its syntax tree without docstrings, line numbers or comments: a
+    docstring, a comment or a reformat cannot change a score, so it cannot change the fingerprint.
+    Other files are hashed by bytes. Labels are module names and paths inside the package, so the
+    fingerprint is the same wherever the package is installed. rewardkit's own modules are the
+    framework, versioned with it: one counts alone (``rewardkit.pointwise``), and only its built-in
+    providers (``rewardkit.builtin``) are followed into their helpers."""
+    pieces: dict[str, str] = {}
+    pending: list[str] = []
+    for target in callables_behind(spec.factory):
+        module_name = getattr(target, "__module__", None) or ""
+        if _module_file(module_name) is None:
+            pieces[f"<{module_name or type(target).__name__}>"] = "no-source"
+        else:
+            pending.append(module_name)
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = _module_file(name)
+        if path is None:
+            continue
+        digest, imported, beside = _module_digest(name, path)
+        pieces[name] = digest
+        scope = _followed_scope(name)
+        if scope is None:
+            continue  # a framework module counts alone
+        pending.extend(other for other in imported if other == scope or other.startswith(scope + "."))
+        folder = os.path.dirname(path)
+        for relative in beside:
+            for label, file_path in _files_under(folder, relative):
+                pieces[f"{name.rpartition('.')[0] or name}/{label}"] = _file_digest(file_path)
+    return pieces
+
+
+def _followed_scope(module_name: str) -> str | None:
+    """The package whose modules are followed from ``module_name``: its top-level package, except
+    inside rewardkit (the framework), where only the built-in providers' package is."""
+    top = module_name.partition(".")[0]
+    if top != _FRAMEWORK:
+        return top
+    builtin = f"{_FRAMEWORK}.builtin"
+    return builtin if module_name.startswith(builtin + ".") else None
+
+
+def _module_file(module_name: str) -> str | None:
+    """The source file of a module, ``None`` for one without source (built-in, C, REPL). A module not
+    imported yet (a lazy import inside a function) is found below its top-level package's folders,
+    without importing anything: fingerprinting runs no code."""
     module = sys.modules.get(module_name)
-    package = getattr(module, "__package__", None) or ""
-    if not package or package == _FRAMEWORK:
-        return source_file, module_name
-    return os.path.dirname(source_file), package
+    if module is not None:
+        path = getattr(module, "__file__", None)
+        return path if path and path.endswith(".py") and os.path.isfile(path) else None
+    top, _, rest = module_name.partition(".")
+    folders = list(getattr(sys.modules.get(top), "__path__", None) or [])
+    if not rest:
+        return None
+    for folder in folders:
+        base = os.path.join(folder, *rest.split("."))
+        for path in (base + ".py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(path):
+                return path
+    return None
 
 
 _FRAMEWORK = __name__.partition(".")[0]
-_tree_cache: dict[str, tuple[tuple[tuple[str, int, int], ...], str]] = {}
-_tree_lock = threading.Lock()
+# path -> ((mtime, size), (digest, imported modules, names of things beside it it mentions))
+_module_cache: dict[str, tuple[tuple[int, int], tuple[str, tuple[str, ...], tuple[str, ...]]]] = {}
+_file_cache: dict[str, tuple[tuple[int, int], str]] = {}
+_cache_lock = threading.Lock()
 
 
-def _tree_digest(root: str) -> str:
-    """The SHA-256 of a file, or of every file in a folder (relative path and bytes), cached by stat."""
-    if not root:
-        return "no-source"
-    if os.path.isfile(root):
-        files = [(os.path.basename(root), root)]
-    else:
-        files = []
-        for folder, subfolders, names in os.walk(root):
-            subfolders[:] = sorted(d for d in subfolders if d != "__pycache__" and not d.startswith("."))
-            for name in names:
-                if name.startswith(".") or name.endswith((".pyc", ".pyo")):
-                    continue
-                path = os.path.join(folder, name)
-                files.append((os.path.relpath(path, root).replace(os.sep, "/"), path))
-        files.sort()
-    stats = []
-    for relative, path in files:
-        try:
-            info = os.stat(path)
-            stats.append((relative, info.st_mtime_ns, info.st_size))
-        except OSError:
-            stats.append((relative, -1, -1))
-    key = tuple(stats)
-    with _tree_lock:
-        cached = _tree_cache.get(root)
+def _stat_key(path: str) -> tuple[int, int]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (info.st_mtime_ns, info.st_size)
+
+
+def _module_digest(name: str, path: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """The digest of a module's code, the modules it imports (absolute names) and the names of the files
+    or folders beside it that it mentions as string literals; cached by stat."""
+    key = _stat_key(path)
+    with _cache_lock:
+        cached = _module_cache.get(path)
     if cached is not None and cached[0] == key:
         return cached[1]
-    digest = hashlib.sha256()
-    for relative, path in files:
-        digest.update(relative.encode("utf-8", "surrogateescape") + b"\0")
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        value: tuple[str, tuple[str, ...], tuple[str, ...]] = (_file_digest(path), (), ())
+    else:
+        package = name if os.path.basename(path) == "__init__.py" else name.rpartition(".")[0]
+        imported = tuple(sorted({*_imports_of(tree, package), *_modules_named(tree)}))
+        beside = _names_beside(tree, os.path.dirname(path))
+        _drop_docstrings(tree)
+        text = ast.dump(tree, annotate_fields=False, include_attributes=False)
+        value = (sha256_hex(text), imported, beside)
+    with _cache_lock:
+        _module_cache[path] = (key, value)
+    return value
+
+
+def _drop_docstrings(tree: ast.AST) -> None:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            first = body[0] if body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]
+
+
+def _imports_of(tree: ast.AST, package: str) -> tuple[str, ...]:
+    """Absolute names of the modules ``tree`` imports (``from a import b`` names ``a`` and ``a.b``:
+    ``b`` may be a submodule), relative imports resolved against ``package``."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".") if package else []
+                if node.level - 1 > len(parts):
+                    continue
+                base = ".".join(parts[: len(parts) - (node.level - 1)])
+                source = f"{base}.{node.module}" if node.module and base else (node.module or base)
+            else:
+                source = node.module or ""
+            if not source:
+                continue
+            found.add(source)
+            found.update(f"{source}.{alias.name}" for alias in node.names if alias.name != "*")
+    return tuple(sorted(found))
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[\w.]+)?")
+
+
+def _modules_named(tree: ast.AST) -> set[str]:
+    """Modules a string literal names as code to run (``"pkg.check:run"`` for a worker to import,
+    ``python -m pkg.worker``): loaded by name, never imported here, still the provider's code. Only
+    those of the followed package count (``_fingerprinted``), and only if they exist."""
+    return {
+        node.value.partition(":")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED.fullmatch(node.value)
+    }
+
+
+def _names_beside(tree: ast.AST, folder: str) -> tuple[str, ...]:
+    """String literals of ``tree`` that name a file or folder in ``folder`` (relative, inside it)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+            if not text or len(text) > 200 or "\0" in text or os.path.isabs(text):
+                continue
+            normal = os.path.normpath(text)
+            if normal.startswith(os.pardir) or normal in (".", "__pycache__", "__init__.py"):
+                continue
+            if os.path.exists(os.path.join(folder, normal)):
+                found.add(normal.replace(os.sep, "/"))
+    return tuple(sorted(found))
+
+
+def _files_under(folder: str, relative: str) -> list[tuple[str, str]]:
+    """``(label, path)`` of the file ``relative`` in ``folder``, or of every file below that folder."""
+    root = os.path.join(folder, relative)
+    if os.path.isfile(root):
+        return [(relative, root)]
+    files = []
+    for here, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__" and not d.startswith("."))
+        for file_name in names:
+            if file_name.startswith(".") or file_name.endswith((".pyc", ".pyo")):
+                continue
+            path = os.path.join(here, file_name)
+            files.append((os.path.relpath(path, folder).replace(os.sep, "/"), path))
+    return sorted(files)
+
+
+def _file_digest(path: str) -> str:
+    """A Python file as its syntax tree without docstrings, anything else by bytes; cached by stat."""
+    key = _stat_key(path)
+    with _cache_lock:
+        cached = _file_cache.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return "unreadable"
+    value = hashlib.sha256(data).hexdigest()
+    if path.endswith(".py"):
         try:
-            with open(path, "rb") as handle:
-                digest.update(hashlib.sha256(handle.read()).digest())
-        except OSError:
-            digest.update(b"unreadable")
-    value = digest.hexdigest()
-    with _tree_lock:
-        _tree_cache[root] = (key, value)
+            tree = ast.parse(data, filename=path)
+        except (SyntaxError, ValueError):
+            pass
+        else:
+            _drop_docstrings(tree)
+            value = sha256_hex(ast.dump(tree, annotate_fields=False, include_attributes=False))
+    with _cache_lock:
+        _file_cache[path] = (key, value)
     return value
 
 
@@ -138,7 +302,9 @@ def _distribution_version(name: str) -> str:
         return "absent"
 
 
-def _callables_behind(factory: Any) -> list[Any]:
+def callables_behind(factory: Any) -> list[Any]:
+    """The functions and classes behind a factory: what ``functools.partial`` wraps, its callable
+    arguments (the scorer of ``partial(map_candidates, scorer)``), ``__wrapped__`` targets unwrapped."""
     found: list[Any] = []
     pending = [factory]
     while pending:

@@ -87,6 +87,8 @@ class PluginManager:
         self.failures: list[PluginFailure] = []
         # Plugins that imported but whose register_* hook raised: plugin name -> what failed.
         self.hook_failures: dict[str, list[str]] = {}
+        # Registrations refused because they reuse a built-in's name: plugin name -> why.
+        self.refusals: dict[str, list[str]] = {}
         self._entry_point_owners: dict[str, str] = {}
         self._loaded = False
         self.tracing = False
@@ -207,6 +209,22 @@ class PluginManager:
                     on_failure(owner)
                 self._hook_failed(owner, hook_name, error)
 
+    def override_refuser(self, owner: PluginInfo) -> Callable[[str], None] | None:
+        """What a registry does when ``owner`` registers a built-in's name: outside strict mode, skip
+        that one registration with a warning and list it (``describe``), so one wrong plugin cannot
+        break every command, ``rewardkit plugins`` included; ``None`` (fatal) under strict mode."""
+        if strict_plugins():
+            return None
+
+        def refuse(message: str) -> None:
+            log.warning(
+                "%s; the built-in is kept (set REWARDKIT_STRICT_PLUGINS=1 to make this fatal)", message
+            )
+            with self._lock:
+                self.refusals.setdefault(owner.name, []).append(message)
+
+        return refuse
+
     def _hook_failed(self, owner: PluginInfo, hook_name: str, error: Exception) -> None:
         kind = "built-in plugin" if owner.builtin else "rewardkit plugin"
         failure = f"{hook_name} raised {type(error).__name__}: {error}"
@@ -219,12 +237,17 @@ class PluginManager:
             self.hook_failures.setdefault(owner.name, []).append(failure)
 
     def describe(self) -> list[dict[str, Any]]:
-        """What ``rewardkit plugins`` prints: every loaded plugin with its hooks, and failures."""
+        """What ``rewardkit plugins`` prints: every loaded plugin with its hooks, and failures; a plugin
+        with a registration refused for taking a built-in's name has status ``refused`` and says why under
+        ``refused`` (its other registrations stand)."""
         rows: list[dict[str, Any]] = []
         for name, plugin in sorted(self.pm.list_name_plugin(), key=lambda pair: pair[0]):
             info = self.info(plugin)
             hooks = sorted(caller.name for caller in self.pm.get_hookcallers(plugin) or [])
             row: dict[str, Any] = {**asdict(info), "hooks": hooks, "status": "loaded"}
+            refused = self.refusals.get(name)
+            if refused:
+                row.update(status="refused", refused=list(refused))
             failed = self.hook_failures.get(name)
             if failed:
                 row.update(status="failed", error="; ".join(failed))

@@ -1,8 +1,10 @@
 """What a run records about the providers it scored with, and the checks made on resume.
 
 Resuming pending work (or comparing with kept results) under a different catalog, provider,
-revision or identity is refused, naming each field that differs; code that changed while the
-revision did not is a warning, or an error under ``REWARDKIT_STRICT_IDENTITY=1``.
+revision or identity is refused, naming each field that differs. Code that changed while the
+revision did not (``check_resume``'s ``strict``): ``rewardkit score --resume`` refuses it unless
+``--allow-code-change``; other callers warn, or refuse under ``REWARDKIT_STRICT_IDENTITY=1``. A fresh
+``rewardkit score`` over a recorded run warns (``unbumped_code_changes``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,31 @@ def record_of(bound: BoundProvider, catalog_ref: str | None) -> ProviderRecord:
         identity=bound.identity,
         code_fingerprint=code_fingerprint(bound.spec),
     )
+
+
+def unbumped_code_changes(recorded: object, current: Sequence[ProviderRecord]) -> list[str]:
+    """One line per provider whose code changed since ``recorded`` (a manifest's ``providers``) while its
+    name and revision did not: a fresh run is not refused for it, but its results would pass for the
+    recorded run's under the same revision, so the user is told to bump it. Unreadable records: none."""
+    if not isinstance(recorded, list):
+        return []
+    by_name = {record.provider: record for record in current}
+    lines = []
+    for row in recorded:
+        try:
+            before = ProviderRecord.from_json(row)
+        except (ValueError, TypeError):
+            continue
+        now = by_name.get(before.provider)
+        if now is None or now.revision != before.revision or now.code_fingerprint == before.code_fingerprint:
+            continue
+        lines.append(
+            f"the code of provider {now.provider!r} changed since the recorded run (fingerprint "
+            f"{before.code_fingerprint[:12]} -> {now.code_fingerprint[:12]}) but its revision is still "
+            f"{now.revision!r}: bump `revision` (in its RewardProviderSpec or @rewardkit.provider) when a "
+            "change can move a score, so results of the two versions are never taken for one reward"
+        )
+    return lines
 
 
 def check_resume_all(

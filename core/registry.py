@@ -10,6 +10,8 @@ from rewardkit.errors import NameConflictError, RegistrationError, RewardkitErro
 from rewardkit.plugins import PluginInfo
 
 T = TypeVar("T")
+# The version of the owner standing for a run-bound catalog (``PluginInfo(ref, "catalog <ref>", "-")``).
+CATALOG_VERSION = "-"
 
 
 def owner_label(owner: PluginInfo) -> str:
@@ -50,7 +52,12 @@ class Registry(Generic[T]):
         # Plugins that failed to import or register here, one line each: named when a name is not found.
         self.failures: tuple[str, ...] = ()
 
-    def add(self, name: str, value: T, owner: PluginInfo) -> None:
+    def add(
+        self, name: str, value: T, owner: PluginInfo, on_override: Callable[[str], None] | None = None
+    ) -> None:
+        """Register ``value`` as ``name``. A non-built-in entry named like a built-in is refused: with
+        ``on_override`` (installed plugins outside strict mode) it is skipped and ``on_override(message)``
+        told, so the built-in keeps working and so does every command; without, it is fatal."""
         if not isinstance(value, self.value_type):
             raise RegistrationError(
                 f"{owner_label(owner)} registered {value!r} as a {self.kind}; "
@@ -59,11 +66,20 @@ class Registry(Generic[T]):
         existing = self._entries.get(name)
         if existing is not None:
             if existing.owner.builtin and not owner.builtin:
-                raise NameConflictError(
+                message = (
                     f"{owner_label(owner)} tries to override the built-in {self.kind} {name!r} "
                     f"of {owner_label(existing.owner)}; custom entries may add names but never "
                     "override a built-in: choose another name"
                 )
+                if owner.version != CATALOG_VERSION:  # an installed plugin, which a user can switch off
+                    message += (
+                        f" in entry point {owner.name!r} of distribution {owner.distribution}, or disable "
+                        f"it with REWARDKIT_DISABLE_PLUGINS={owner.name}"
+                    )
+                if on_override is None:
+                    raise NameConflictError(message)
+                on_override(message)
+                return
             raise NameConflictError(
                 f"{self.kind} {name!r} is registered twice: by {owner_label(existing.owner)} and by "
                 f"{owner_label(owner)}; uninstall or disable one of them "
@@ -71,10 +87,16 @@ class Registry(Generic[T]):
             )
         self._entries[name] = Registered(name, value, owner)
 
-    def registrar(self, owner: PluginInfo, name_of: Callable[[T], str]) -> Callable[[T], None]:
-        """The ``register`` callback handed to one plugin's hook implementation."""
+    def registrar(
+        self,
+        owner: PluginInfo,
+        name_of: Callable[[T], str],
+        on_override: Callable[[str], None] | None = None,
+    ) -> Callable[[T], None]:
+        """The ``register`` callback handed to one plugin's hook implementation (``on_override``: see
+        ``add``)."""
         return lambda value: self.add(
-            name_of(value) if isinstance(value, self.value_type) else "?", value, owner
+            name_of(value) if isinstance(value, self.value_type) else "?", value, owner, on_override
         )
 
     def drop_owner(self, owner: PluginInfo) -> list[str]:

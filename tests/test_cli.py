@@ -27,8 +27,10 @@ def test_providers_table(capsys: pytest.CaptureFixture):
     assert main(["providers"]) == 0
     out = capsys.readouterr().out
     header, _rule, *rows = out.splitlines()
-    assert header.split() == ["name", "distribution", "revision", "identity", "needs", "terms"]
+    assert header.split() == ["name", "distribution", "revision", "identity", "needs", "terms", "description"]
     assert any(row.startswith("exact-match") and "reference" in row for row in rows)
+    nonempty = next(row for row in rows if row.startswith("nonempty"))
+    assert nonempty.endswith("1 for a completion with any non-whitespace text, else 0."), "described"
 
 
 def test_providers_json(capsys: pytest.CaptureFixture):

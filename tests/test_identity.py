@@ -11,7 +11,7 @@ import pytest
 
 from rewardkit import PreflightError, RegistrationError, RewardProviderSpec, resolve_catalog
 from rewardkit.composition import RewardSpec
-from rewardkit.identity import _callables_behind, _code_root, code_fingerprint
+from rewardkit.identity import code_fingerprint, fingerprinted_code
 from rewardkit.worker import RewardWorker
 
 
@@ -78,11 +78,16 @@ def test_gsm8k_refuses_a_string_for_a_boolean_param():
 
 PROVIDER_MODULE = """
 from functools import partial
+from pathlib import Path
 from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
 from {package}.helpers import bonus
 
+# code a sandbox loads by path, never imported
+RUNNER = Path(__file__).with_name("inside")
+
 def score(candidate, context):
-    return RewardProviderResult({{"task": bonus()}})
+    'The bonus.'
+    return RewardProviderResult({{"task": bonus()}})  # a comment
 
 SPEC = RewardProviderSpec(
     "fp-{package}", partial(map_candidates, score), (), "1", ("task",), scoring_packages={packages!r}
@@ -96,6 +101,7 @@ def make_package(root: Path, package: str, packages: tuple[str, ...] = ()) -> Pa
     (folder / "__init__.py").write_text("")
     (folder / "helpers.py").write_text("def bonus():\n    return 1.0\n")
     (folder / "inside" / "runner.py").write_text("print('runs in a sandbox, never imported')\n")
+    (folder / "unrelated.py").write_text("def other_provider():\n    return 0.0\n")
     (folder / "provider.py").write_text(PROVIDER_MODULE.format(package=package, packages=packages))
     return folder
 
@@ -118,12 +124,32 @@ def scratch_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.mark.parametrize("changed", ["helpers.py", "inside/runner.py", "inside/new_script.py"])
-def test_the_fingerprint_covers_every_file_of_the_providers_package(scratch_package, changed: str):
+def test_the_fingerprint_covers_the_code_the_provider_reaches(scratch_package, changed: str):
     folder, spec = scratch_package()
     before = code_fingerprint(spec)
     assert code_fingerprint(spec) == before, "deterministic"
-    (folder / changed).write_text("# a scoring change\n" * 3)
+    (folder / changed).write_text("SCALE = 2\n")
     assert code_fingerprint(spec) != before, f"an edit to {changed} must change the fingerprint"
+
+
+@pytest.mark.parametrize(
+    "file,edit",
+    [
+        ("unrelated.py", lambda text: text.replace("0.0", "1.0")),
+        ("provider.py", lambda text: text.replace("The bonus.", "The bonus, documented again.")),
+        ("provider.py", lambda text: text.replace("# a comment", "# another comment")),
+        ("helpers.py", lambda text: "def bonus():\n    'Now documented.'\n\n\n    return 1.0\n"),
+    ],
+    ids=["a-sibling-module-nothing-imports", "a-docstring", "a-comment", "a-helpers-docstring-and-layout"],
+)
+def test_what_cannot_change_a_score_leaves_the_fingerprint(scratch_package, file: str, edit):
+    folder, spec = scratch_package()
+    before = code_fingerprint(spec)
+    path = folder / file
+    path.write_text(edit(path.read_text()))
+    assert code_fingerprint(spec) == before, f"editing {file} that way cannot change a score"
+    (folder / "helpers.py").write_text("def bonus():\n    return 0.5\n")
+    assert code_fingerprint(spec) != before, "a code edit still changes it"
 
 
 def test_the_fingerprint_does_not_depend_on_where_the_package_is_installed(tmp_path: Path, monkeypatch):
@@ -154,16 +180,8 @@ def test_declared_scoring_packages_enter_the_fingerprint_by_version(scratch_pack
         RewardProviderSpec("x", plain.factory, (), "1", ("task",), scoring_packages="math-verify")
 
 
-def _fingerprinted_files(spec) -> set[str]:
-    files = set()
-    for target in _callables_behind(spec.factory):
-        root, _ = _code_root(target)
-        path = Path(root)
-        files |= {str(p.relative_to(path)) for p in path.rglob("*.py")} if path.is_dir() else {path.name}
-    return files
-
-
 def test_real_providers_fingerprint_their_helpers():
     """The rl pack's providers are checked in rl_pack/tests/test_fingerprints.py (env rl)."""
-    catalog = resolve_catalog()
-    assert {"numbers.py", "expressions.py", "answers.py"} <= _fingerprinted_files(catalog.entry("gsm8k").spec)
+    covered = set(fingerprinted_code(resolve_catalog().entry("gsm8k").spec))
+    helpers = {f"rewardkit.builtin.{name}" for name in ("numbers", "expressions", "answers")}
+    assert helpers <= covered and "rewardkit.builtin.countdown" not in covered

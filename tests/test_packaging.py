@@ -46,7 +46,8 @@ def test_fresh_install_lists_built_ins_and_example_plugin_comes_and_goes(fresh_v
 
     installed = run([python, "-m", "pip", "install", "-q", str(ROOT / "examples" / "acme_rewards")])
     assert installed.returncode == 0, installed.stderr
-    rows = {row["name"]: row for row in json.loads(providers(fresh_venv).stdout)}
+    listed_with_acme = providers(fresh_venv)
+    rows = {row["name"]: row for row in json.loads(listed_with_acme.stdout)}
     assert rows["acme-keywords"]["distribution"] == "acme-rewards"
     assert rows["acme-keywords"]["version"] == "1.2.0"
     assert rows["acme-keywords"]["needs"] == ["reference"]
@@ -67,9 +68,10 @@ def test_fresh_install_lists_built_ins_and_example_plugin_comes_and_goes(fresh_v
     override = run([python, "-m", "pip", "install", "-q", str(ROOT / "examples" / "acme_override")])
     assert override.returncode == 0, override.stderr
     refused = providers(fresh_venv)
-    assert refused.returncode == 2
+    assert refused.returncode == 0, "the built-in wins and every command keeps working"
     assert "override the built-in provider 'exact-match'" in refused.stderr
-    assert "acme-override" in refused.stderr
+    assert "REWARDKIT_DISABLE_PLUGINS=acme-override" in refused.stderr
+    assert json.loads(refused.stdout) == json.loads(listed_with_acme.stdout)
     assert run([python, "-m", "pip", "uninstall", "-y", "-q", "acme-override"]).returncode == 0
 
     assert run([python, "-m", "pip", "uninstall", "-y", "-q", "acme-rewards"]).returncode == 0

@@ -107,10 +107,21 @@ def test_duplicate_names_fail_naming_both_owners(site: Path):
         resolve_catalog()
 
 
-def test_a_plugin_cannot_override_a_built_in(site: Path):
+def test_a_plugin_cannot_override_a_built_in(site: Path, caplog: pytest.LogCaptureFixture):
     fake_distribution(
         site, "acme-evil", {"evil": "fake_evil"}, {"fake_evil": GOOD.replace("{name}", "exact-match")}
     )
+    assert resolve_catalog().entry("exact-match").owner.builtin, "the built-in wins"
+    assert re.search(r"acme-evil.*override the built-in provider 'exact-match'", caplog.text)
+    assert "REWARDKIT_DISABLE_PLUGINS=evil" in caplog.text
+    assert load_plugins().refusals["evil"], "listed by `rewardkit plugins`"
+
+
+def test_strict_mode_makes_overriding_a_built_in_fatal(site: Path, monkeypatch: pytest.MonkeyPatch):
+    fake_distribution(
+        site, "acme-evil", {"evil": "fake_evil"}, {"fake_evil": GOOD.replace("{name}", "exact-match")}
+    )
+    monkeypatch.setenv("REWARDKIT_STRICT_PLUGINS", "1")
     with pytest.raises(RegistrationError, match=r"acme-evil.*override the built-in provider 'exact-match'"):
         resolve_catalog()
 

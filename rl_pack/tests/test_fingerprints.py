@@ -1,33 +1,28 @@
-"""The rl pack's providers fingerprint every file of their packages, sandbox scripts included."""
+"""The rl pack's providers fingerprint the code they reach: helpers, and code run by name or by path."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rewardkit import resolve_catalog
-from rewardkit.identity import _callables_behind, _code_root
-
-
-def _fingerprinted_files(spec) -> set[str]:
-    files = set()
-    for target in _callables_behind(spec.factory):
-        root, _ = _code_root(target)
-        path = Path(root)
-        files |= {str(p.relative_to(path)) for p in path.rglob("*.py")} if path.is_dir() else {path.name}
-    return files
+from rewardkit.identity import fingerprinted_code
 
 
 def test_math_and_code_tests_fingerprint_helpers_and_sandbox_scripts():
     catalog = resolve_catalog()
-    math_files = _fingerprinted_files(catalog.entry("math").spec)
+    math_code = set(fingerprinted_code(catalog.entry("math").spec))
     assert {
-        "math_answers.py",
-        "math_check.py",
-        "math_forms/compare.py",
-        "math_forms/constants.py",
-    } <= math_files
-    code_files = _fingerprinted_files(catalog.entry("code-tests").spec)
-    assert {"compare.py", "sandbox.py", "inside/rk_runner.py", "inside/rk_judge.py"} <= code_files
+        "rewardkit_rl.verifiers.math_answers",
+        "rewardkit_rl.verifiers.math_check",  # run in a worker, named "module:function"
+        "rewardkit_rl.verifiers.math_forms.compare",
+        "rewardkit_rl.verifiers.math_forms.constants",
+    } <= math_code
+    assert "rewardkit_rl.verifiers.multiple_choice" not in math_code, "a sibling it does not reach"
+    code = set(fingerprinted_code(catalog.entry("code-tests").spec))
+    assert {
+        "rewardkit_rl.code.compare",
+        "rewardkit_rl.code.sandbox",
+        "rewardkit_rl.code/inside/rk_runner.py",  # loaded by path inside the sandbox
+        "rewardkit_rl.code/inside/rk_judge.py",
+    } <= code
     assert "math-verify" in catalog.entry("math").spec.scoring_packages
 
 

@@ -1,3 +1,3 @@
 """rewardkit-rl: verifiers shaped for rewards, registered with rewardkit through entry points."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

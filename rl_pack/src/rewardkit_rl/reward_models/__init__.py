@@ -24,6 +24,10 @@ from rewardkit_rl.reward_models.provider import (
 REVISION = "1"
 # Tokenization and the forward pass depend on these packages' versions.
 SCORING_PACKAGES = ("torch", "transformers", "tokenizers")
+# What the `[rm]` extra brings and scoring in process imports; `rewardkit providers` says
+# "needs rewardkit-rl[rm]" while one is missing (registering imports neither).
+RM_MODULES = ("torch", "transformers")
+RM_EXTRA = "rewardkit-rl[rm]"
 SCORING = {
     "score": "scalar head at the last real token (attention mask), position ids over real tokens",
     "formats": {
@@ -51,6 +55,8 @@ REWARD_MODEL = RewardProviderSpec(
     diagnostics=DIAGNOSTICS,
     semantic_identity=SCORING,
     scoring_packages=SCORING_PACKAGES,
+    extra_modules=RM_MODULES,
+    extra=RM_EXTRA,
     description="A trained reward model's scalar score of prompt + completion (sequence classification "
     "with num_labels=1, or a backbone plus a scalar head), in process or through vLLM / OpenRLHF.",
 )
@@ -69,6 +75,8 @@ REWARD_MODEL_ENSEMBLE = RewardProviderSpec(
         "disagreement": "population std of the members' normalised scores",
     },
     scoring_packages=SCORING_PACKAGES,
+    extra_modules=RM_MODULES,
+    extra=RM_EXTRA,
     description="Several reward models combined by mean, min or mean - k*std; diagnostics disagreement, "
     "member_min and member_max show where they disagree (reward hacking).",
 )
