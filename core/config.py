@@ -48,6 +48,7 @@ __all__ = [
     "RewardSelection",
     "RewardkitConfig",
     "RewardsConfig",
+    "ScoreJobConfig",
     "ServiceAllow",
     "ServiceConfig",
     "ValidationConfig",
@@ -287,6 +288,27 @@ class RewardsConfig(_Section):
         return value
 
 
+class ScoreJobConfig(_Section):
+    """``score``: how ``rewardkit score`` cuts its file into chunks, each scored, then journaled
+    (fsynced) before the next starts: a crash or a kill loses at most the chunk in flight."""
+
+    # The most rollouts a chunk holds (whole groups: a chunk closes at this many or more). Unset:
+    # ``rewardkit.score_job.CHUNK_ROLLOUTS`` (4,096).
+    chunk_rollouts: int | None = Field(default=None, ge=1)
+    # The wall time a chunk should take: after each chunk the next is sized from the rate just
+    # measured (at most 8 times the last, at most ``chunk_rollouts``), so a slow provider (a judge,
+    # a sandbox) loses about this much work to a crash. The first chunk holds at most 64 rollouts.
+    # ``null``: every chunk holds ``chunk_rollouts``.
+    chunk_seconds: float | None = Field(default=30.0, gt=0, le=MAX_DEADLINE_S)
+
+    @field_validator("chunk_seconds")
+    @classmethod
+    def _finite_seconds(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number of seconds")
+        return value
+
+
 class PromptsConfig(DataConfig):
     """``checkpoints.prompts``: the evaluation prompts, a data section read as ``rl.data`` is, plus the
     columns naming each record and its cluster. Without it, checkpoint evaluation reads ``rl.data``."""
@@ -371,6 +393,7 @@ class RewardkitConfig(_Section):
 
     rl: RLConfig
     rewards: RewardsConfig = Field(default_factory=RewardsConfig)
+    score: ScoreJobConfig = Field(default_factory=ScoreJobConfig)
     checkpoints: CheckpointsConfig | None = None
 
     _source_path: Path | None = PrivateAttr(default=None)

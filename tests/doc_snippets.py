@@ -1,9 +1,10 @@
 """The shell and Python snippets of README.md and docs/*.md, as tests see them.
 
 A fenced block tagged ``bash``, ``sh``, ``console`` or ``python`` runs in a test, from a scratch
-folder that links the repository's top-level folders (so ``examples/...`` resolves and outputs stay
-out of the clone), with this interpreter's environment first on ``PATH``. Two markers, on the line
-directly above a block, change that:
+folder that links the repository's top-level entries git tracks (so ``examples/...`` resolves,
+outputs stay out of the clone, and a user's own files, such as the README job's ``results.jsonl``,
+stay out of the snippets), with this interpreter's environment first on ``PATH``. Two markers, on
+the line directly above a block, change that:
 
 - ``<!-- doc-test: skip REASON -->``: not run (a trainer launch, a server that runs until stopped,
   an install). Its commands are still checked: ``rewardkit`` lines parse with the CLI's own
@@ -32,6 +33,7 @@ from __future__ import annotations
 import ast
 import configparser
 import contextlib
+import functools
 import io
 import json
 import os
@@ -150,10 +152,46 @@ def shell_commands(block: Block) -> str:
 # -- running -----------------------------------------------------------------------------------
 
 
-def scratch(tmp: Path) -> Path:
-    """A working folder whose top-level entries link to the repository's (outputs land here)."""
-    for entry in ROOT.iterdir():
-        if entry.name not in {".git", ".tox", "build"} and not (tmp / entry.name).exists():
+# Top-level files a checkout without git still links (the tracked kinds; outputs are .jsonl/.json).
+_SOURCE_SUFFIXES = (".md", ".toml", ".ini", ".py", ".cfg", ".txt")
+
+
+@functools.cache
+def _tracked_entries(root: Path) -> tuple[str, ...] | None:
+    """The top-level names under which git tracks files in ``root``; ``None`` without git."""
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=root, capture_output=True, text=True, timeout=60, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return tuple(sorted({name.split("/", 1)[0] for name in done.stdout.split("\0") if name}))
+
+
+def _linked_entries(root: Path) -> list[Path]:
+    """What a scratch folder links: the entries git tracks, never what a user made in the checkout
+    (the README's job leaves ``results.jsonl`` and its manifest in the root, and a snippet writing
+    ``--out results.jsonl`` would find that finished run). A new top-level entry is seen once it is
+    ``git add``-ed. Without git (an unpacked archive), the folders and source files, not hidden or
+    build outputs."""
+    tracked = _tracked_entries(root)
+    if tracked is not None:
+        return [root / name for name in tracked if (root / name).exists()]
+    return [
+        entry
+        for entry in sorted(root.iterdir())
+        if not entry.name.startswith(".")
+        and entry.name != "build"
+        and not entry.name.endswith(".egg-info")
+        and (entry.is_dir() or entry.suffix in _SOURCE_SUFFIXES)
+    ]
+
+
+def scratch(tmp: Path, root: Path = ROOT) -> Path:
+    """A working folder whose top-level entries link to the repository's tracked ones (outputs land
+    here, and files a user left in the checkout stay out)."""
+    for entry in _linked_entries(root):
+        if not (tmp / entry.name).exists():
             (tmp / entry.name).symlink_to(entry)
     return tmp
 

@@ -109,11 +109,23 @@ class _LoopState:
         self.loop.call_soon(ready.set)
         self.loop.run_forever()
 
+    async def _shut_down(self) -> None:
+        """Cancel what still runs on the loop (questions of a batch that was stopped), let it end,
+        then close the connections: a task left pending when the loop closes is reported on stderr
+        ("Task was destroyed but it is pending") long after the user's Ctrl-C or error."""
+        running = asyncio.current_task()
+        others = [task for task in asyncio.all_tasks() if task is not running]
+        for task in others:
+            task.cancel()
+        if others:
+            await asyncio.wait(others, timeout=2.0)
+        await self.client.close()
+
     def close(self) -> None:
         if self.pid != os.getpid() or self.loop.is_closed():
             return  # a forked child: the loop's thread lives only in the parent
         if self.thread.is_alive():
-            future = asyncio.run_coroutine_threadsafe(self.client.close(), self.loop)
+            future = asyncio.run_coroutine_threadsafe(self._shut_down(), self.loop)
             with contextlib.suppress(Exception):
                 future.result(timeout=5.0)
             self.loop.call_soon_threadsafe(self.loop.stop)
@@ -344,16 +356,17 @@ class _Slot:
         remaining = self.deadline - time.monotonic()
         if remaining > 0:
             acquire = asyncio.ensure_future(self.semaphore.acquire())
-            done, _ = await asyncio.wait({acquire}, timeout=remaining)
+            try:
+                done, _ = await asyncio.wait({acquire}, timeout=remaining)
+            except asyncio.CancelledError:
+                # The question was cancelled while it waited for a slot (the batch failed, Ctrl-C):
+                # the wait for the slot ends with it, or it would hold a slot nobody releases and
+                # be left pending when the loop closes.
+                await self._give_up(acquire)
+                raise
             if done:
                 return
-            acquire.cancel()
-            try:
-                await acquire
-            except asyncio.CancelledError:
-                pass
-            else:
-                self.semaphore.release()  # acquired while being cancelled: give it back
+            await self._give_up(acquire)
         raise JudgeFailure(
             f"the group's deadline ({self.settings.deadline_s:g} s) passed before a request to {self.url} "
             f"could start (max_concurrency {self.settings.max_concurrency})",
@@ -363,6 +376,16 @@ class _Slot:
 
     async def __aexit__(self, *exc: object) -> None:
         self.semaphore.release()
+
+    async def _give_up(self, acquire: asyncio.Future[Any]) -> None:
+        """Stop waiting for a slot; a slot acquired meanwhile is given back."""
+        acquire.cancel()
+        try:
+            await acquire
+        except asyncio.CancelledError:
+            pass
+        else:
+            self.semaphore.release()  # acquired while being cancelled: give it back
 
 
 async def _awaited(make: Callable[[], Awaitable[T]]) -> T:
