@@ -49,8 +49,8 @@ def _refusal(problem: str, group_id: str, trajectory_id: str, rule: str) -> Rewa
 class BoundProvider:
     """A constructed provider bound to its spec, parameters and identity."""
 
-    __slots__ = ("_declared_diagnostics", "_declared_terms", "_needs_media", "_needs_prompt",
-                 "_needs_reference", "_required_fields", "identity", "params",
+    __slots__ = ("_declared_diagnostics", "_declared_notes", "_declared_terms", "_needs_media",
+                 "_needs_prompt", "_needs_reference", "_required_fields", "identity", "params",
                  "provider", "spec")  # fmt: skip
 
     def __init__(
@@ -62,6 +62,7 @@ class BoundProvider:
         self.identity = identity
         self._declared_terms = frozenset(spec.terms)
         self._declared_diagnostics = frozenset(spec.diagnostics)
+        self._declared_notes = frozenset(spec.notes)
         self._needs_media = "media" in spec.needs
         self._required_fields = tuple(
             need for need in CANDIDATE_NEEDS if need in spec.needs and need not in spec.skip_when_absent
@@ -259,7 +260,7 @@ class BoundProvider:
             if (
                 type(item) is RewardCandidateResult
                 and item.trajectory_id == expected_id
-                and plainly_valid(item.result, declared, diagnostics)
+                and plainly_valid(item.result, declared, diagnostics, self._declared_notes)
             ):
                 continue
             if getattr(item, "trajectory_id", None) != expected_id:
@@ -292,8 +293,8 @@ class BoundProvider:
 
     def results_memo(self) -> LastTwo[object, bool]:
         """The memo ``check_provider_results`` takes: whether each result is plainly valid."""
-        declared, diagnostics = self._declared_terms, self._declared_diagnostics
-        return LastTwo(lambda result: plainly_valid(result, declared, diagnostics))
+        declared, diagnostics, notes = self._declared_terms, self._declared_diagnostics, self._declared_notes
+        return LastTwo(lambda result: plainly_valid(result, declared, diagnostics, notes))
 
     def _check_provider_result(self, group_id: str, trajectory_id: str, result: object) -> None:
         def fail(message: str, rule: str) -> RewardContractError:
@@ -308,9 +309,16 @@ class BoundProvider:
             if terms.keys() != self._declared_terms:
                 missing = sorted(self._declared_terms - terms.keys())
                 extra = sorted(terms.keys() - self._declared_terms)
+                # What to change is the declaration when the provider returns names it never declared.
+                fix = (
+                    f"; if the provider means to return {list(terms)}, declare them: terms="
+                    f"{tuple(terms)!r} in @rewardkit.provider(...) or in its RewardProviderSpec"
+                    if extra
+                    else ""
+                )
                 raise fail(
-                    f"scored result must carry exactly the declared terms; missing {missing}, "
-                    f"undeclared {extra}",
+                    f"scored result must carry exactly the declared terms {sorted(self._declared_terms)}; "
+                    f"missing {missing}, undeclared {extra}{fix}",
                     "declared-terms",
                 )
             for term, value in terms.items():
@@ -338,13 +346,30 @@ class BoundProvider:
                     f"{contribution.weight!r}; both must be finite numbers and the weight non-negative",
                     "finite-diagnostics",
                 )
+        for name, text in result.notes.items():
+            if name not in self._declared_notes:
+                raise fail(
+                    f"undeclared note {name!r}; declared: {sorted(self._declared_notes)} (name it in the "
+                    "spec's notes=)",
+                    "declared-notes",
+                )
+            if type(text) is not str:
+                raise fail(f"note {name!r} is {type(text).__name__}; a note is text (str)", "note-type")
 
 
-def plainly_valid(result: object, declared: frozenset[str], diagnostics: frozenset[str]) -> bool:
+def plainly_valid(
+    result: object,
+    declared: frozenset[str],
+    diagnostics: frozenset[str],
+    notes: frozenset[str] = frozenset(),
+) -> bool:
     """Whether a result is the usual valid one (scored with finite float terms, or skipped or failed
-    without terms; a string reason; declared finite float diagnostics), checked in a few operations.
-    ``False`` says only "not plainly": the full check decides, and names the rule broken."""
+    without terms; a string reason; declared finite float diagnostics; declared text notes), checked in
+    a few operations. ``False`` says only "not plainly": the full check decides, and names the rule broken."""
     if type(result) is not RewardProviderResult:
+        return False
+    said = result.notes
+    if said and not (said.keys() <= notes and all(type(text) is str for text in said.values())):
         return False
     reason = result.reason
     if reason is not None and type(reason) is not str:

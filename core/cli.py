@@ -46,10 +46,28 @@ def cmd_providers(args: argparse.Namespace) -> int:
             row["identity"][:16],
             ",".join(row["needs"]) or "-",
             ",".join(row["terms"]),
+            _about(row),
         )
         for row in rows
     ]
-    return _print_rows(args, rows, table, ("name", "distribution", "revision", "identity", "needs", "terms"))
+    headers = ("name", "distribution", "revision", "identity", "needs", "terms", "description")
+    return _print_rows(args, rows, table, headers)
+
+
+# The table keeps one line per provider; `rewardkit show NAME` and --json give the whole description.
+_DESCRIPTION_WIDTH = 60
+
+
+def _about(row: dict[str, Any]) -> str:
+    """A provider's description cell, led by what is missing to score with it (``needs <extra>``)."""
+    text = str(row.get("description") or "").splitlines()[0:1]
+    about = text[0] if text else "-"
+    if len(about) > _DESCRIPTION_WIDTH:
+        about = about[: _DESCRIPTION_WIDTH - 1].rstrip() + "…"
+    missing = row.get("missing_modules") or []
+    if missing:
+        about = f"needs {row['extra']} ({', '.join(missing)} not installed); {about}"
+    return about
 
 
 @command("show")
@@ -77,13 +95,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 @command("plugins")
 def cmd_plugins(args: argparse.Namespace) -> int:
-    rows = load_plugins().describe()
-    # For each plugin name: the providers, serving strategies and bindings it registered.
+    manager = load_plugins()
+    # For each plugin name: the providers, serving strategies and bindings it registered. Built before
+    # ``describe`` so that registrations refused while building them are listed.
     contributions: dict[str, dict[str, list[str]]] = {}
     registries = (("providers", installed_providers()), ("serving", serving_strategies()))
     for kind, registry in (*registries, ("bindings", trainer_bindings())):
         for entry in registry:
             contributions.setdefault(entry.owner.name, {}).setdefault(kind, []).append(entry.name)
+    rows = manager.describe()
     for row in rows:
         row["provides"] = contributions.get(str(row["name"]), {})
     table = [
@@ -91,7 +111,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             row["name"],
             f"{row['distribution']} {row['version']}",
             row["status"],
-            ",".join(row["hooks"]) or row.get("error", ""),
+            row.get("error") or "; ".join(row.get("refused", [])) or ",".join(row["hooks"]),
             "; ".join(f"{kind}: {','.join(names)}" for kind, names in row["provides"].items()) or "-",
         )
         for row in rows
@@ -138,6 +158,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         resume=args.resume,
         overwrite=args.overwrite,
         allow_code_change=args.allow_code_change,
+        allow_all_errored=args.allow_all_errored,
         plot=args.plot,
     )
 
@@ -249,6 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --resume: finish even though a provider's code changed without a revision bump "
         "(warned; the manifest records both code fingerprints)",
+    )
+    score.add_argument(
+        "--allow-all-errored",
+        action="store_true",
+        help="exit 0 even when every candidate errored under onError: none (warned; exit 3 without it)",
     )
     score.add_argument(
         "--plot",

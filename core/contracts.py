@@ -34,6 +34,15 @@ NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 LENGTH_VERDICT = "length"
 # Diagnostic names the framework writes itself under reward_provider/<provider>/.
 RESERVED_DIAGNOSTICS = frozenset({"sample_count"})
+# Notes are shown beside a component's breakdown entry (``breakdown.<component>.<note>``), so a note
+# may not take the name of a field the framework writes there.
+RESERVED_NOTES = frozenset(
+    {"status", "value", "weight", "contribution", "reason", "gate", "passed", "term", "terms"}
+)
+# A note is text derived from the candidate (the answer it gave): cut to this many characters, so
+# a candidate that floods its answer cannot flood the results with it.
+NOTE_MAX_CHARS = 200
+_CUT_MARK = "…"
 
 
 def is_length_verdict(finish_reason: str | None) -> bool:
@@ -100,13 +109,17 @@ class RewardProviderResult:
     """What a provider says about one candidate: ``status`` ``scored`` (``terms`` holds every declared term),
     ``skipped`` (the reward does not apply to it; not an error) or ``error`` (it applies but could not be
     computed; the spec's ``onError`` decides); ``reason`` explains a skip or an error. ``charge`` marks a
-    verdict for what the candidate's own text caused (see ``charged``)."""
+    verdict for what the candidate's own text caused (see ``charged``). ``notes`` (declared names -> text,
+    such as the answer a verifier extracted) are for people reading results: shown beside the
+    component's breakdown entry, never read by a rule, never part of a reward or a metric; each text is
+    cut to ``NOTE_MAX_CHARS`` characters."""
 
     terms: Mapping[str, float] = field(default_factory=dict)
     diagnostics: tuple[MetricContribution, ...] = ()
     status: Status = "scored"
     reason: str | None = None
     charge: Charge | None = None
+    notes: Mapping[str, str] = field(default_factory=dict)
 
     def __init__(
         self,
@@ -115,6 +128,7 @@ class RewardProviderResult:
         status: Status = "scored",
         reason: str | None = None,
         charge: Charge | None = None,
+        notes: Mapping[str, str] | None = None,
     ) -> None:
         # By hand: the generated __init__ (object.__setattr__ per field) costs about twice as much,
         # once per candidate. The terms are copied (the caller's dict could still change), so a
@@ -124,6 +138,7 @@ class RewardProviderResult:
         _set_status(self, status)
         _set_reason(self, reason)
         _set_charge(self, charge)
+        _set_notes(self, _NO_NOTES if not notes else MappingProxyType(_bounded_notes(notes)))
 
     @classmethod
     def skip(cls, reason: str, diagnostics: tuple[MetricContribution, ...] = ()) -> RewardProviderResult:
@@ -166,9 +181,20 @@ def _slot_setters(cls: type, *names: str) -> tuple[Callable[[Any, Any], None], .
     return tuple(slot.__set__ for slot in slots)
 
 
-_set_terms, _set_diagnostics, _set_status, _set_reason, _set_charge = _slot_setters(
-    RewardProviderResult, "terms", "diagnostics", "status", "reason", "charge"
+_set_terms, _set_diagnostics, _set_status, _set_reason, _set_charge, _set_notes = _slot_setters(
+    RewardProviderResult, "terms", "diagnostics", "status", "reason", "charge", "notes"
 )
+_NO_NOTES: Mapping[str, str] = MappingProxyType({})
+
+
+def _bounded_notes(notes: Mapping[str, str]) -> dict[str, str]:
+    """A copy of ``notes`` with every text cut to ``NOTE_MAX_CHARS`` characters (a cut text ends in
+    ``…``); anything not a string is kept as given, for the bound adapter to refuse by name."""
+    bounded = dict(notes)
+    for name, text in bounded.items():
+        if type(text) is str and len(text) > NOTE_MAX_CHARS:
+            bounded[name] = text[: NOTE_MAX_CHARS - len(_CUT_MARK)] + _CUT_MARK
+    return bounded
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +226,8 @@ class RewardProviderSpec:
     docs/writing_providers.md). ``factory(**params)`` must be deterministic, light, CPU-only and free of side
     effects (no network, no model loading): it runs in preflight, before any scoring. ``sandboxed`` declares a
     provider that runs candidate code in a sandbox (``rewardkit audit`` sends it destructive payloads); like
-    ``cheap``, it changes neither scores nor identity."""
+    ``cheap``, it changes neither scores nor identity. ``notes`` names the text notes its results may carry
+    (``RewardProviderResult.notes``); they are shown in results and change neither scores nor identity."""
 
     name: str
     factory: Callable[..., RewardProvider]
@@ -217,6 +244,11 @@ class RewardProviderSpec:
     cheap: bool = False
     sandboxed: bool = False
     skip_when_absent: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    # Top-level modules of an optional extra that scoring imports and registering does not, and what
+    # installs them ("rewardkit-rl[rm]"): `rewardkit providers` says "needs <extra>" while one is missing.
+    extra_modules: tuple[str, ...] = ()
+    extra: str = ""
 
     def __post_init__(self) -> None:
         check_name("provider", self.name)
@@ -229,7 +261,8 @@ class RewardProviderSpec:
         schema = self.params_schema
         if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
             raise RegistrationError(f"{where}: params_schema must be a pydantic model class, got {schema!r}")
-        for attr in ("needs", "terms", "diagnostics", "scoring_packages", "runtime", "skip_when_absent"):
+        lists = ("needs", "terms", "diagnostics", "scoring_packages", "runtime", "skip_when_absent", "notes")
+        for attr in lists:
             value = getattr(self, attr)
             if isinstance(value, str) or not isinstance(value, (tuple, list)):
                 raise RegistrationError(f"{where}: {attr} must be a tuple of names, got {value!r}")
@@ -250,6 +283,19 @@ class RewardProviderSpec:
                 f"{where}: skip_when_absent {lenient} must be candidate fields it needs "
                 f"({list(CANDIDATE_NEEDS)})"
             )
+        if not isinstance(self.extra, str) or (self.extra_modules and not self.extra.strip()):
+            raise RegistrationError(
+                f"{where}: extra_modules {list(self.extra_modules)} need extra, what installs them "
+                "(such as 'rewardkit-rl[rm]')"
+            )
+        if isinstance(self.extra_modules, str) or not all(
+            isinstance(module, str) and module.isidentifier() for module in self.extra_modules
+        ):
+            raise RegistrationError(
+                f"{where}: extra_modules must be a tuple of top-level module names, "
+                f"got {self.extra_modules!r}"
+            )
+        object.__setattr__(self, "extra_modules", tuple(self.extra_modules))
         if self.runtime_identity is not None and not callable(self.runtime_identity):
             raise RegistrationError(
                 f"{where}: runtime_identity must be callable, got {self.runtime_identity!r}"
@@ -258,7 +304,7 @@ class RewardProviderSpec:
             raise RegistrationError(f"{where}: revision must be a non-empty string")
         if not self.terms:
             raise RegistrationError(f"{where}: declare at least one term")
-        for attr in ("needs", "terms", "diagnostics", "runtime"):
+        for attr in ("needs", "terms", "diagnostics", "runtime", "notes"):
             names = getattr(self, attr)
             for item in names:
                 check_name(f"{where} {attr.removesuffix('s')} name", item)
@@ -267,6 +313,12 @@ class RewardProviderSpec:
         reserved = sorted(RESERVED_DIAGNOSTICS.intersection(self.diagnostics))
         if reserved:
             raise RegistrationError(f"{where}: diagnostic names {reserved} are reserved for the framework")
+        taken = sorted(RESERVED_NOTES.intersection(self.notes))
+        if taken:
+            raise RegistrationError(
+                f"{where}: note names {taken} are fields of the breakdown entry the notes are shown in; "
+                f"choose other names (reserved: {sorted(RESERVED_NOTES)})"
+            )
         try:
             freeze(self.semantic_identity, "$")
         except NotJSONError as error:

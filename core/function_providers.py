@@ -9,10 +9,12 @@ scorer)``, so an exception in the function becomes that candidate's ``error``.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import math
 import numbers
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -125,6 +127,51 @@ def _inputs_of(function: Callable[..., Any], name: str) -> tuple[str, ...]:
     return tuple(parameter.name for parameter in parameters if parameter.name in INPUTS)
 
 
+def _returned_literals(function: Callable[..., Any]) -> list[tuple[list[str], str]]:
+    """The term names of each ``return {"name": ...}`` (a dict literal with string keys) in the function's
+    own body, nested functions left out, each with ``file:line``. Read from the source, never by calling
+    the function: registering runs no user code. ``[]`` when the source cannot be read."""
+    try:
+        lines, first = inspect.getsourcelines(function)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    if not tree.body or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    where = inspect.getsourcefile(function) or "?"
+    found: list[tuple[list[str], str]] = []
+    pending: list[ast.AST] = list(tree.body[0].body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue  # another function's returns
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
+            keys = node.value.keys
+            if keys and all(isinstance(key, ast.Constant) and isinstance(key.value, str) for key in keys):
+                names = [
+                    key.value for key in keys if isinstance(key, ast.Constant) and isinstance(key.value, str)
+                ]
+                found.append((names, f"{where}:{first + node.lineno - 1}"))
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _check_returned_terms(function: Callable[..., Any], name: str, terms: Sequence[str]) -> None:
+    """Refuse, at registration, a function that visibly returns terms it does not declare: it would
+    otherwise be listed as usable and fail the first batch it scores."""
+    if isinstance(terms, str):
+        return  # RewardProviderSpec refuses a bare string by name
+    for returned, where in _returned_literals(function):
+        undeclared = [term for term in returned if term not in terms]
+        if undeclared:
+            raise RegistrationError(
+                f"provider {name!r}: {getattr(function, '__qualname__', function)} returns terms "
+                f"{returned} ({where}) but declares terms {list(terms)}, so {undeclared} would fail every "
+                f"batch it scores; add terms={tuple(returned)!r} to @rewardkit.provider(...) (the first "
+                "term is the one a composition reads unless a component names another)"
+            )
+
+
 def _needs(name: str, inputs: tuple[str, ...], needs: Sequence[str] | None) -> tuple[str, ...]:
     taken = tuple(item for item in _NEEDED_INPUTS if item in inputs)
     if needs is None:
@@ -152,6 +199,7 @@ def provider(
     needs: Sequence[str] | None = None,
     terms: Sequence[str] = ("score",),
     diagnostics: Sequence[str] = (),
+    notes: Sequence[str] = (),
     semantic_identity: Any = None,
     description: str | None = None,
     params_schema: type[BaseModel] | None = None,
@@ -169,6 +217,7 @@ def provider(
             raise RegistrationError(f"provider {name!r}: @provider decorates a function, got {function!r}")
         inputs = _inputs_of(function, name)
         declared_terms = _names(terms)
+        _check_returned_terms(function, name, declared_terms)
         scorer = FunctionScorer(function, inputs, tuple(declared_terms))
         # the inputs are bound by the framework, never set by a configuration
         own_params = functools.partial(function, **dict.fromkeys(inputs))
@@ -181,6 +230,7 @@ def provider(
             revision=revision,
             terms=declared_terms,
             diagnostics=_names(diagnostics),
+            notes=_names(notes),
             semantic_identity=semantic_identity,
             description=description if description is not None else doc.partition("\n")[0],
             cheap=cheap,

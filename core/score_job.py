@@ -1,17 +1,21 @@
 """The main job, ``rewardkit score CONFIG [key=value ...] --out results.jsonl``.
 
-Rollouts are read one group at a time and scored in chunks of about ``CHUNK_ROLLOUTS``, each scored,
-journaled and dropped, so memory does not grow with the run. Beside ``--out`` sit the run manifest
-``<out>.run.json`` (catalog, providers, identities, normalised spec, job settings; ``pending`` until
-the output is in place, then ``complete``) and the journal ``<out>.journal`` (each chunk's output
-lines, then its fsynced record: number, SHA-256 of its input rows, metrics, summary sums; a chunk
-counts once its record is whole). The output is written from the journal to a temporary file
-(``advantage_scaling: batch`` recomputes the advantages over the whole run) and renamed into place.
+Rollouts are read one group at a time and scored in chunks (``score.chunk_rollouts`` at most,
+sized by time to about ``score.chunk_seconds``: ``ChunkSizer``), each scored, journaled and dropped,
+so memory does not grow with the run and a crash loses at most the chunk in flight. Beside
+``--out`` sit the run manifest ``<out>.run.json`` (catalog, providers, identities, normalised spec,
+job settings; ``pending`` until the output is in place, then ``complete``) and the journal
+``<out>.journal`` (each chunk's output lines, then its fsynced record: number, SHA-256 of its input
+rows, metrics, summary sums; a chunk counts once its record is whole). Inside the chunk being
+scored, slow providers' answers go to ``<out>.answers`` group by group (``rewardkit.answer_journal``),
+so a stop inside a chunk loses no paid judge call. The output is written from
+the journal to a temporary file (``advantage_scaling: batch`` recomputes the advantages over the
+whole run) and renamed into place.
 
 ``--resume`` finishes a ``pending`` run under the same provider identities, spec and job settings
-(anything else is refused), rescoring only chunks not journaled or whose input changed. Replacing a
-run needs ``--overwrite``. A Ctrl-C ends the job with one line naming the ``--resume`` command (exit
-code 130).
+(anything else is refused), rescoring only chunks not journaled or whose input changed; with nothing
+journaled (no manifest) it runs the job from the start. Replacing a run needs ``--overwrite``. A
+Ctrl-C ends the job with one line naming the ``--resume`` command (exit code 130).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from itertools import groupby
 from pathlib import Path
 from typing import IO, Any
 
+from rewardkit.answer_journal import AnswerJournal, answers_path, kept_groups, recording
 from rewardkit.catalog import resolve_catalog
 from rewardkit.config import RewardkitConfig, load_config
 from rewardkit.data import RESTART, RolloutGroup, iter_rollout_groups
@@ -39,20 +44,27 @@ from rewardkit.errors import ConfigError, DataError, IdentityMismatchError, Pref
 from rewardkit.identity import canonical_json, sha256_hex
 from rewardkit.metrics import STATUSES, zero_variance_groups
 from rewardkit.protocols import RewardLike
-from rewardkit.provenance import ProviderRecord, RevisionNotBumpedWarning, check_resume_all
+from rewardkit.provenance import (
+    ProviderRecord,
+    RevisionNotBumpedWarning,
+    check_resume_all,
+    unbumped_code_changes,
+)
 from rewardkit.reward import load, optimised_term_note
 from rewardkit.score_progress import ProgressLine
 from rewardkit.split_batch import SplitBatchFinisher
 from rewardkit.tables import format_table
 from rewardkit.worker import ScoredBatch, ScoredCandidate
 
-CHUNK_ROLLOUTS = 4096  # rollouts scored, journaled and fsynced together
+CHUNK_ROLLOUTS = 4096  # the most rollouts scored, journaled and fsynced together (score.chunk_rollouts)
+FIRST_CHUNK_ROLLOUTS = 64  # a time-sized run starts here: nothing is known of the provider's speed yet
+CHUNK_GROWTH = 8  # a time-sized chunk is at most this many times the last: one fast chunk may be luck
 JOURNAL_VERSION = 1
 _ROW_PREFIX = b'{"group_id":'
 _RECORD_PREFIX = b'{"chunk":'
 ERRORS_SHOWN = 5  # errored candidates the summary prints with their reasons (the rest are counted)
 _COMPONENT_SUMS = ("n", "sum", "sumsq", *STATUSES, "gated")
-_FINAL_SUMS = ("n", "sum", "sumsq", "nulls", "gated")
+_FINAL_SUMS = ("n", "sum", "sumsq", "nulls", "gated", "errored")  # errored: candidates with an error
 
 
 def _umask() -> int:
@@ -95,7 +107,8 @@ def journal_path(out: Path) -> Path:
 
 def check_out_path(out: Path) -> None:
     """Refuse an ``--out`` that cannot take the results, before anything is scored."""
-    named = {out: "--out", manifest_path(out): "the run manifest", journal_path(out): "the journal"}
+    named = {out: "--out", manifest_path(out): "the run manifest", journal_path(out): "the journal",
+             answers_path(out): "the answer journal"}  # fmt: skip
     for path, what in named.items():
         if path.is_dir():
             problem = f"{what} {path} is a folder; --out names the results file, e.g. {out / 'results.jsonl'}"
@@ -119,8 +132,41 @@ def _job_settings(config: RewardkitConfig) -> dict[str, Any]:
         "advantage_eps": rl.advantage_eps,
         "prompt_column": rl.data.prompt_column,
         "reference_column": rl.data.reference_column,  # one canonical key, whichever name was given
-        "chunk_rollouts": CHUNK_ROLLOUTS,
     }
+
+
+# Recorded by manifests written before chunks were sized by time; chunking does not shape the output
+# (a resume follows the journaled chunks' boundaries), so it is not compared.
+_NOT_COMPARED = frozenset({"chunk_rollouts"})
+
+
+def _chunking(config: RewardkitConfig) -> dict[str, Any]:
+    """The chunk settings this run uses (recorded in the manifest; a resume may change them)."""
+    most = config.score.chunk_rollouts or CHUNK_ROLLOUTS
+    return {"chunk_rollouts": most, "chunk_seconds": config.score.chunk_seconds}
+
+
+@dataclass
+class ChunkSizer:
+    """How many rollouts the next chunk holds. With ``seconds`` unset, ``most``. Otherwise the first
+    chunk holds at most ``FIRST_CHUNK_ROLLOUTS``; after each, the next is sized to take about
+    ``seconds`` at the rate just measured, at most ``CHUNK_GROWTH`` times the last and ``most``: a
+    fast provider reaches ``most`` in a few chunks, a slow one (a judge) gets chunks whose loss to
+    a crash costs about ``seconds``. A chunk is whole groups, so at least one group whatever this says."""
+
+    most: int
+    seconds: float | None
+    target: int = 0
+
+    def __post_init__(self) -> None:
+        self.target = self.most if self.seconds is None else min(self.most, FIRST_CHUNK_ROLLOUTS)
+
+    def scored(self, rollouts: int, elapsed: float) -> None:
+        """A chunk of ``rollouts`` took ``elapsed`` seconds (scored and journaled)."""
+        if self.seconds is None or rollouts <= 0:
+            return
+        fits = int(self.seconds * rollouts / max(elapsed, 1e-9))
+        self.target = max(1, min(self.most, CHUNK_GROWTH * rollouts, fits))
 
 
 def _manifest(
@@ -137,6 +183,7 @@ def _manifest(
         "backend": config.rewards.backend,
         "spec": reward.spec_identity,
         "job": _job_settings(config),
+        "chunking": _chunking(config),
         "providers": [record.to_json() for record in reward.providers],
         **extra,
     }
@@ -171,6 +218,7 @@ def _pending_summary(out: Path, previous: dict[str, Any]) -> str:
         f"{previous.get('started') or '(unknown)'} "
         f"with config {previous.get('config')}, rollouts {previous.get('rollouts')}, providers {providers}; "
         f"{journal.rollouts} rollouts in {len(journal.chunks)} chunks are journaled"
+        + _answers_kept(out, previous)
     )
 
 
@@ -211,6 +259,7 @@ def _check_resume(
             "params changed); finish it with the recorded spec, or start over with --overwrite"
         )
     recorded_job, current_job = previous.get("job") or {}, _job_settings(config)
+    recorded_job = {key: value for key, value in recorded_job.items() if key not in _NOT_COMPARED}
     changed = sorted(key for key in current_job.keys() | recorded_job.keys()
                      if recorded_job.get(key) != current_job.get(key))  # fmt: skip
     if changed:
@@ -328,6 +377,19 @@ def _error_example(
     }
 
 
+def result_lines(batch: ScoredBatch, groups: Sequence[RolloutGroup]) -> list[bytes]:
+    """The output lines of one scored chunk: each candidate's row, ending with its ``completion`` (the
+    text it was scored on, so a surprising reward can be read against it)."""
+    texts = [rollout["completion"] for group in groups for rollout in group.rollouts]
+    rows = batch.to_jsonl_rows()
+    if len(rows) != len(texts):  # scoring returns every candidate once, in order
+        raise RewardkitError(f"scored {len(rows)} candidates for {len(texts)} rollouts")
+    return [
+        json.dumps({**row, "completion": text}, separators=(",", ":")).encode() + b"\n"
+        for row, text in zip(rows, texts)
+    ]
+
+
 def _chunk_sums(reward: RewardLike, batch: ScoredBatch) -> dict[str, Any]:
     """The summary sums of one chunk per component and for the final total, and its first errors."""
     components = {component.name: dict.fromkeys(_COMPONENT_SUMS, 0.0) for component in reward.spec.components}
@@ -351,6 +413,7 @@ def _chunk_sums(reward: RewardLike, batch: ScoredBatch) -> dict[str, Any]:
         else:
             _add_value(final, candidate.final)
         final["gated"] += candidate.gated
+        final["errored"] += any(entry["status"] == "error" for entry in candidate.breakdown.values())
     zero = zero_variance_groups([candidate.final for candidate in group.candidates] for group in batch.groups)
     return {
         "components": components,
@@ -410,6 +473,32 @@ def zero_variance_line(chunks: Sequence[dict[str, Any]]) -> str | None:
     return (
         f"zero-variance groups: {zero} of {groups} ({share:.1%}) have final rewards that are all equal "
         "(no learning signal for GRPO)"
+    )
+
+
+ALL_ERRORED_EXIT = 3  # the output is written, but no candidate was scored without an error
+
+
+def all_errored_line(reward: RewardLike, chunks: Sequence[dict[str, Any]], allowed: bool) -> str | None:
+    """The warning for a run under ``onError: none`` in which every candidate had an errored
+    component: its rewards are nulls (or the floor of a failed gate), a dead judge or a broken
+    sandbox rather than a measurement, yet such a run would otherwise finish like any other.
+    ``None`` for any other run (under ``raise`` the batch fails; ``zero`` asks to score through)."""
+    if reward.spec.on_error != "none":
+        return None
+    final = _added(_FINAL_SUMS, (chunk["final"] for chunk in chunks))
+    candidates = int(final["n"] + final["nulls"])
+    if not candidates or int(final["errored"]) != candidates:
+        return None
+    what = (
+        "exit 0, as asked"
+        if allowed
+        else f"exit {ALL_ERRORED_EXIT}; fix the cause, or pass --allow-all-errored to exit 0 on such a run"
+    )
+    return (
+        f"rewardkit: warning: every one of the {candidates} candidates had an errored component "
+        "(onError: none scores them through: no candidate has a reward of its own; the first errors "
+        f"are listed above): {what}"
     )
 
 
@@ -493,9 +582,14 @@ def _term_note(config: RewardkitConfig, reward: RewardLike) -> str | None:
         return None
 
 
-def _chunks(groups: Iterator[Any]) -> Iterator[tuple[int, list[RolloutGroup], str] | None]:
-    """Numbered chunks of about ``CHUNK_ROLLOUTS`` rollouts with the SHA-256 of their input rows;
-    ``None`` when the reader starts over."""
+def _chunks(
+    groups: Iterator[Any], sizer: ChunkSizer, journal: Journal
+) -> Iterator[tuple[int, list[RolloutGroup], str] | None]:
+    """Numbered chunks with the SHA-256 of their input rows; ``None`` when the reader starts over.
+    A chunk the journal holds keeps its number of groups (its boundaries may have come from another
+    run's timing: a resume must cut the file where that run did to find its chunks unchanged); any
+    other closes at ``sizer.target`` rollouts or more (the loop scores and journals each chunk
+    before this generator reads on, so the target has seen every chunk before)."""
     members: list[RolloutGroup] = []
     number, digest, size = 0, hashlib.sha256(), 0
     for item in groups:
@@ -507,7 +601,13 @@ def _chunks(groups: Iterator[Any]) -> Iterator[tuple[int, list[RolloutGroup], st
         members.append(group)
         digest.update(group_digest)
         size += len(group.rollouts)
-        if size >= CHUNK_ROLLOUTS:
+        known = journal.chunks.get(number)
+        journaled = known.record.get("groups") if known is not None else None
+        if isinstance(journaled, int) and journaled > 0:
+            full = len(members) >= journaled
+        else:
+            full = size >= sizer.target
+        if full:
             yield number, members, digest.hexdigest()
             number, members, digest, size = number + 1, [], hashlib.sha256(), 0
     if members:
@@ -526,7 +626,19 @@ def interrupted_line(config_source: str, overrides: Sequence[str], out: str) -> 
     journal = Journal.scan(journal_path(out_path), previous.get("run"))
     return (
         f"rewardkit: interrupted: {journal.rollouts} rollouts in {len(journal.chunks)} chunks are journaled "
-        f"in {journal.path}; finish the run with: {resume_command(config_source, overrides, out)}"
+        f"in {journal.path}{_answers_kept(out_path, previous)}; finish the run with: "
+        f"{resume_command(config_source, overrides, out)}"
+    )
+
+
+def _answers_kept(out: Path, previous: dict[str, Any]) -> str:
+    """What the answer journal keeps of the chunk that was being scored, as a clause ('' if nothing)."""
+    count = kept_groups(out, previous.get("run"))
+    if not count:
+        return ""
+    return (
+        f", and {count} group answer{'s' if count != 1 else ''} of slow providers in the chunk that was "
+        f"being scored in {answers_path(out)} (a resume does not ask for them again)"
     )
 
 
@@ -538,14 +650,17 @@ def run_score(
     resume: bool = False,
     overwrite: bool = False,
     allow_code_change: bool = False,
+    allow_all_errored: bool = False,
     plot: str | None = None,
     stdout: IO[str] | None = None,
     stderr: IO[str] | None = None,
     on_chunk: Callable[[int], None] | None = None,
 ) -> int:
     """Run the main job; returns the exit code (0 ok, 1 the scoring failed, 2 a data error after
-    some chunks were journaled, 130 Ctrl-C). ``on_chunk(n)`` is called after chunk ``n`` is
-    journaled (tests stop a job with it); ``plot`` names a picture of the reward distributions."""
+    some chunks were journaled, 3 every candidate errored under ``onError: none`` and
+    ``allow_all_errored`` is false (the output is written), 130 Ctrl-C). ``on_chunk(n)`` is called
+    after chunk ``n`` is journaled (tests stop a job with it); ``plot`` names a picture of the reward
+    distributions."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     try:
         if plot is not None:
@@ -572,7 +687,14 @@ def run_score(
             previous, previous_raw = _read_manifest(out_path)
             pending = previous if previous is not None and previous.get("status") == "pending" else None
             if resume and previous is None:
-                raise PreflightError(f"--resume: no run manifest at {manifest_path(out_path)}")
+                # Nothing was journaled (a stop in the first second leaves no manifest): the job
+                # from the start is what finishing it means, so the `--resume` line always works.
+                print(
+                    f"rewardkit: --resume: nothing is journaled for {out_path} (no run manifest at "
+                    f"{manifest_path(out_path)}); scoring it from the start",
+                    file=stderr,
+                )
+                resume = False
             if resume and pending is None:
                 raise PreflightError(
                     f"--resume: the run recorded in {manifest_path(out_path)} is complete; nothing to resume "
@@ -606,11 +728,17 @@ def run_score(
                 run, started = str(pending.get("run") or ""), str(pending.get("started") or "")
                 journal = Journal.scan(journal_path(out_path), run)
             else:
+                if previous is not None:  # a fresh run over a recorded one: say what changed unbumped
+                    for line in unbumped_code_changes(previous.get("providers"), reward.providers):
+                        where = manifest_path(out_path)
+                        print(f"rewardkit: warning: {line} (run recorded in {where})", file=stderr)
                 run, started = uuid.uuid4().hex, time.strftime("%Y-%m-%dT%H:%M:%S%z")
                 journal = Journal(journal_path(out_path), run)
             changed = {"code_changes": code_changes} if code_changes else {}
             _write_manifest(out_path, _manifest(config, reward, "pending", run, started, **changed))
-            with journal.open_for_append(fresh=not resume) as handle:
+            # Slow providers' answers inside the chunk being scored (``rewardkit.answer_journal``).
+            answers = AnswerJournal(answers_path(out_path), run, keep=resume)
+            with journal.open_for_append(fresh=not resume) as handle, recording(answers):
                 groups = iter_rollout_groups(
                     rollouts_path,
                     prompt_column=config.rl.data.prompt_column,
@@ -625,16 +753,24 @@ def run_score(
                 def discard_if_empty() -> None:
                     """Nothing journaled: leave --out's files as they were. The file decides, not
                     ``journal.chunks``: an interrupt can land between a chunk's write and its count."""
-                    if journal.chunks or Journal.scan(journal.path, run).chunks:
+                    answers.close()
+                    if journal.chunks or Journal.scan(journal.path, run).chunks or len(answers):
                         return
                     if previous_raw is not None and pending is None:
                         write_atomically(manifest_path(out_path), [previous_raw])
                     else:
                         manifest_path(out_path).unlink(missing_ok=True)
                     journal.path.unlink(missing_ok=True)
+                    answers.path.unlink(missing_ok=True)
 
                 try:
-                    for item in _chunks(groups):
+                    chunking = _chunking(config)
+                    sizer = ChunkSizer(chunking["chunk_rollouts"], chunking["chunk_seconds"])
+                    if len(answers):
+                        # The answers kept from the chunk a stop cut short are dropped once the next
+                        # chunk is journaled: that chunk must reach as far as the stopped one did.
+                        sizer.target = sizer.most
+                    for item in _chunks(groups, sizer, journal):
                         if item is None:  # the reader starts over: what came before is void
                             count = reused = reused_rollouts = groups_total = rollouts_total = 0
                             continue
@@ -649,11 +785,9 @@ def run_score(
                             reused_rollouts += rollouts
                             bar.skip(rollouts)
                             continue
+                        began = time.perf_counter()
                         batch = reward.score(members, progress=bar.update)
-                        lines = [
-                            json.dumps(row, separators=(",", ":")).encode() + b"\n"
-                            for row in batch.to_jsonl_rows()
-                        ]
+                        lines = result_lines(batch, members)
                         record = {
                             "input": digest,
                             "groups": len(members),
@@ -664,6 +798,8 @@ def run_score(
                             "summary": _chunk_sums(reward, batch),
                         }
                         journal.append(handle, number, lines, record)
+                        sizer.scored(len(lines), time.perf_counter() - began)  # sizes the next chunk
+                        answers.clear()  # the chunk's answers are in the journal now
                         if on_chunk is not None:
                             on_chunk(number)
                 except KeyboardInterrupt:
@@ -688,7 +824,8 @@ def run_score(
                         print(
                             f"rewardkit: the batch failed, nothing was written to {out_path}: {error}"
                             + (f" ({journaled} rollouts are journaled: finish the run with: "
-                               f"{resume_command(config_source, overrides, out)})" if journal.chunks else ""),
+                               f"{resume_command(config_source, overrides, out)})"
+                               if journal.chunks or len(answers) else ""),
                             file=stderr,
                         )  # fmt: skip
                         return 1
@@ -711,6 +848,7 @@ def run_score(
             tally.update(chunks=count, chunks_reused=reused, metrics=metrics, **kept, **changed)
             _write_manifest(out_path, _manifest(config, reward, "complete", run, started, **tally))
             journal.path.unlink(missing_ok=True)
+            answers.path.unlink(missing_ok=True)
             headers = ("component", "provider:term", "mean", "std", "scored", "skipped", "errors", "gated")
             print(format_table(summary_rows(reward, summaries), headers), file=stdout)
             if zero_line is not None:
@@ -735,6 +873,11 @@ def run_score(
                     out_path, Path(plot), names, title=title, zero_variance=(zero, groups_total)
                 )
                 print(f"wrote the reward distribution plot to {plot}", file=stdout)
+            all_errored = all_errored_line(reward, summaries, allow_all_errored)
+            if all_errored is not None:
+                print(all_errored, file=stderr)
+                if not allow_all_errored:
+                    return ALL_ERRORED_EXIT
         return 0
     except KeyboardInterrupt:
         print(interrupted_line(config_source, overrides, out), file=stderr)

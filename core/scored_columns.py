@@ -31,7 +31,7 @@ class ScoredColumns:
     statuses: Sequence[Sequence[str]]
     values: Sequence[Sequence[float]]
     # Per provider key: each candidate's checked result, None where the provider failed its group;
-    # the general strategy fills it only when some provider declares diagnostics (all read from it).
+    # the general strategy fills it only when ``BatchOutputs.reads_results`` (all read from it).
     said: Mapping[str, Sequence[RewardProviderResult | None]]
 
 
@@ -47,6 +47,15 @@ class BatchOutputs:
     advantage_eps: float
     records: tuple[ProviderRecord, ...]
     diagnosing: bool  # some provider declares diagnostics
+    # The components whose breakdown entries show more than the optimised term: ``(component, provider
+    # key, optimised term, every term)`` where the provider declares several terms (all are shown, with
+    # the one that enters the reward named) or declares notes (shown as text beside the entry).
+    detailed: tuple[tuple[str, str, str, bool], ...] = ()
+
+    @property
+    def reads_results(self) -> bool:
+        """Whether finishing reads the providers' results (``ScoredColumns.said``) besides the columns."""
+        return self.diagnosing or bool(self.detailed)
 
     def advantages(self, columns: ScoredColumns) -> list[float]:
         """Every candidate's group-relative advantage, from its ``final`` only."""
@@ -75,6 +84,8 @@ class BatchOutputs:
 
     def result(self, columns: ScoredColumns, advantages: Sequence[float], report: Report) -> ScoredBatch:
         per_candidate = self._candidate_diagnostics(columns)
+        if self.detailed:
+            self._detail(columns)
         scored = [
             _new_tuple(ScoredCandidate, (trajectory_id, total, gated, breakdown, advantage, diagnostics))
             for trajectory_id, total, gated, breakdown, advantage, diagnostics in zip(
@@ -87,6 +98,22 @@ class BatchOutputs:
             groups.append(_new_tuple(ScoredGroup, (group_id, tuple(scored[position : position + size]))))
             position += size
         return ScoredBatch(tuple(groups), report.as_dict(), self.records, report.weights())
+
+    def _detail(self, columns: ScoredColumns) -> None:
+        """Add to each detailed component's breakdown entries (each candidate's own dicts) every term
+        of a multi-term provider, under ``terms``, with ``term`` naming the one in ``value``, and the
+        provider's notes. Reporting only: the totals and advantages were worked out before."""
+        breakdowns = columns.composed.breakdowns
+        for component, key, term, several in self.detailed:
+            results = columns.said[key]
+            for breakdown, result in zip(breakdowns, results):
+                entry = breakdown[component]
+                if several:
+                    entry["term"] = term
+                    if result is not None and result.status == "scored":
+                        entry["terms"] = dict(result.terms)
+                if result is not None and result.notes:
+                    entry.update(result.notes)
 
     @staticmethod
     def _diagnostics(columns: ScoredColumns) -> Iterator[tuple[str, Sequence[MetricContribution]]]:

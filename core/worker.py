@@ -12,6 +12,7 @@ stage fails, so a batch is either fully scored or exactly as it was.
 from __future__ import annotations
 
 import contextvars
+import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Executor, Future, wait
 from contextlib import AbstractContextManager, nullcontext
@@ -19,7 +20,7 @@ from functools import partial
 from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
-from rewardkit import cancellation
+from rewardkit import answer_journal, cancellation
 from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind
 from rewardkit.batch_input import (
     GroupLike,
@@ -84,6 +85,19 @@ def _no_admission(weight: int) -> AbstractContextManager[Any]:
 
 class _BatchFailed(RequestCancelled):
     """A chunk stopped because another chunk of its batch failed (never what the caller sees)."""
+
+
+def _stopped_by_the_batch(error: BaseException) -> bool:
+    """Whether ``error`` is only a chunk stopped because its batch had failed: a ``_BatchFailed``,
+    or an error raised while handling or wrapping one (a provider error around it)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        if isinstance(current, _BatchFailed):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 # Chunks a batch is cut into for worker threads: enough to keep every thread busy when groups take
@@ -165,10 +179,16 @@ class RewardWorker:
         self.records = tuple(record_of(bound, catalog.ref) for bound in self.providers.values())
         self.cheap = all(bound.spec.cheap for bound in self.providers.values())
         self._diagnosing = any(bound.spec.diagnostics for bound in self.providers.values())
+        detailed: list[tuple[str, str, str, bool]] = []  # see BatchOutputs.detailed
+        for part in self._components:
+            declared = self.providers[part.provider_key].spec
+            several = len(declared.terms) > 1
+            if several or declared.notes:
+                detailed.append((part.name, part.provider_key, part.term, several))
         self._outputs = BatchOutputs(
             namespace, tuple(component.name for component in self._components),
             {key: bound.name for key, bound in self.providers.items()},
-            scaling, advantage_std, advantage_eps, self.records, self._diagnosing,
+            scaling, advantage_std, advantage_eps, self.records, self._diagnosing, tuple(detailed),
         )  # fmt: skip
         self._pointwise: PointwiseBatch | None = None
         if all(scorable_in_one_pass(bound) for bound in self.providers.values()):
@@ -206,13 +226,26 @@ class RewardWorker:
     def _score_admitted(self, group_id: str, rollouts: Rollouts) -> dict[str, Said]:
         check_one_prompt(group_id, rollouts)
         results: dict[str, Said] = {}
+        # In `rewardkit score`, slow providers' answers are journaled as each group finishes, and a
+        # resumed chunk reads them back instead of asking (and maybe paying) again.
+        answers = answer_journal.current()
         for key, bound in self.providers.items():
+            kept = answers if answers is not None and not bound.spec.cheap else None
+            if kept is not None:
+                known = kept.get(key, group_id, rollouts)
+                if known is not None:
+                    results[key] = known
+                    continue
             try:
-                results[key] = bound.score_group(group_id, rollouts, self.group_size)
+                result = bound.score_group(group_id, rollouts, self.group_size)
             except ProviderError as error:
                 if self.spec.on_error == "raise":
                     raise
                 results[key] = error
+                continue
+            results[key] = result
+            if kept is not None:
+                kept.put(key, group_id, rollouts, result)
         return results
 
     def _compose_chunk(
@@ -282,8 +315,20 @@ class RewardWorker:
             lambda: batch_scope.cancel(outer.error or RequestCancelled("the request was cancelled"))
         )
 
+        # What the caller sees is the root failure: the first chunk to fail, noted before it stops
+        # the others. A chunk it stopped fails too, often as a provider error wrapping _BatchFailed,
+        # and may finish first; in batch order that consequence used to hide the cause.
+        root: list[Exception] = []
+        noting = threading.Lock()
+
+        def note(error: BaseException) -> None:
+            with noting:
+                if not root and isinstance(error, Exception) and not _stopped_by_the_batch(error):
+                    root.append(error)
+
         def stop_the_others(future: Future[list[StagedGroup]]) -> None:
             if not future.cancelled() and future.exception() is not None:
+                note(cast(BaseException, future.exception()))
                 batch_scope.cancel(_BatchFailed("another chunk of the batch failed"))
 
         try:
@@ -296,16 +341,16 @@ class RewardWorker:
                 future.add_done_callback(stop_the_others)
             try:
                 return [group for future in futures for group in future.result()]
-            except BaseException:
+            except BaseException as stopped:
+                # A chunk's failure reaches this thread before its done callback may have run.
+                note(stopped)
                 batch_scope.cancel(_BatchFailed("the batch failed"))
                 for future in futures:
                     future.cancel()
                 wait(futures)  # nothing of this batch runs on once it has failed
-                for future in futures:  # the failure itself, not a chunk it stopped
-                    error = None if future.cancelled() else future.exception()
-                    if error is not None and not isinstance(error, _BatchFailed):
-                        raise error from None
-                raise
+                if isinstance(stopped, Exception) and root:
+                    raise root[0] from None
+                raise  # a KeyboardInterrupt stays one: the job ends with its resume line
         finally:
             unlink()
 
@@ -361,7 +406,7 @@ class RewardWorker:
             statuses.append([entry["status"] for entry in entries])
             values.append([entry["value"] for entry in entries if entry["status"] == "scored"])
         said: dict[str, list[RewardProviderResult | None]] = {}
-        if self._diagnosing:
+        if self._outputs.reads_results:
             for key in self.providers:
                 column: list[RewardProviderResult | None] = []
                 for entry in staged:

@@ -222,3 +222,20 @@ def test_registered_as_a_builtin_trainer_binding():
     registered = trainer_bindings().get("trl")
     assert registered.owner.builtin
     assert import_module_attribute(registered.value.target) is reward_funcs
+
+
+def test_means_trl_logs_itself_are_not_logged_again_under_rewardkit():
+    # TRL logs rewards/<function name>/mean for every reward function: the total (``rewardkit``) and
+    # each component. Logging them again as rewardkit/reward/mean put every figure on two curves.
+    metrics: list[tuple[str, float]] = []
+    funcs, _ = reward_funcs(spec())
+    completions = ["a b", "x", "c", "c d e"]
+    call(funcs, PROMPTS, completions, answer=ANSWERS, log_metric=lambda n, v: metrics.append((n, v)))
+    names = dict(metrics)
+    assert not {"rewardkit/reward/mean", "rewardkit/reward_component/verdict/mean",
+                "rewardkit/reward_component/echo-ref/mean"} & names.keys()  # fmt: skip
+    # What TRL cannot know is still logged: counts, error rates, the advantage, provider diagnostics.
+    assert names["rewardkit/reward/gated_count"] == 0
+    assert names["rewardkit/reward_component/verdict/scored_count"] == 4
+    assert names["rewardkit/reward/infra_error_rate"] == 0.0
+    assert "rewardkit/advantage/abs_mean" in names

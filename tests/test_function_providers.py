@@ -11,7 +11,7 @@ import rewardkit
 from rewardkit import RegistrationError, RewardCandidate, RewardContext, RewardProviderResult
 from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import ProviderEntry
-from rewardkit.identity import _callables_behind, code_fingerprint
+from rewardkit.identity import callables_behind, code_fingerprint
 from rewardkit.plugins import PluginInfo
 
 
@@ -135,7 +135,7 @@ def test_the_code_fingerprint_covers_the_functions_package():
     # the decorated function, not rewardkit's wrapper, decides which files are hashed
     files = {
         getattr(target, "__code__", None) and target.__code__.co_filename
-        for target in _callables_behind(exact.factory)
+        for target in callables_behind(exact.factory)
     }
     assert __file__ in files
     assert code_fingerprint(exact) != code_fingerprint(rewardkit.resolve_catalog().entry("nonempty").spec)

@@ -10,15 +10,18 @@ import signal
 import stat
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import rewardkit
 from rewardkit import score_job
 from rewardkit.cli import main
-from rewardkit.data import read_rollouts
+from rewardkit.data import RolloutGroup, read_rollouts
 from rewardkit.score_job import journal_path, manifest_path, run_score
+from rewardkit.scored import ScoredBatch
 
 HERE = Path(__file__).parent
 GROUP_SIZE = 4
@@ -114,6 +117,12 @@ def test_a_job_killed_mid_way_resumes_to_the_uninterrupted_output(tmp_path: Path
     assert "3 of 5 chunks were journaled already" in stdout.getvalue()
 
 
+def with_completions(batch: ScoredBatch, groups: Sequence[RolloutGroup]) -> list[dict[str, Any]]:
+    """The batch's rows as the job writes them: each ends with the completion it was scored on."""
+    texts = [rollout["completion"] for group in groups for rollout in group.rollouts]
+    return [{**row, "completion": text} for row, text in zip(batch.to_jsonl_rows(), texts, strict=True)]
+
+
 def test_streamed_chunks_equal_scoring_everything_at_once(tmp_path: Path):
     for scaling in ("group", "batch", "none"):
         folder = tmp_path / scaling
@@ -127,7 +136,7 @@ def test_streamed_chunks_equal_scoring_everything_at_once(tmp_path: Path):
             with rewardkit.load(str(config)) as reward:
                 groups = read_rollouts(folder / "rollouts.jsonl", needs=reward.needs)
                 want = reward.score(groups)
-            assert got == want.to_jsonl_rows(), (scaling, interleaved)
+            assert got == with_completions(want, groups), (scaling, interleaved)
             metrics = json.loads(manifest_path(out).read_text())["metrics"]
             assert metrics == pytest.approx(want.metrics, rel=1e-12)
 
@@ -220,8 +229,9 @@ def test_interleaved_groups_without_a_group_size_are_read_again_by_index(tmp_pat
     got = [json.loads(line) for line in out.read_text().splitlines()]
     assert [row["group_id"] for row in got] == [f"g{g:02d}" for g in range(12) for _ in range(GROUP_SIZE)]
     with rewardkit.load(str(config), ["rl.group_size=null"]) as reward:
-        want = reward.score(read_rollouts(tmp_path / "rollouts.jsonl", needs=reward.needs))
-    assert got == want.to_jsonl_rows()
+        groups = read_rollouts(tmp_path / "rollouts.jsonl", needs=reward.needs)
+        want = reward.score(groups)
+    assert got == with_completions(want, groups)
     # read as contiguous, a first chunk of eight one-row groups was scored before g00 came back;
     # that chunk is void: every group was then scored once, whole, and only those results count
     assert sorted(made) == sorted([f"g{g:02d}" for g in range(8)] + [f"g{g:02d}" for g in range(12)])

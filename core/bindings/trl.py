@@ -19,6 +19,7 @@ from rewardkit.bindings.loading import ConfigSource, config_source, monitor_for,
 from rewardkit.bindings.ranks import Ranks, current_ranks
 from rewardkit.bindings.sample_groups import BindingError, FlatBatch, rebuild_groups
 from rewardkit.bindings.truncation import needed_candidate_fields, stop_token_ids, trl_finish_reason
+from rewardkit.metrics import metric_name
 from rewardkit.observers import BatchObserver, ObservedBatch
 from rewardkit.pointwise import MappedProvider
 from rewardkit.protocols import RewardLike
@@ -130,6 +131,16 @@ class TRLRewardBinding:
                 f"rewards/{total_name}/mean. Pass total_name= to pick another"
             )
         self.slices_per_rank = ranks_score_own_slices(reward)
+        # TRL logs ``rewards/<function>/mean`` (and ``/std``) for each reward function from the values
+        # they return: the total's mean and each component's mean are those, so they are not logged
+        # again under ``rewardkit/``.
+        namespace = reward.namespace
+        self._logged_by_trl = frozenset(
+            {
+                metric_name(namespace, "reward", "mean"),
+                *(metric_name(namespace, "reward_component", name, "mean") for name in self.component_names),
+            }
+        )
         self._stop_ids = stop_token_ids(tokenizer) if tokenizer is not None else None
         self._needs_finish_reason = "finish_reason" in needed_candidate_fields(reward)
         self._slice_reward: RewardLike | None = None
@@ -190,6 +201,8 @@ class TRLRewardBinding:
         if callable(log_metric):
             prefix = f"{self.reward.namespace}/"
             for name, value in {**scores.metrics, **monitored}.items():
+                if name in self._logged_by_trl:
+                    continue
                 # TRL keeps train and eval metrics apart itself; the namespace would only repeat it.
                 log_metric(f"rewardkit/{name.removeprefix(prefix)}", value)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from rewardkit.builtin.answers import score_arithmetic, score_gsm8k
+from rewardkit.builtin.answers import EXTRACTED_ANSWER, score_arithmetic, score_gsm8k
 from rewardkit.builtin.countdown import countdown_provider
 from rewardkit.contracts import RewardProviderSpec
 from rewardkit.hookspecs import hookimpl
@@ -15,7 +15,10 @@ from rewardkit.pointwise import map_candidates
 # state one number ("18 or 19", "18 \\pm 1", "18^2" state none; `rewardkit audit` found them paid).
 ANSWER_RULES_REVISION = "2"
 COUNTDOWN_REVISION = "1"
-_answer_spec = partial(RewardProviderSpec, needs=("reference",), terms=("task",), cheap=True)
+# Each shows the text it read as the answer beside its breakdown entry (display only).
+_answer_spec = partial(
+    RewardProviderSpec, needs=("reference",), terms=("task",), cheap=True, notes=(EXTRACTED_ANSWER,)
+)
 
 
 @hookimpl

@@ -30,6 +30,7 @@ _SENTENCE_END = re.compile(r"[.;!?](?=\s|$)")
 _OPERATOR = re.compile(r"[+*/()=]|(?<=[\d\s])-")
 _BOX_COMMANDS = ("\\boxed", "\\fbox")
 _MAX_BOX_ATTEMPTS = 8
+EXTRACTED_ANSWER = "extracted_answer"  # the note naming the text a verifier read as the answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,25 +106,49 @@ def find_answer(text: str) -> FoundAnswer | None:
     return FoundAnswer("bare", text) if parse_number(text) is not None else None
 
 
-def answer_value(span: str) -> Fraction | None:
-    """The number a stated answer gives: its first sentence, and there the part after the last ``=``
-    ("3 + 4 = 7" gives 7). That part must state one number (``stated_number``): "18 or 19",
-    "18 \\pm 1" or "18^2" state none, so a policy cannot pay itself by hedging with the right number first."""
+def stated_part(span: str) -> str:
+    """The part of a stated answer its number is read from: its first sentence, and there the part
+    after the last ``=`` ("3 + 4 = 7" gives " 7")."""
     span = _SENTENCE_END.split(span, maxsplit=1)[0]
     if "=" in span:
         span = span.rsplit("=", 1)[1]
-    return stated_number(span)
+    return span
+
+
+def answer_value(span: str) -> Fraction | None:
+    """The number a stated answer gives (read from ``stated_part``). That part must state one number
+    (``stated_number``): "18 or 19", "18 \\pm 1" or "18^2" state none, so a policy cannot pay itself by
+    hedging with the right number first."""
+    return stated_number(stated_part(span))
+
+
+@dataclass(frozen=True, slots=True)
+class ReadAnswer:
+    """What a completion answered: the number (``None``: none, or not exactly one), the form it was
+    found in (``none`` when absent) and the text the number was read from (``None`` when absent)."""
+
+    value: Fraction | None
+    form: str
+    text: str | None
+
+
+def read_completion(text: str, fallback_last_number: bool) -> ReadAnswer:
+    """The completion's answer, by the precedence in the module docstring."""
+    found = find_answer(text)
+    if found is not None:
+        part = stated_part(found.span)
+        return ReadAnswer(stated_number(part), found.form, part.strip())
+    if fallback_last_number:
+        value = last_number(text)
+        if value is not None:
+            return ReadAnswer(value, "last-number", str(value))
+    return ReadAnswer(None, "none", None)
 
 
 def completion_value(text: str, fallback_last_number: bool) -> tuple[Fraction | None, str]:
     """The completion's answer as a number and the form it came from (``none`` when absent)."""
-    found = find_answer(text)
-    if found is not None:
-        return answer_value(found.span), found.form
-    if fallback_last_number:
-        value = last_number(text)
-        return value, "last-number" if value is not None else "none"
-    return None, "none"
+    answer = read_completion(text, fallback_last_number)
+    return answer.value, answer.form
 
 
 def _numeric_reference(provider: str, reference: object) -> Fraction | str:
@@ -160,10 +185,14 @@ def gsm8k_gold(reference: object) -> Fraction | None:
 
 
 def _verdict(gold: Fraction, completion: str, fallback_last_number: bool) -> RewardProviderResult:
-    answer, _form = completion_value(completion, fallback_last_number)
+    answer = read_completion(completion, fallback_last_number)
+    value = answer.value
     return RewardProviderResult(
-        terms={"task": float(answer is not None and answer == gold)},
-        diagnostics=(MetricContribution("extracted", float(answer is not None)),),
+        terms={"task": float(value is not None and value == gold)},
+        diagnostics=(MetricContribution("extracted", float(value is not None)),),
+        # The text read as the answer, even one stating no single number ("18 or 19": extracted 0),
+        # so a 0 can be read against what the completion said.
+        notes=None if answer.text is None else {EXTRACTED_ANSWER: answer.text},
     )
 
 
@@ -206,7 +235,9 @@ def score_arithmetic(
 
 
 __all__ = [
+    "EXTRACTED_ANSWER",
     "FoundAnswer",
+    "ReadAnswer",
     "answer_value",
     "arithmetic_gold",
     "completion_value",
@@ -214,6 +245,8 @@ __all__ = [
     "gsm8k_gold",
     "last_answer_tag",
     "last_boxed",
+    "read_completion",
     "score_arithmetic",
     "score_gsm8k",
+    "stated_part",
 ]

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Literal
 
-from rewardkit.builtin.answers import last_answer_tag
+from rewardkit.builtin.answers import EXTRACTED_ANSWER, last_answer_tag
 from rewardkit.builtin.expressions import ExpressionError, evaluate
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
 from rewardkit.errors import RewardContractError
@@ -110,7 +110,9 @@ def score_countdown(
         MetricContribution("extracted", float(extracted)),
         MetricContribution("valid", float(valid)),
     )
-    return RewardProviderResult(terms={"task": float(correct)}, diagnostics=diagnostics)
+    answer = last_answer_tag(candidate.completion) if extracted else None
+    notes = None if answer is None else {EXTRACTED_ANSWER: answer.strip()}
+    return RewardProviderResult(terms={"task": float(correct)}, diagnostics=diagnostics, notes=notes)
 
 
 def countdown_provider(*, policy: Policy = "strict") -> MappedProvider:

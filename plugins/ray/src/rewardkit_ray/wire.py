@@ -3,7 +3,7 @@
 Provider results hold read-only mappings (``MappingProxyType``), which do not pickle, so an actor
 sends plain tuples and the driver rebuilds the same values the in-process worker would have:
 compositions, and per provider either its group result or the error it raised under a tolerant
-``onError``. Only what composition, annotation and the report read crosses the wire.
+``onError``. Only what composition, annotation, the report and the result lines read crosses the wire.
 """
 
 from __future__ import annotations
@@ -32,17 +32,19 @@ def _result_to_wire(result: RewardProviderResult) -> tuple:
         dict(result.terms),
         tuple((item.name, item.value, item.weight) for item in result.diagnostics),
         result.charge,
+        dict(result.notes),
     )
 
 
 def _result_from_wire(data: Sequence[Any]) -> RewardProviderResult:
-    status, reason, terms, diagnostics, charge = data
+    status, reason, terms, diagnostics, charge, notes = data
     return RewardProviderResult(
         terms=terms,
         diagnostics=tuple(MetricContribution(name, value, weight) for name, value, weight in diagnostics),
         status=status,
         reason=reason,
         charge=charge,
+        notes=notes,
     )
 
 

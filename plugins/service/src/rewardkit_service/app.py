@@ -64,11 +64,14 @@ from rewardkit_service.auth import TokenChecker
 from rewardkit_service.limiter import AsyncInflightLimiter, BackpressureTimeout, RequestTooLarge
 from rewardkit_service.metrics import ServiceMetrics
 from rewardkit_service.models import (
+    COLUMNS,
     ComposeRequest,
     GetRewardRequest,
+    MappedScoreRequest,
     ResolveRequest,
     ScoreRequest,
     Selection,
+    column_aliases,
     openapi_document,
 )
 from rewardkit_service.policy import SelectionPolicy
@@ -193,6 +196,12 @@ class RewardService:
         )
         self.metrics = ServiceMetrics()
         self.metrics.capacity.set(config.rewards.max_inflight)
+        # A client may name the prompt and the reference as the configuration's data does
+        # (``reference_column: answer`` and a rollout with ``answer``), as well as canonically.
+        data = config.rl.data
+        aliases = column_aliases(data.prompt_column, data.reference_column)
+        self.score_request: type[ScoreRequest] = MappedScoreRequest if aliases else ScoreRequest
+        self.columns: dict[str, Any] | None = {COLUMNS: aliases} if aliases else None
         self.checker = TokenChecker(settings.tokens)
         self.catalog: Catalog | None = None
         self.policy: SelectionPolicy | None = None
@@ -314,12 +323,12 @@ class RewardService:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    def parse(self, model: type[BaseModel], body: bytes) -> Any:
+    def parse(self, model: type[BaseModel], body: bytes, context: dict[str, Any] | None = None) -> Any:
         if not body.strip():
             raise Reply(400, "invalid_request", "(body): the request needs a JSON object body",
                         details=[{"path": "(body)", "message": "empty body"}])  # fmt: skip
         try:
-            return model.model_validate_json(body)
+            return model.model_validate_json(body, context=context)
         except ValidationError as error:
             raise _invalid(error) from None
 
@@ -512,7 +521,8 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
     @endpoint("/v1/score")
     async def score(request: Request) -> Response:
         arrived = time.monotonic()
-        parsed: ScoreRequest = service.parse(ScoreRequest, await service.body(request))
+        body = await service.body(request)
+        parsed: ScoreRequest = service.parse(service.score_request, body, service.columns)
         scope = service.request_scope(request, parsed.request_timeout_s, arrived)
         weight = sum(len(group.rollouts) for group in parsed.groups)
         service.check_size(weight)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator, model_validator
 from pydantic.json_schema import models_json_schema
 from typing_extensions import NotRequired, TypedDict
 
 from rewardkit.config import MAX_DEADLINE_S  # one limit: what load() accepts, the service accepts
+from rewardkit.identity import canonical_json
 
 
 class _Wire(BaseModel):
@@ -89,6 +90,60 @@ class ScoreRequest(Selection):
     _check_deadline = field_validator("deadline_s", "request_timeout_s")(
         classmethod(lambda cls, value: _deadline(value))
     )
+
+
+# The validation context key of the configured column names: ``{column: "prompt" | "reference"}``.
+COLUMNS = "columns"
+
+
+def column_aliases(prompt_column: str | None, reference_column: str | None) -> dict[str, str]:
+    """The configuration's column names (``rl.data.prompt_column``, ``rl.data.reference_column``) a
+    rollout may use for ``prompt`` and ``reference``; a rollout field's own name always means itself."""
+    fields = Rollout.__required_keys__ | Rollout.__optional_keys__
+    named = ((prompt_column, "prompt"), (reference_column, "reference"))
+    return {column: canonical for column, canonical in named if column is not None and column not in fields}
+
+
+def _same(first: Any, second: Any) -> bool:
+    try:  # type-strict: 1, 1.0 and true are three different references
+        return canonical_json(first) == canonical_json(second)
+    except ValueError:
+        return False
+
+
+class MappedGroup(Group):
+    """A ``Group`` whose rollouts may name the prompt and the reference by the configured column names
+    (passed as the validation context ``{COLUMNS: column_aliases(...)}``), renamed before validation."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _canonical_names(cls, data: Any, info: ValidationInfo) -> Any:
+        aliases: dict[str, str] = (info.context or {}).get(COLUMNS) or {}
+        rollouts = data.get("rollouts") if isinstance(data, dict) else None
+        if not aliases or not isinstance(rollouts, list):
+            return data
+        renamed = []
+        for index, rollout in enumerate(rollouts):
+            if isinstance(rollout, dict) and not aliases.keys().isdisjoint(rollout):
+                rollout = dict(rollout)
+                for column, canonical in aliases.items():
+                    if column not in rollout:
+                        continue
+                    value = rollout.pop(column)
+                    if canonical in rollout and not _same(rollout[canonical], value):
+                        raise ValueError(
+                            f"rollouts[{index}] gives {canonical!r} and {column!r} (the configured "
+                            f"rl.data.{canonical}_column) with different values; send one of them"
+                        )
+                    rollout[canonical] = value
+            renamed.append(rollout)
+        return {**data, "rollouts": renamed}
+
+
+class MappedScoreRequest(ScoreRequest):
+    """``ScoreRequest`` for a service whose configuration maps its columns (see ``MappedGroup``)."""
+
+    groups: list[MappedGroup] = Field(min_length=1)  # type: ignore[assignment]
 
 
 class ResolveRequest(Selection):
