@@ -34,8 +34,12 @@ def _paths_given_to_trainers() -> set[str]:
     for block in blocks(DOC):
         if block.lang == "python":
             for node in ast.walk(ast.parse(block.text)):
-                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rewardkit.bindings."):
-                    found.update(f"{node.module}:{alias.name}" for alias in node.names)
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                module = node.module or ""
+                # rewardkit.bindings.loading is the bindings' cache (forget_rewards), not a trainer's entry
+                if module.startswith("rewardkit.bindings.") and module != "rewardkit.bindings.loading":
+                    found.update(f"{module}:{alias.name}" for alias in node.names)
         elif block.lang in ("bash", "sh"):
             modules = re.findall(r"import (rewardkit\.bindings\.\w+) as m", block.text)
             names = re.findall(r"custom_reward_function\.name=(\w+)", block.text)

@@ -11,6 +11,7 @@ A run that raises records the error instead.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -27,6 +28,7 @@ from datasets import Dataset
 from tiny import tiny_model, tiny_tokenizer
 from transformers import TrainerCallback, set_seed
 
+from rewardkit.bindings.loading import forget_rewards
 from rewardkit.bindings.trl import binding
 
 ROWS = [
@@ -156,9 +158,33 @@ def train(run: str, out: Path, rank: int) -> None:
 
 def main() -> None:
     out = Path(sys.argv[1])
-    rank = PartialState(cpu=True).process_index
-    for run in sys.argv[2:]:
-        train(run, out, rank)
+    state = PartialState(cpu=True)
+    try:
+        for run in sys.argv[2:]:
+            train(run, out, state.process_index)
+    finally:
+        shut_down(state)
+
+
+def shut_down(state: PartialState) -> None:
+    """End the rank as a multi-process training script should (docs/bindings.md, "Ending a
+    multi-process run"): let gloo finish with the last collective, close what rewardkit opened, then
+    tear the process group down while the interpreter is whole.
+
+    A gloo worker thread frees a finished collective's tensors a moment after ``wait()`` has returned
+    on the main thread, and freeing a tensor that Python knew needs the GIL. When that collective was
+    the script's last act (here the failure exchange of ``fails-on-rank-1``), the main thread could
+    meanwhile hold the GIL in a call that waits for that worker (the process group's destructor,
+    reached from the trainer's DDP reducer: a deadlock) or be finalising the interpreter (CPython
+    makes the worker exit; it unwinds through torch's ``noexcept`` destructor and the rank aborts
+    with "terminate called without an active exception", after its results were written). The
+    barrier releases the GIL while it waits, so the worker finishes then; after it every worker is
+    idle, and collecting the trainers now destroys the group's threads before finalisation.
+    """
+    state.wait_for_everyone()
+    forget_rewards()  # closes the rewards and monitors the bindings cached
+    state.destroy_process_group()
+    gc.collect()  # the trainers (in cycles with their callbacks) hold the group through DDP
 
 
 if __name__ == "__main__":

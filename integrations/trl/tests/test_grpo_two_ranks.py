@@ -16,9 +16,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -41,14 +43,33 @@ def same(logged: float, ours: float | None) -> bool:
     return math.isclose(logged, ours, rel_tol=1e-5, abs_tol=1e-6)  # TRL keeps rewards in float32
 
 
+# Each rank runs under ``sh`` so its own exit status is kept (torchrun reports only the first failure).
+RANK_WRAPPER = '"$0" "$@"; status=$?; echo "$status" > "$RANK_EXIT_DIR/exit-rank$RANK"; exit "$status"'
+
+
+@dataclass(frozen=True)
+class Launch:
+    out: Path
+    returncode: int
+    stdout: str
+    stderr: str
+    rank_exits: dict[int, str]  # rank -> the exit status its wrapper recorded ("" when none)
+    rank_stderr: dict[int, str]  # rank -> what that rank alone wrote to stderr
+
+
 @pytest.fixture(scope="module")
-def launched(tmp_path_factory) -> Path:
+def launch(tmp_path_factory) -> Launch:
     out = tmp_path_factory.mktemp("ranks")
+    logs = tmp_path_factory.mktemp("rank-logs")
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         pytest.fail("the multi-process TRL test needs unshare and ip (util-linux, iproute2)", pytrace=False)
-    torchrun = (
-        f"{sys.executable} -m torch.distributed.run --nnodes 1 --nproc_per_node 2 "
-        f"--master_addr 127.0.0.1 --master_port 29533 {HERE / 'grpo_ranks.py'} {out} {' '.join(RUNS)}"
+    torchrun = " ".join(
+        [
+            f"{sys.executable} -m torch.distributed.run --nnodes 1 --nproc_per_node 2",
+            f"--master_addr 127.0.0.1 --master_port 29533 --log-dir {logs} --tee 2 --no-python",
+            f"sh -c {shlex.quote(RANK_WRAPPER)} {sys.executable} {HERE / 'grpo_ranks.py'}",
+            f"{out} {' '.join(RUNS)}",
+        ]
     )
     env = {
         **os.environ,
@@ -58,6 +79,8 @@ def launched(tmp_path_factory) -> Path:
         "ACCELERATE_USE_CPU": "true",
         "OMP_NUM_THREADS": "1",
         "HF_HUB_OFFLINE": "1",
+        "PYTHONFAULTHANDLER": "1",  # an abort prints every thread's stack into the rank's stderr
+        "RANK_EXIT_DIR": str(out),
     }
     done = subprocess.run(
         ["unshare", "-n", "sh", "-c", f"ip link set lo up && exec {torchrun}"],
@@ -66,8 +89,34 @@ def launched(tmp_path_factory) -> Path:
         text=True,
         timeout=LAUNCH_LIMIT_S,
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
-    return out
+    exits = {rank: _read(out / f"exit-rank{rank}").strip() for rank in (0, 1)}
+    # torchrun writes <log-dir>/<run id>/attempt_0/<local rank>/stderr.log for each rank.
+    stderr = {
+        rank: "".join(_read(path) for path in logs.glob(f"*/attempt_*/{rank}/stderr.log")) for rank in (0, 1)
+    }
+    return Launch(out, done.returncode, done.stdout, done.stderr, exits, stderr)
+
+
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+@pytest.fixture(scope="module")
+def launched(launch: Launch) -> Path:
+    assert launch.returncode == 0, launch.stdout[-3000:] + launch.stderr[-6000:]
+    return launch.out
+
+
+def test_every_rank_exits_cleanly(launch):
+    # A rank that aborts at interpreter exit (a gloo thread freeing a collective's tensors while
+    # CPython finalises) has already written its results: only its exit status and stderr show it.
+    for rank in (0, 1):
+        stderr = launch.rank_stderr[rank]
+        assert stderr, f"rank {rank} left no stderr log; torchrun's log layout changed?"
+        assert launch.rank_exits[rank] == "0", (rank, launch.rank_exits, stderr[-6000:])
+        assert "terminate called" not in stderr, stderr[-6000:]
+        assert "Fatal Python error" not in stderr, stderr[-6000:]
+    assert launch.returncode == 0, launch.stderr[-6000:]
 
 
 def records(out: Path, run: str) -> list[dict]:
@@ -151,7 +200,12 @@ def test_uneven_skips_and_diagnostic_weights_log_the_one_process_metrics(launche
     for number, step in enumerate(steps):
         want = reward.score([one_group(number, step)]).metrics
         assert want["train/reward_component/uneven/skipped_count"] == 1
-        expected = {f"rewardkit/{name.removeprefix('train/')}": value for name, value in want.items()}
+        # TRL logs each reward function's mean itself (rewards/<function>/mean): not repeated by the binding.
+        components = ("uneven", "word-overlap")
+        trl_own = {"train/reward/mean", *(f"train/reward_component/{c}/mean" for c in components)}
+        assert trl_own <= want.keys()
+        ours = {name: value for name, value in want.items() if name not in trl_own}
+        expected = {f"rewardkit/{name.removeprefix('train/')}": value for name, value in ours.items()}
         for rank in (0, 1):
             logged = [
                 call["metrics"] for call in ranks[rank]["calls"][number * per_call : (number + 1) * per_call]
