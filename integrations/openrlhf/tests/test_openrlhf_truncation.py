@@ -105,3 +105,36 @@ def test_a_configured_tokenizer_gives_overlong_length_and_verdict(overlong_confi
         out = asyncio.run(executor.execute(PROMPT, "five", params, 32, tok, FixedEngine(tok, response)))
         assert out["reward"] is not None, (response, out)
         assert float(out["reward"][0]) == float(out["extra_logs"]["overlong"][0]) == expected, (response, out)
+
+
+class CutEngine(FixedEngine):
+    """An engine that reports the response as cut at its length limit (vLLM's ``finish_reason``)."""
+
+    async def generate(self, prompt_token_ids, params, multi_modal_data=None):
+        output = SimpleNamespace(token_ids=list(self.ids), finish_reason="length", logprobs=None)
+        return SimpleNamespace(outputs=[output])
+
+
+def test_the_engine_finish_reason_never_reaches_reward_func(overlong_config, monkeypatch, tmp_path):
+    # docs/bindings.md: OpenRLHF reads the engine's finish_reason into its own `truncated` flag and
+    # calls reward_func with queries, prompts and labels only, so the binding's verdict comes from
+    # lengths. A response the engine cut below REWARDKIT_OPENRLHF_MAX_NEW_TOKENS is "stop" here.
+    tok = tokenizer()
+    tok.save_pretrained(tmp_path / "tok")
+    monkeypatch.setenv(binding.TOKENIZER_ENV, str(tmp_path / "tok"))
+    monkeypatch.setenv(binding.MAX_NEW_TOKENS_ENV, str(BUDGET))
+    executor = SingleTurnAgentExecutor(remote_rm_url=binding.__file__)
+    calls: list[tuple[tuple, dict]] = []
+    loaded = executor.reward_func
+
+    def recording(*args, **kwargs):
+        calls.append((args, kwargs))
+        return loaded(*args, **kwargs)
+
+    executor.reward_func = recording
+    params = SimpleNamespace(max_tokens=2, logprobs=None)  # the engine's own limit, below BUDGET
+    out = asyncio.run(executor.execute(PROMPT, "five", params, 32, tok, CutEngine(tok, "five six")))
+    assert out["truncated"] is True  # OpenRLHF knows the engine cut it
+    [(args, kwargs)] = calls
+    assert kwargs == {} and len(args) == 3  # queries, prompts, labels: no finish reason among them
+    assert float(out["extra_logs"]["overlong"][0]) == 0.0  # so the binding, by lengths, says "stop"
