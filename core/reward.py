@@ -23,6 +23,7 @@ from typing import Any
 from rewardkit.advantages import EPSILON
 from rewardkit.backpressure import InflightLimiter
 from rewardkit.cancellation import CancelScope, current, entered, run_bounded
+from rewardkit.capacity import usable_cpus
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import RewardSpec, RewardSpecError
 from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline, load_config
@@ -103,7 +104,7 @@ class Reward:
             runtime=self.runtime,
         )
         self.limiter = InflightLimiter(config.rewards.max_inflight)
-        self._threads = config.rewards.concurrency or min(DEFAULT_THREADS, (os.cpu_count() or 1) * 4)
+        self._threads = config.rewards.concurrency or min(DEFAULT_THREADS, usable_cpus() * 4)
         self._executor: ThreadPoolExecutor | None = None
         self._executor_lock = threading.Lock()
         self._released = False

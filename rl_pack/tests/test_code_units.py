@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
+from rewardkit.capacity import usable_cpus
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import PreflightError, RewardContractError
 from rewardkit_rl.code.compare import outputs_match
@@ -175,5 +180,34 @@ def test_diagnostics_count_statuses():
 def test_sandboxes_never_outnumber_the_cpus():
     """Timeouts are wall-clock: more sandboxes than CPUs would time out correct programs."""
     provider = resolve_catalog().bind("code-tests", {"concurrency": 64}).provider
-    assert provider.concurrency == (os.cpu_count() or 1)
+    assert provider.concurrency == usable_cpus()
     assert resolve_catalog().bind("code-tests", {"concurrency": 1}).provider.concurrency == 1
+
+
+# Run in a fresh interpreter pinned to one CPU: the caps are read when the modules load.
+_PINNED_CAPS = """
+import json
+from rewardkit.catalog import resolve_catalog
+from rewardkit_rl.code import sandbox
+catalog = resolve_catalog()
+print(json.dumps({
+    "sandbox": sandbox.USABLE_CPUS,
+    "code_default": catalog.bind("code-tests").provider.concurrency,
+    "code_asked_64": catalog.bind("code-tests", {"concurrency": 64}).provider.concurrency,
+    "math_workers": catalog.bind("math").provider.workers,
+}))
+"""
+
+
+def test_a_process_pinned_to_one_cpu_runs_one_sandbox_and_one_math_worker():
+    """``taskset -c 0`` on a bigger host: the caps follow the CPUs the process may use, not the
+    host's count, or correct programs time out waiting for a CPU."""
+    taskset = shutil.which("taskset")
+    assert taskset is not None, "taskset (util-linux) is needed: apt-get install util-linux"
+    env = {**os.environ, "REWARDKIT_STRICT_PLUGINS": "1"}
+    done = subprocess.run(
+        [taskset, "-c", "0", sys.executable, "-c", _PINNED_CAPS], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    caps = json.loads(done.stdout.strip().splitlines()[-1])
+    assert caps == {"sandbox": 1, "code_default": 1, "code_asked_64": 1, "math_workers": 1}

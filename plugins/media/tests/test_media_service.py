@@ -210,6 +210,45 @@ def test_malformed_scores_are_refused(service, spool_dir, mutate, match):
     assert service.enqueue_count == 1 and len(service.pulls) == 1
 
 
+@pytest.mark.parametrize(
+    ("mutate", "extra"),
+    [
+        # A 200 that also says something else may not be the score of the sample sent.
+        (lambda uuid, normal: {**normal, "error": "handler raised"}, "'error'"),
+        (lambda uuid, normal: {**normal, "status": "failed", "message": "queue full"}, "'message', 'status'"),
+        (lambda uuid, normal: {**normal, "uuid": "another-task"}, "another task"),
+        # Two values under a key not read: the answer covers more than the one sample sent.
+        (
+            lambda uuid, normal: {**normal, "scores": {**normal["scores"], "ta_reward": [0.1, 0.2]}},
+            "'ta_reward'",
+        ),
+        (lambda uuid, normal: {**normal, "scores": {**normal["scores"], "ta_reward": 0.3}}, "'ta_reward'"),
+        (lambda uuid, normal: {**normal, "scores": {**normal["scores"], "ta_reward": [None]}}, "'ta_reward'"),
+    ],
+)
+def test_a_200_holding_anything_but_the_singleton_score_is_refused(service, spool_dir, mutate, extra):
+    service.faults = Faults(score_answer=lambda uuid, reward_type, normal: mutate(uuid, normal))
+    with pytest.raises(ServiceProtocolError, match="answered 200 but") as caught:
+        score(client(service, spool_dir), sample())
+    assert extra in str(caught.value) and "one sample" in str(caught.value)
+    assert caught.value.uuid == service.pulls[0][0]
+    assert service.enqueue_count == 1 and len(service.pulls) == 1, "terminal: not polled again"
+
+
+def test_the_real_services_answer_is_read_with_its_metadata_and_unread_singleton_keys(service, spool_dir):
+    """The Cosmos-RL service's 200 (0.4.7) carries ``input_info``, ``duration``,
+    ``decoded_duration`` and ``type`` beside ``scores``, and every key its handler computes, one
+    value each, whichever keys the client reads."""
+
+    def real_shape(uuid: str, reward_type: str, normal: dict) -> dict:
+        scores = {**normal["scores"], "mq_reward": [0.25], "ta_reward": [4.0]}
+        return {**normal, "scores": scores, "decoded_duration": "N/A", "uuid": uuid}
+
+    service.faults = Faults(score_answer=real_shape)
+    answer = score(client(service, spool_dir, keys={"dance_grpo": ["overall_reward"]}), sample())
+    assert answer.scores == {"overall_reward": pytest.approx(brightness(sample()))}
+
+
 # -- the deadline ----------------------------------------------------------------------------
 
 

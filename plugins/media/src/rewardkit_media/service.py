@@ -13,8 +13,10 @@ One sample is scored in three steps, all inside one absolute deadline (``time.mo
    is the legacy pending answer; any other 400 (or other 4xx) is terminal and is not polled
    again. Transient failures (a dropped connection, 408, 429, 5xx) are retried with capped,
    jittered backoff; waiting between pending polls doubles up to a cap.
-3. **Accept a score** only from a 200 whose ``scores`` holds, for each key read, one finite number
-   (the sample's positional score), and only before the deadline.
+3. **Accept a score** only from a 200 that holds nothing but the singleton positional score of
+   the one sample sent: ``scores`` with exactly one value per key (one finite number for each key
+   read), beside the service's own metadata (``ANSWER_METADATA``); any other field, a ``uuid`` of
+   another task, or a key with more or fewer values than one is refused. Only before the deadline.
 
 The service answers a failed task exactly like a pending one, so when the deadline passes the
 error says the task is still pending *or* failed remotely, and carries the UUID for the operator.
@@ -29,6 +31,7 @@ import contextlib
 import json
 import logging
 import math
+import reprlib
 import threading
 import time
 import urllib.parse
@@ -45,6 +48,10 @@ from rewardkit_media.spool import Spool, spool_bytes
 log = logging.getLogger("rewardkit_media")
 
 PENDING_MESSAGE = "Not found scores for {uuid}"
+# What a scored 200 carries besides ``scores``: the fields the Cosmos-RL reward service (0.4.7)
+# adds about the run, and ``type``, which must name the type pulled. Anything else (an error, a
+# status, a message) says the answer may not be the score of the sample sent.
+ANSWER_METADATA = frozenset({"type", "input_info", "duration", "decoded_duration"})
 # A pull call retries transient failures a few times itself; the poll loop goes on after that.
 _PULL_RETRY_ATTEMPTS = 4
 
@@ -352,9 +359,27 @@ class MediaServiceClient:
         answered_type = answer.get("type")
         if answered_type is not None and answered_type != reward_type:
             raise bad(f"it is for reward type {answered_type!r}")
+        # The service does not echo the sample's identity; one that does must echo this task's.
+        answered_uuid = answer.get("uuid", uuid)
+        if answered_uuid != uuid:
+            raise bad(f"it is for another task ({answered_uuid!r}), not the one sample sent")
+        extra = sorted(set(answer) - ANSWER_METADATA - {"scores", "uuid"})
+        if extra:
+            raise bad(
+                f"it holds {', '.join(map(repr, extra))} beside the score: a scored answer carries only "
+                f"the singleton score of the one sample sent and the service's metadata "
+                f"({', '.join(sorted(ANSWER_METADATA))}), so this one is not read as a score"
+            )
         scores = answer.get("scores")
         if not isinstance(scores, dict):
             raise bad("it holds no 'scores' object (the scorer may have failed)")
+        # A key not read still says how many samples the answer covers: one, or it is not ours.
+        for key, values in sorted(scores.items()):
+            if key not in keys and not _one_number(values):
+                raise bad(
+                    f"score {key!r} (not read) is {reprlib.repr(values)}, not a list of one number: "
+                    "the answer does not hold the singleton score of the one sample sent"
+                )
         out: dict[str, float] = {}
         for key in keys:
             if key not in scores:
@@ -386,6 +411,10 @@ class MediaServiceClient:
             uuid=trace.uuid,
             url=self.pull_url,
         )
+
+
+def _one_number(values: object) -> bool:
+    return isinstance(values, list) and len(values) == 1 and type(values[0]) in (int, float)
 
 
 async def in_daemon_thread(work: Callable[[], Any], timeout: float) -> Any:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -43,6 +42,7 @@ from rewardkit.advantages import Scaling
 from rewardkit.bindings.openrlhf import response_of
 from rewardkit.bindings.sample_groups import BindingError
 from rewardkit.cancellation import CancelScope, entered, timeout_of
+from rewardkit.capacity import usable_cpus
 from rewardkit.catalog import Catalog, resolve_catalog
 from rewardkit.composition import CompositionError, RewardSpec, RewardSpecError, compose
 from rewardkit.config import MAX_DEADLINE_S, RewardkitConfig, RewardSelection
@@ -211,7 +211,7 @@ class RewardService:
         self._workers_lock = threading.Lock()
         self._recent_score_s = 1.0
         # Groups of one request are scored concurrently, as Reward.score does in process.
-        threads = config.rewards.concurrency or min(8, (os.cpu_count() or 1) * 4)
+        threads = config.rewards.concurrency or min(8, usable_cpus() * 4)
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="rewardkit-service")
         self.monitors: Any = None
         if config.rl.monitor is not None:

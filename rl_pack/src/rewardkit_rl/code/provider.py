@@ -34,7 +34,7 @@ from rewardkit.contracts import (
 )
 from rewardkit_rl.code.compare import COMPARE_MODES, CompareMode, outputs_match
 from rewardkit_rl.code.reference import TestPlan, parse_reference
-from rewardkit_rl.code.sandbox import CPU_COUNT, SandboxConfig, SandboxError, SandboxPool, Slot
+from rewardkit_rl.code.sandbox import USABLE_CPUS, SandboxConfig, SandboxError, SandboxPool, Slot
 
 TERMS = ("pass_rate", "all_passed")
 DIAGNOSTICS = (
@@ -187,8 +187,8 @@ class CodeTestsProvider:
             cgroup=cgroup,  # type: ignore[arg-type]
         )
         # Timeouts are wall-clock: more sandboxes than CPUs would fail correct programs, so the pool
-        # is bounded by CPUs.
-        self.concurrency = min(concurrency or CPU_COUNT, CPU_COUNT)
+        # is bounded by the CPUs this process may use.
+        self.concurrency = min(concurrency or USABLE_CPUS, USABLE_CPUS)
         self.compare: CompareMode = compare  # type: ignore[assignment]
         self.tolerances = (float_rel_tol, float_abs_tol)
         self.starved_shares = (starved_cpu_share, starved_wait_share)
@@ -286,7 +286,7 @@ class CodeTestsProvider:
         return (
             response["cpu_s"] < cpu_share * timeout
             and response["wait_s"] > wait_share * timeout
-            and response["runnable"] <= CPU_COUNT
+            and response["runnable"] <= USABLE_CPUS
         )
 
     def _attributed(self, slot: Slot, request: dict[str, Any]) -> dict[str, Any]:

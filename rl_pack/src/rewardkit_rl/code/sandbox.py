@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rewardkit.cancellation import NEVER, CancelScope
+from rewardkit.capacity import usable_cpus
 from rewardkit_rl.code.cgroups import CgroupUnavailable, PidsCgroup, find_pids_parent
 from rewardkit_rl.code.inside import rk_procs
 
@@ -92,9 +93,11 @@ _UID_BASE = 1_000_000
 UIDS_PER_SLOT = 4096
 _UIDS_PER_PROCESS = 1 << 21
 _PROCESS_SPANS = 1024
-# Timeouts are wall-clock: more programs at once than CPUs would fail correct ones.
-CPU_COUNT = os.cpu_count() or 1
-_RUNNING = threading.BoundedSemaphore(CPU_COUNT)
+# Timeouts are wall-clock: more programs at once than CPUs would fail correct ones. The CPUs are
+# those this process may run on (affinity mask, cgroup quota), not the host's: under `taskset -c 0`
+# or a 2-CPU container quota the host's count would time out correct programs.
+USABLE_CPUS = usable_cpus()
+_RUNNING = threading.BoundedSemaphore(USABLE_CPUS)
 _slot_numbers = itertools.count()
 # How often a request waiting for a slot checks whether it was cancelled.
 _CANCEL_POLL_S = 0.02
@@ -582,7 +585,7 @@ class SandboxPool:
         ends a wait for a slot with the scope's error."""
         if self._closed:
             raise SandboxError("the sandbox pool is closed")
-        # Every pool of the process shares the CPU-count cap: a service holding several
+        # Every pool of the process shares the CPU cap: a service holding several
         # code-tests workers (different params) must not run more programs than CPUs either.
         while not _RUNNING.acquire(timeout=None if scope is NEVER else _CANCEL_POLL_S):
             scope.raise_if_cancelled()
