@@ -54,6 +54,7 @@ def _result_json(result: RewardProviderResult) -> dict[str, Any]:
         "status": result.status,
         "reason": result.reason,
         "charge": result.charge,
+        "notes": dict(result.notes),
     }
 
 
@@ -64,6 +65,7 @@ def _result_from_json(data: Mapping[str, Any]) -> RewardProviderResult:
         status=data["status"],
         reason=data["reason"],
         charge=data["charge"],
+        notes={str(name): str(text) for name, text in data.get("notes", {}).items()},
     )
 
 

@@ -12,6 +12,7 @@ import importlib_metadata
 from pydantic import Field
 
 from rewardkit import RewardProviderSpec, hookimpl
+from rewardkit.builtin.answers import EXTRACTED_ANSWER
 from rewardkit.params import ParamsModel, operator_only
 from rewardkit_rl.verifiers.format_tags import format_provider
 from rewardkit_rl.verifiers.math_cost import COST_LIMITS
@@ -55,6 +56,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             revision=MATH_REVISION,
             terms=("task",),
             diagnostics=MATH_DIAGNOSTICS,
+            notes=(EXTRACTED_ANSWER,),  # the answer text it read (display only, not identity)
             scoring_packages=("math-verify", "latex2sympy2_extended", "sympy"),
             semantic_identity={
                 "extraction": "visible text; all boxes (several: a list)>answer-tag>final-answer maths",
@@ -82,6 +84,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             terms=("task",),
             cheap=True,
             diagnostics=("extracted",),
+            notes=(EXTRACTED_ANSWER,),  # the letter it read (display only, not identity)
             semantic_identity={"extraction": "boxed>answer-tag>phrasing>bare"},
             description="1 when the stated option letter equals the reference letter (param: letters); "
             "a phrasing that lists several options ('(B) or (C)') states none and scores 0.",

@@ -28,12 +28,13 @@ decides.
 from __future__ import annotations
 
 import math
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rewardkit.builtin.answers import EXTRACTED_ANSWER
+from rewardkit.capacity import usable_cpus
 from rewardkit.contracts import (
     MetricContribution,
     RewardCandidateResult,
@@ -93,17 +94,25 @@ def _diagnostics(
     return tuple(item for item in found if item.name != charged)
 
 
-def _several(result: RewardProviderResult) -> RewardProviderResult:
-    """``result`` with the ``several_answers`` diagnostic at 1: the completion stated several
-    different answers (boxes, or inline maths in its final-answer phrase), read as one list."""
-    diagnostics = tuple(item for item in result.diagnostics if item.name != "several_answers")
+def _annotated(result: RewardProviderResult, several: bool, answer: str | None) -> RewardProviderResult:
+    """``result`` with the ``several_answers`` diagnostic at 1 when ``several`` (the completion stated
+    several different answers, boxes or inline maths in its final-answer phrase, read as one list;
+    ``charged`` adds its own, at 1), and the answer text it read as the ``extracted_answer`` note
+    (display only: never a term nor a diagnostic)."""
+    if not several and answer is None:
+        return result
+    diagnostics = result.diagnostics
+    if several:
+        kept = tuple(item for item in diagnostics if item.name != "several_answers")
+        diagnostics = (*kept, MetricContribution("several_answers", 1.0))
     return RewardProviderResult(
         terms=result.terms,
-        diagnostics=(*diagnostics, MetricContribution("several_answers", 1.0)),
+        diagnostics=diagnostics,
         status=result.status,
         reason=result.reason,
         charge=result.charge,
-    )  # ``charged`` adds its own, at 1
+        notes=None if answer is None else {EXTRACTED_ANSWER: answer},
+    )
 
 
 def _charged(reason: str, diagnostic: str, *, deterministic: bool, fast: bool) -> RewardProviderResult:
@@ -171,6 +180,7 @@ class _Plan:
     requests: list[tuple[str, ...]] = field(default_factory=list)  # one per ``slow``, then a gold check
     spelled: list[int] = field(default_factory=list)  # answers spelled as the reference
     several: list[int] = field(default_factory=list)  # completions stating several different answers
+    answers: list[str | None] = field(default_factory=list)  # the text read as each one's answer
     gold_problem: str | None = ""  # "" usable, None not known yet, else why it cannot be used
 
 
@@ -202,7 +212,8 @@ class MathVerifier:
                 raise ValueError(f"math: {name} must be an integer >= {low}, got {value!r}")
         self.timeout_s = float(timeout_s)
         self.max_answer_chars = max_answer_chars
-        self.workers = workers or max(1, min(os.cpu_count() or 1, 8))
+        # Worker processes beyond the CPUs this process may use (affinity, cgroup quota) only queue.
+        self.workers = workers or min(usable_cpus(), 8)
         self.memory_limit_mb = memory_limit_mb
         self._pool: KillablePool | None = None  # created on the first check that needs it
         self._lock = threading.Lock()
@@ -284,7 +295,7 @@ class MathVerifier:
     def _plan(self, request: RewardGroupRequest) -> _Plan:
         gold = self._reference(request).strip()
         count = len(request.candidates)
-        plan = _Plan(gold, [None] * count)
+        plan = _Plan(gold, [None] * count, answers=[None] * count)
         if not gold or len(gold) > self.max_answer_chars:
             reason = "the reference is empty" if not gold else "the reference is longer than max_answer_chars"
             plan.results = [RewardProviderResult.skip(reason)] * count
@@ -298,6 +309,7 @@ class MathVerifier:
                 plan.results[index] = _scored(False, extracted=False, fast=True)
                 continue
             answer = joined(found[0])
+            plan.answers[index] = answer or None  # shown, even when rejected below
             if len(found[0]) > 1:
                 plan.several.append(index)
             if not answer or len(answer) > self.max_answer_chars:
@@ -388,10 +400,10 @@ class MathVerifier:
         return in_budget
 
     def _finish(self, plan: _Plan, outcomes: list[Outcome], in_budget: bool) -> list[RewardProviderResult]:
-        count = len(plan.results)
         if plan.gold_problem:
             reason = f"{plan.gold_problem} (reference {plan.gold[:80]!r})"
-            return [RewardProviderResult.skip(reason)] * count
+            skipped = RewardProviderResult.skip(reason)
+            return [_annotated(skipped, False, answer) for answer in plan.answers]
         if plan.gold_problem is None:
             unproven: str | None = "the reference is not known to be usable (its check did not finish)"
         elif not in_budget:
@@ -405,10 +417,11 @@ class MathVerifier:
                 reason = f"spelled as the reference, not scored: {unproven}"
                 plan.results[index] = RewardProviderResult.fail(reason, _diagnostics(1.0, 1.0, 0.0))
         lost = RewardProviderResult.fail("no verdict was produced")
-        results = [result if result is not None else lost for result in plan.results]
-        for index in plan.several:
-            results[index] = _several(results[index])
-        return results
+        several = set(plan.several)
+        return [
+            _annotated(result if result is not None else lost, index in several, answer)
+            for index, (result, answer) in enumerate(zip(plan.results, plan.answers))
+        ]
 
     def __repr__(self) -> str:
         return f"MathVerifier(timeout_s={self.timeout_s}, workers={self.workers})"

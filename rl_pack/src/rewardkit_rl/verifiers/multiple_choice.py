@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from rewardkit.builtin.answers import last_answer_tag, last_boxed
+from rewardkit.builtin.answers import EXTRACTED_ANSWER, last_answer_tag, last_boxed
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
 from rewardkit.errors import RewardContractError
 from rewardkit.pointwise import MappedProvider, map_candidates
@@ -116,6 +116,8 @@ def score_multiple_choice(
     return RewardProviderResult(
         terms={"task": float(choice == gold)},
         diagnostics=(MetricContribution("extracted", float(choice is not None)),),
+        # the letter it read, wrong ones too, for a reader (display only, ``EXTRACTED_ANSWER``)
+        notes=None if choice is None else {EXTRACTED_ANSWER: choice},
     )
 
 
