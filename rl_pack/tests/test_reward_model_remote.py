@@ -10,6 +10,7 @@ Needs torch and transformers: runs in tox env ``rm`` (env ``rl`` leaves it out).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -54,6 +55,8 @@ class ScriptedRewardServer:
         self.faults: list[Fault] = []
         self.latency_s = 0.0
         self.outputs = 1
+        # "transformers": read as transformers reads a text alone; "last": as vLLM reads /classify
+        self.pooling = "transformers"
         self.in_flight = 0
         self.max_in_flight = 0
         self.port = 0
@@ -71,11 +74,18 @@ class ScriptedRewardServer:
         self.faults.clear()
         self.latency_s = 0.0
         self.outputs = 1
+        self.pooling = "transformers"
         self.max_in_flight = 0
 
     def score(self, ids: list[int]) -> float:
         with torch.no_grad():
             return float(self.model(torch.tensor([ids])).logits[0, 0])
+
+    def score_last_token(self, ids: list[int]) -> float:
+        """vLLM's pooler for a decoder classifier: the head at the last token of the input as sent."""
+        with torch.no_grad():
+            hidden = self.model.model(torch.tensor([ids])).last_hidden_state
+            return float(self.model.score(hidden[:, -1])[0, 0])
 
     async def _handle(self, request: web.Request) -> web.Response:
         body = await request.json()
@@ -100,7 +110,8 @@ class ScriptedRewardServer:
             assert body["use_activation"] is False and body["add_special_tokens"] is False
             data = []
             for index, ids in enumerate(body["input"]):
-                values = [self.score(ids)] * self.outputs
+                read = self.score_last_token if self.pooling == "last" else self.score
+                values = [read(ids)] * self.outputs
                 if path == "/classify":
                     data.append({"index": index, "label": "LABEL_0", "probs": values, "num_classes": 1})
                 else:
@@ -270,3 +281,57 @@ def _unused_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def test_vllm_reading_the_last_token_sent_gets_transformers_score_when_pad_is_eos(tmp_path):
+    # TRL saves pad == eos for tokenizers without a pad token, and the chat template ends the text
+    # with eos. transformers reads such a classifier before the trailing eos; vLLM reads the last
+    # token it is sent, so rewardkit sends the ids up to transformers' position
+    eos_folder = build_tiny_reward_model(tmp_path / "eos", seed=3, pad="eos")
+    scripted = ScriptedRewardServer(eos_folder).start()
+    try:
+        scripted.pooling = "last"
+        eos = scripted.tokenizer.eos_token_id
+        assert scripted.model.config.pad_token_id == eos
+        local = scores(bind(eos_folder))
+        for backend in ("vllm-classify", "vllm-pooling"):
+            scripted.requests.clear()
+            assert scores(remote(eos_folder, scripted, backend)) == pytest.approx(local, abs=1e-4), backend
+            sent = [ids for _, body in scripted.requests for ids in body["input"]]
+            assert len(sent) == len(COMPLETIONS) and all(ids[-1] != eos for ids in sent)
+        # what the model reads is unchanged: the chat text ends with eos, and only that run is not sent
+        full = scripted.tokenizer.apply_chat_template(
+            [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": "yes"}], tokenize=False
+        )
+        ids = scripted.tokenizer(full, add_special_tokens=False)["input_ids"]
+        assert ids[-1] == eos and sorted(sent, key=len)[0] == ids[:-1]
+        assert scripted.score(ids) == pytest.approx(scripted.score_last_token(ids[:-1]), abs=1e-5)
+        assert abs(scripted.score(ids) - scripted.score_last_token(ids)) > 1e-3, "the eos position differs"
+    finally:
+        scripted.stop()
+
+
+@pytest.mark.parametrize(
+    ("architecture", "model_type", "backend", "cut"),
+    [
+        ("LlamaForSequenceClassification", "llama", "vllm-classify", 3),
+        ("LlamaForSequenceClassification", "llama", "vllm-pooling", 3),
+        # OpenRLHF tokenizes and reads by itself; an encoder reads every token it is sent
+        ("LlamaForSequenceClassification", "llama", "openrlhf", None),
+        ("BertForSequenceClassification", "bert", "vllm-classify", None),
+        ("DebertaV2ForSequenceClassification", "deberta-v2", "vllm-classify", None),
+    ],
+)
+def test_only_a_decoder_classifier_has_its_trailing_pad_run_left_unsent(
+    tmp_path, architecture, model_type, backend, cut
+):
+    from types import SimpleNamespace
+
+    from rewardkit_rl.reward_models.remote import decoder_classifier_pad
+
+    config = {"architectures": [architecture], "model_type": model_type, "pad_token_id": 3, "num_labels": 1}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    settings = SimpleNamespace(
+        backend=backend, model=str(tmp_path), facts=SimpleNamespace(kind="sequence-classification")
+    )
+    assert decoder_classifier_pad(settings) == cut  # type: ignore[arg-type]

@@ -425,3 +425,114 @@ class TestEnsembleConformance(RewardProviderTests):
 
     def cases(self) -> list[Case]:
         return kit_cases(self.expected)
+
+
+# -- the score is read where transformers reads it ------------------------------------------------------
+#
+# transformers' ``*ForSequenceClassification`` reads the score at the last token that is not the
+# config's ``pad_token_id`` (the last token when it has none), not at the last position the
+# attention mask marks real. They differ when pad == eos and the text ends with eos: TRL's
+# RewardTrainer saves exactly such models for tokenizers without a pad token.
+
+EOS_MESSAGES = [{"role": "system", "content": "be good"}, {"role": "user", "content": "is the dog good"}]
+
+
+def with_padding_side(folder: Path, copy: Path, side: str) -> Path:
+    copied = Path(shutil.copytree(folder, copy))
+    settings = json.loads((copied / "tokenizer_config.json").read_text())
+    settings["padding_side"] = side
+    (copied / "tokenizer_config.json").write_text(json.dumps(settings))
+    return copied
+
+
+@pytest.fixture(scope="module")
+def pad_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("pad-models")
+    os.environ.setdefault("REWARDKIT_CACHE_DIR", str(root / "hash-cache"))
+    eos = build_reward_model(root / "eos", seed=3, pad="eos")
+    return {
+        "eos": eos,
+        "eos-left": with_padding_side(eos, root / "eos-left", "left"),
+        "none": build_reward_model(root / "none", seed=3, pad="none"),
+    }
+
+
+def at_last_token(reference: Reference, ids: list[int]) -> float:
+    """The classifier's head applied at the last token of ``ids``, whatever that token is."""
+    with torch.no_grad():
+        hidden = reference.model.model(torch.tensor([ids])).last_hidden_state
+        return float(reference.model.score(hidden[:, -1])[0, 0])
+
+
+def alone(reference: Reference, ids: list[int]) -> float:
+    """transformers' own score of ``ids`` sent alone (batch 1, no attention mask)."""
+    return reference.score_ids(ids)
+
+
+def test_pad_is_eos_with_a_trailing_eos_scores_like_transformers(pad_models):
+    reference = Reference(pad_models["eos"])
+    eos = reference.tokenizer.eos_token_id
+    assert reference.tokenizer.pad_token_id == eos == reference.model.config.pad_token_id
+    rows = rollouts(COMPLETIONS)
+    texts = [reference.chat_ids(PROMPT, text) for text in COMPLETIONS]
+    assert all(ids[-1] == eos for ids in texts), "the template ends the text with eos"
+    expected = [alone(reference, ids) for ids in texts]
+    # the same texts as one right-padded transformers batch (pad == eos, attention mask)
+    batch = reference.tokenizer.pad({"input_ids": texts}, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        batched = reference.model(**batch).logits[:, 0].tolist()
+    assert batched == pytest.approx(expected, abs=1e-4)
+    # reading at the trailing eos (the last position the mask marks real) gives other numbers
+    at_eos = [at_last_token(reference, ids) for ids in texts]
+    assert all(abs(a - b) > 1e-3 for a, b in zip(at_eos, expected))
+    for folder in ("eos", "eos-left"):
+        for batch_tokens in (64, 16384):
+            bound = bind(model=str(pad_models[folder]), batch_tokens=batch_tokens)
+            got = scores(bound, rows)
+            for index, row in enumerate(rows):
+                key = row["trajectory_id"]
+                assert got[key] == pytest.approx(expected[index], abs=1e-4), (folder, batch_tokens, key)
+                assert scores(bound, [row])[key] == pytest.approx(expected[index], abs=1e-4)
+
+
+def test_pad_is_eos_without_a_trailing_eos_and_with_eos_inside(pad_models):
+    reference = Reference(pad_models["eos"])
+    eos = reference.tokenizer.eos_token_id
+    # plain: the tokenizer adds no eos, so the text ends with the completion's last word
+    plain_rows = rollouts(COMPLETIONS[:4])
+    plain = [reference.plain_ids(PROMPT + " " + text) for text in COMPLETIONS[:4]]
+    assert all(ids[-1] != eos for ids in plain)
+    for folder in ("eos", "eos-left"):
+        got = scores(bind(model=str(pad_models[folder]), template="plain", separator=" "), plain_rows)
+        for index, ids in enumerate(plain):
+            assert got[f"t{index}"] == pytest.approx(alone(reference, ids), abs=1e-4), folder
+    # chat: eos closes every message, inside the text as well as at its end
+    chat = [reference.chat_ids(EOS_MESSAGES, text) for text in COMPLETIONS[:4]]
+    assert all(ids.count(eos) == 3 for ids in chat)
+    for folder in ("eos", "eos-left"):
+        got = scores(bind(model=str(pad_models[folder])), rollouts(COMPLETIONS[:4], EOS_MESSAGES))
+        for index, ids in enumerate(chat):
+            assert got[f"t{index}"] == pytest.approx(alone(reference, ids), abs=1e-4), folder
+
+
+def test_a_model_without_a_pad_token_is_read_at_its_last_token(pad_models):
+    # transformers reads the last token (and refuses batches); rewardkit batches and reads the same
+    reference = Reference(pad_models["none"])
+    assert reference.tokenizer.pad_token_id is None and reference.model.config.pad_token_id is None
+    rows = rollouts(COMPLETIONS)
+    got = scores(bind(model=str(pad_models["none"]), batch_tokens=16384), rows)
+    for index, text in enumerate(COMPLETIONS):
+        ids = reference.chat_ids(PROMPT, text)
+        assert ids[-1] == reference.tokenizer.eos_token_id
+        assert got[f"t{index}"] == pytest.approx(alone(reference, ids), abs=1e-4)
+
+
+def test_a_backbone_plus_head_is_read_at_the_last_real_token_as_openrlhf_reads_it(pad_models, tmp_path):
+    # OpenRLHF's reward model gathers at the last position its attention mask marks real (eos
+    # included), so a bare backbone plus ``score`` keeps that rule even when pad == eos
+    split = build_backbone_plus_head(pad_models["eos"], tmp_path / "eos-head")
+    reference = Reference(pad_models["eos"])
+    got = scores(bind(model=str(split)), rollouts(COMPLETIONS[:3]))
+    for index, text in enumerate(COMPLETIONS[:3]):
+        last = at_last_token(reference, reference.chat_ids(PROMPT, text))
+        assert got[f"t{index}"] == pytest.approx(last, abs=1e-4)

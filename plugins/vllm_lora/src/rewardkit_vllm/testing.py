@@ -75,15 +75,35 @@ def build_tiny_llama(folder: str | Path, seed: int = 0) -> Path:
     return folder
 
 
-def build_tiny_reward_model(folder: str | Path, seed: int = 0) -> Path:
-    """A sequence-classification checkpoint with one label (a scalar reward head)."""
+# A chat template that closes every message with eos, as most real ones do (Qwen's <|im_end|>,
+# Llama 3's <|eot_id|>): the rendered text then ends with eos.
+EOS_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ message['role'] }} : {{ message['content'] }} <eos> {% endfor %}"
+)
+
+
+def build_tiny_reward_model(folder: str | Path, seed: int = 0, *, pad: str = "pad") -> Path:
+    """A sequence-classification checkpoint with one label (a scalar reward head).
+
+    ``pad``: ``"pad"`` gives the tokenizer and the config their own ``<pad>``; ``"eos"`` makes
+    eos the pad token in both (what TRL's ``RewardTrainer`` saves for a tokenizer without a pad
+    token) and ``"none"`` leaves both without one; these two use a chat template that ends every
+    message with eos, so the text the model reads ends with the pad id (or with eos, padless).
+    """
     import torch
     from transformers import LlamaForSequenceClassification
 
+    if pad not in ("pad", "eos", "none"):
+        raise ValueError(f"pad is {pad!r}; one of 'pad', 'eos', 'none'")
     folder = Path(folder)
     tokenizer = tiny_tokenizer()
+    config = _config(tokenizer, num_labels=1)
+    if pad != "pad":
+        tokenizer.chat_template = EOS_CHAT_TEMPLATE
+        tokenizer.pad_token = tokenizer.eos_token if pad == "eos" else None
+        config.pad_token_id = tokenizer.pad_token_id
     torch.manual_seed(seed)
-    model = LlamaForSequenceClassification(_config(tokenizer, num_labels=1)).to(torch.float32)
+    model = LlamaForSequenceClassification(config).to(torch.float32)
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     return folder

@@ -21,7 +21,10 @@ from rewardkit_rl.reward_models.provider import (
     RewardModelProvider,
 )
 
-REVISION = "1"
+# 2: a sequence-classification checkpoint is read where transformers reads it (the last token
+# that is not the config's pad id), no longer at the last real token; scores differ when
+# pad == eos and the text ends with eos, so runs under revision 1 are not resumed as this code.
+REVISION = "2"
 # Tokenization and the forward pass depend on these packages' versions.
 SCORING_PACKAGES = ("torch", "transformers", "tokenizers")
 # What the `[rm]` extra brings and scoring in process imports; `rewardkit providers` says
@@ -29,7 +32,11 @@ SCORING_PACKAGES = ("torch", "transformers", "tokenizers")
 RM_MODULES = ("torch", "transformers")
 RM_EXTRA = "rewardkit-rl[rm]"
 SCORING = {
-    "score": "scalar head at the last real token (attention mask), position ids over real tokens",
+    "score": "sequence classification: head at the last token that is not the config's pad id (the "
+    "last token without one), as transformers reads it; backbone + head: at the last real token "
+    "(attention mask), as OpenRLHF reads it; position ids over real tokens",
+    "vllm_read": "a decoder classifier's trailing pad-id run is not sent, so vLLM's last token is "
+    "transformers' position",
     "formats": {
         "chat": "chat template over the prompt's messages + an assistant message, no extra special tokens",
         "plain": "prompt + separator + completion with the tokenizer's special tokens",

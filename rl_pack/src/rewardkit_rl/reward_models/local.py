@@ -3,16 +3,21 @@
 Loaded on the first scoring call, never at construction. Two folder layouts load:
 
 - a ``*ForSequenceClassification`` checkpoint with ``num_labels=1`` (TRL's ``RewardTrainer``
-  output): its backbone runs, and its ``score`` head is applied to the hidden state of the last
-  real token;
+  output): its backbone runs, and its ``score`` head is applied to the hidden state of the token
+  transformers reads (below);
 - a backbone plus a scalar head saved beside it (OpenRLHF's ``score``, TRL's ``v_head``): the
   backbone loads with ``AutoModel`` and the head's matrix (and bias, if saved) from the
   safetensors files.
 
-Batches are padded on the tokenizer's padding side; the score is read at the last position the
-attention mask marks real, with position ids counted over real tokens only, so left and right
-padding give the same score as the sequence alone. Device ``auto`` is CUDA when available, and
-dtype ``auto`` is bfloat16 on CUDA and float32 on CPU.
+Where the score is read follows the model the folder was trained as. A sequence-classification
+checkpoint is read where transformers reads it (``text.pooled_index``: the last token that is not
+the config's ``pad_token_id``, the last token when there is none), because that is the position
+TRL's ``RewardTrainer`` trained; it differs from the last real token when pad == eos and the text
+ends with eos. A backbone plus head is read at the last real token, as OpenRLHF's reward model
+gathers it (the last position its attention mask marks real). Batches are padded on the
+tokenizer's padding side with position ids counted over real tokens only, so left and right
+padding give the score of the sequence alone. Device ``auto`` is CUDA when available, and dtype
+``auto`` is bfloat16 on CUDA and float32 on CPU.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 from rewardkit.errors import RewardkitError
 from rewardkit_rl.reward_models.params import RewardModelParams, num_labels, safetensors_keys
+from rewardkit_rl.reward_models.text import pooled_index
 
 
 def import_rm_stack() -> tuple[Any, Any]:
@@ -53,6 +59,12 @@ def load_tokenizer(folder: str) -> Any:
         ) from error
 
 
+def classifier_pad_id(config: Any) -> int | None:
+    """The pad id transformers' sequence-classification pooling compares ids with (or None)."""
+    value = config.get_text_config().pad_token_id
+    return value if isinstance(value, int) else None
+
+
 class LocalModel:
     """One loaded reward model; ``score(batches of ids)`` returns one float per sequence."""
 
@@ -71,6 +83,7 @@ class LocalModel:
         self.dtype = getattr(torch, dtype_name)
         self.padding_side = padding_side if padding_side in ("left", "right") else "right"
         self.pad_id = pad_id
+        self.classifier_pad: int | None = None
         folder = settings.model
         facts = settings.facts
         try:
@@ -85,6 +98,8 @@ class LocalModel:
                 head = getattr(model, "score", None)
                 self.head = head if isinstance(head, torch.nn.Linear) else None
                 self.whole = model
+                # transformers' rule reads the config's pad id, which may differ from the tokenizer's
+                self.classifier_pad = classifier_pad_id(model.config)
             else:
                 self.backbone = transformers.AutoModel.from_pretrained(
                     folder, dtype=self.dtype, local_files_only=True
@@ -130,23 +145,32 @@ class LocalModel:
 
     def score(self, sequences: Sequence[Sequence[int]]) -> list[float]:
         """One forward pass over ``sequences`` (a bucket); one raw score each, in order."""
+        if self.head is None and self.classifier_pad is None and len(sequences) > 1:
+            # the model pools by itself, and transformers cannot find the padding of a batch
+            # without a pad id: each sequence alone, as transformers would read it
+            return [value for ids in sequences for value in self.score([ids])]
         torch = self.torch
         longest = max(len(ids) for ids in sequences)
-        rows, masks = [], []
+        # a model that pools by itself finds padding by the config's pad id, so pad with that one
+        filler = self.classifier_pad if self.head is None and self.classifier_pad is not None else self.pad_id
+        rows, masks, read = [], [], []
         for ids in sequences:
-            pad = [self.pad_id] * (longest - len(ids))
+            pad = [filler] * (longest - len(ids))
             real = [1] * len(ids)
+            # a classifier's score is read by transformers' rule, a separate head's at the last real token
+            at = pooled_index(ids, self.classifier_pad) if self.whole is not None else len(ids) - 1
             if self.padding_side == "left":
                 rows.append(pad + list(ids))
                 masks.append([0] * len(pad) + real)
+                read.append(len(pad) + at)
             else:
                 rows.append(list(ids) + pad)
                 masks.append(real + [0] * len(pad))
+                read.append(at)
         with torch.inference_mode():
             input_ids = torch.tensor(rows, dtype=torch.long, device=self.device)
             mask = torch.tensor(masks, dtype=torch.long, device=self.device)
             positions = (mask.cumsum(-1) - 1).clamp(min=0)
-            last = (mask * torch.arange(longest, device=self.device)).argmax(-1)
             if self.head is None:
                 # a classifier without a linear ``score``: its own pooling (pads are masked)
                 logits = self.whole(input_ids=input_ids, attention_mask=mask, position_ids=positions).logits
@@ -155,6 +179,7 @@ class LocalModel:
                 hidden = self.backbone(
                     input_ids=input_ids, attention_mask=mask, position_ids=positions
                 ).last_hidden_state
+                last = torch.tensor(read, dtype=torch.long, device=self.device)
                 chosen = hidden[torch.arange(len(rows), device=self.device), last]
                 values = self.head(chosen).reshape(len(rows))
             return [float(value) for value in values.float().cpu()]

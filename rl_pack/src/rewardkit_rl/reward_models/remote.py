@@ -10,7 +10,15 @@
   text itself, so the text sent is the cut ids decoded (special tokens kept).
 
 Sending ids to vLLM means the server reads exactly the tokens the local backend would, cut by
-the same policy. Sequences are packed into requests of at most ``batch_tokens`` padded tokens
+the same policy. vLLM's pooler reads a classifier's score at the last token of each input as
+sent (inputs are sent unpadded, one list each); transformers reads a decoder classifier at its
+last token that is not the config's ``pad_token_id``. For a decoder ``*ForSequenceClassification``
+folder with a pad id, the trailing run of pad ids (a trailing eos when pad == eos) is therefore
+not sent: a decoder's state at a token does not depend on the tokens after it, so vLLM's last
+token is transformers' position and the score is the same. OpenRLHF's server tokenizes and
+reads by its own rule (the last token its attention mask marks real).
+
+Sequences are packed into requests of at most ``batch_tokens`` padded tokens
 (longest first), ``concurrency`` requests in flight, each bounded by ``timeout_s`` and retried on
 408/429/5xx and dropped connections with capped backoff honouring ``Retry-After``, all within
 one absolute deadline, ``deadline_s``. Starting the server is not this module's job: it takes a
@@ -29,8 +37,35 @@ from rewardkit.errors import RewardkitError
 from rewardkit.transport import HttpClient, HttpError, RetryPolicy, run_sync
 from rewardkit_rl.reward_models.batching import token_budget_batches
 from rewardkit_rl.reward_models.params import RewardModelParams
+from rewardkit_rl.reward_models.text import pooled_index
 
 PATHS = {"vllm-classify": "/classify", "vllm-pooling": "/pooling", "openrlhf": "/get_reward"}
+
+
+def decoder_classifier_pad(settings: RewardModelParams) -> int | None:
+    """The pad id whose trailing run is not sent to vLLM, or None to send the ids as they are.
+
+    Only a decoder ``*ForSequenceClassification`` folder (a causal-LM family that is no masked-LM
+    family, so no encoder such as BERT) with a ``pad_token_id`` in its config: an encoder reads
+    every token, and a config transformers cannot read (remote code) is left to vLLM.
+    """
+    if not settings.backend.startswith("vllm") or settings.facts.kind != "sequence-classification":
+        return None
+    try:
+        from transformers import AutoConfig
+        from transformers.models.auto.modeling_auto import (
+            MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+            MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+        )
+
+        config = AutoConfig.from_pretrained(settings.model, local_files_only=True)
+    except Exception:
+        return None
+    kind = getattr(config, "model_type", None)
+    if kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or kind in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return None
+    value = config.get_text_config().pad_token_id
+    return value if isinstance(value, int) else None
 
 
 class RemoteModelError(RewardkitError):
@@ -47,6 +82,7 @@ class RemoteModel:
         self.path = PATHS[settings.backend]
         self.url = settings.base_url + self.path
         self.decode = decode
+        self.cut_pad = decoder_classifier_pad(settings)
         # the token is read (and its variable checked) when the first batch is sent
 
     def score(self, sequences: Sequence[Sequence[int]]) -> list[float]:
@@ -96,7 +132,7 @@ class RemoteModel:
         if self.backend == "openrlhf":
             return {"query": [self.decode(ids) for ids in batch]}
         body: dict[str, Any] = {
-            "input": [list(ids) for ids in batch],
+            "input": [self.sent(ids) for ids in batch],
             "use_activation": False,
             "add_special_tokens": False,
         }
@@ -105,6 +141,12 @@ class RemoteModel:
         if self.backend == "vllm-pooling":
             body["task"] = "classify"
         return body
+
+    def sent(self, ids: Sequence[int]) -> list[int]:
+        """The ids vLLM gets: up to transformers' read position, so vLLM's last token is it."""
+        if self.cut_pad is None:
+            return list(ids)
+        return list(ids[: pooled_index(ids, self.cut_pad) + 1])
 
     async def _request(
         self, client: HttpClient, batch: Sequence[Sequence[int]], deadline: float

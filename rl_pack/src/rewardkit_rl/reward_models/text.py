@@ -6,6 +6,9 @@ template writes them); the plain template is ``prompt + separator + completion``
 the tokenizer's own special tokens. Inputs longer than ``max_tokens`` lose their oldest tokens
 (``truncation: left``) or their newest (``right``); every cut is counted, never silent. The
 tokenizer is used under a lock: a fast tokenizer is not safe to call from several threads.
+
+``pooled_index`` is where a sequence-classification model's score is read, by transformers' own
+rule, so that every backend reads the position a plain ``transformers`` forward would.
 """
 
 from __future__ import annotations
@@ -16,6 +19,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from rewardkit.frozen import thaw
+
+
+def pooled_index(ids: Sequence[int], pad_token_id: int | None) -> int:
+    """Where transformers' ``*ForSequenceClassification`` reads the score of ``ids`` sent alone.
+
+    With a ``pad_token_id`` in the model's config it is the last token that is not that id (0 when
+    every token is), whatever the attention mask says: when pad == eos (TRL's ``RewardTrainer``
+    sets it so for tokenizers without a pad token) and the text ends with eos, the score is read
+    at the token before the trailing eos run, which is what the model was trained on. Without a
+    ``pad_token_id`` it is the last token.
+    """
+    if pad_token_id is None:
+        return len(ids) - 1
+    for index in range(len(ids) - 1, -1, -1):
+        if ids[index] != pad_token_id:
+            return index
+    return 0
 
 
 class CandidateProblem(Exception):
