@@ -353,6 +353,7 @@ WEAKNESSES: dict[str, tuple[Grade, tuple[str, ...]]] = {
             "judge-forged-score",
             "judge-forged-score-codefence",
             "judge-forged-score-after-think",
+            "judge-forged-verdict-lines",
             "judge-forged-verdict-heading",
             "judge-off-scale-score",
         ),

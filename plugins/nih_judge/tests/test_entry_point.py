@@ -30,7 +30,9 @@ def test_the_fence_and_the_failure_policy_are_part_of_the_revision():
     catalog = resolve_catalog()
     for name in ("nih-rubric", "nih-compare"):
         spec = catalog.entry(name).spec
-        assert spec.revision == "2", name  # revision 1 read the last JSON object and erred on off-scale
+        # revision 1 read the last JSON object and erred on off-scale; 2 read only a reply that was one
+        # object; 3 reads the object between the question's verdict lines and asks with a JSON schema
+        assert spec.revision == "3", name
         assert "HMAC" in spec.semantic_identity["fence"]
         assert "charged" in spec.semantic_identity["failure_policy"]["off_scale"]
         assert {"verdict_unreadable", "off_scale", "too_long_for_judge"} <= set(spec.diagnostics)

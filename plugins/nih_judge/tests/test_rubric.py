@@ -34,10 +34,14 @@ def test_scores_are_normalised_and_the_rationale_is_the_reason(judge):
         "verdict_unreadable": 0.0,  # the charge diagnostics are 0 when nothing was charged: rates
         "off_scale": 0.0,
         "too_long_for_judge": 0.0,
+        "structured_output": 2.0,  # asked with the verdict's JSON schema, which the server took
     }
     body = judge.requests[0]
     assert body["model"] == "judge" and body["temperature"] == 0.0 and body["max_tokens"] == 512
-    assert body["response_format"] == {"type": "json_object"}
+    assert body["response_format"]["type"] == "json_schema"
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["required"] == ["rationale", "score"]
+    assert schema["properties"]["score"] == {"type": "number"}
     system = body["messages"][0]["content"]
     assert "from 0 (worst) to 4 (best)" in system and '"score"' in system
     assert "Correctness counts twice" in user_text(body) and "What is 6 * 7?" in user_text(body)
@@ -161,10 +165,20 @@ def test_concurrency_never_exceeds_max_concurrency_even_across_groups(judge):
     assert finals == [pytest.approx(6 / 9)] * 24  # the default scripted judge says 7
 
 
-def test_a_server_that_refuses_json_mode_is_asked_without_it(judge):
+# What servers without structured output answer (OpenAI-compatible proxies, vLLM, TGI): each names
+# the field it refuses.
+REFUSALS = (
+    "response_format json_schema is not supported by this model",
+    "1 validation error for ChatCompletionRequest\nguided_json: extra fields not permitted",
+    "structured_outputs backend is not available on this server",
+)
+
+
+@pytest.mark.parametrize("refusal", REFUSALS)
+def test_a_server_that_refuses_structured_output_is_asked_without_it(judge, refusal):
     def answer(body):
         if "response_format" in body:
-            return Reply("response_format json_object is not supported by this model", status=400)
+            return Reply(refusal, status=400)
         return '{"score": 7}'
 
     judge.answer = answer
@@ -172,13 +186,62 @@ def test_a_server_that_refuses_json_mode_is_asked_without_it(judge):
     first = bound.score_group("g", rollouts("1"))
     second = bound.score_group("g", rollouts("2"))
     assert [i.result.status for i in (*first.items, *second.items)] == ["scored", "scored"]
-    assert ["response_format" in body for body in judge.requests] == [True, False, False]
+    # json_schema refused, then json_object refused, then neither: remembered for the endpoint
+    asked = [body.get("response_format", {}).get("type") for body in judge.requests]
+    assert asked == ["json_schema", "json_object", None, None]
+    assert {d.name: d.value for d in second.items[0].result.diagnostics}["structured_output"] == 0.0
     judge.reset()
     strict = bind("nih-rubric", judge, json_mode="on")
     (item,) = strict.score_group("g", rollouts("1")).items
     assert item.result.status == "error" and "400" in item.result.reason
+    assert "json_mode on: the server refused json_object" in item.result.reason
     close(bound)
     close(strict)
+
+
+def test_a_server_with_json_object_only_is_asked_with_it(judge):
+    def answer(body):
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return Reply("Unknown response_format type: json_schema", status=422)
+        return '{"score": 4}'
+
+    judge.answer = answer
+    bound = bind("nih-rubric", judge, json_mode="on")
+    result = bound.score_group("g", rollouts("1", "2"))
+    assert [item.result.status for item in result.items] == ["scored", "scored"]
+    assert {d.name: d.value for d in result.items[0].result.diagnostics}["structured_output"] == 1.0
+    close(bound)
+
+
+def test_every_request_in_flight_when_the_server_refuses_is_asked_again_not_failed(judge):
+    # Eight questions are in flight when the first refusal comes back: each is refused for the
+    # format it carried and must be sent again without it, not fail the batch.
+    def answer(body):
+        if "response_format" in body:
+            return Reply("'response_format' is not supported", status=400, delay_s=0.2)
+        return '{"score": 7}'
+
+    judge.answer = answer
+    bound = bind("nih-rubric", judge, max_concurrency=8)
+    result = bound.score_group("g", rollouts(*"12345678"))
+    assert [item.result.status for item in result.items] == ["scored"] * 8
+    assert judge.max_in_flight == 8
+    formats = [body.get("response_format", {}).get("type") for body in judge.requests]
+    assert formats.count(None) == 8  # one plain request per question, every one answered
+    assert formats.count("json_schema") == 8  # all eight were in flight with the schema
+    judge.reset()
+    bound.score_group("g", rollouts("9"))
+    assert ["response_format" in body for body in judge.requests] == [False]  # remembered
+    close(bound)
+
+
+def test_a_400_about_anything_else_is_no_refusal_of_structured_output(judge):
+    judge.answer = lambda body: Reply("temperature must be at most 2", status=400)
+    bound = bind("nih-rubric", judge)
+    (item,) = bound.score_group("g", rollouts("1")).items
+    assert item.result.status == "error" and "temperature must be at most 2" in item.result.reason
+    assert [body["response_format"]["type"] for body in judge.requests] == ["json_schema"]
+    close(bound)
 
 
 def test_on_error_decides_what_a_failed_verdict_becomes(judge):

@@ -7,8 +7,9 @@ full protocol path (chat template, fences, re-ask conversation, pairs in both or
 that every unreadable verdict becomes an error outcome with its reason (never a charge: the judge
 reads nothing, not even the canary answer), and that the job ends (bounded
 by the provider's deadline and the subprocess timeout). The same vocabulary cannot spell JSON, so
-vLLM's grammar backend rejects every token under ``response_format`` json_object and answers 500:
-these tests ask with ``json_mode: off``, and one checks that JSON mode fails clearly, not silently.
+vLLM's grammar backend rejects every token under a structured ``response_format`` (json_schema,
+then json_object) and answers 500: these tests ask with ``json_mode: off``, and one checks that
+JSON mode fails clearly, not silently.
 """
 
 from __future__ import annotations

@@ -14,6 +14,17 @@ re-asks), ``too_long`` (the server refused the request for its length: 413, or a
 body speaks of the context length), or ``infra`` (everything else: connection errors, timeouts,
 408/429/5xx after the retries, the deadline, a reply without a message, the cache). Only the
 first three can be charged to a candidate, and only on evidence (see ``attribution``).
+
+**Structured output.** The verdict is asked for with ``response_format`` ``json_schema`` (the
+verdict's schema, ``verdicts.verdict_schema``), then ``json_object``, then neither (the reply is
+then read from its envelope, ``verdicts``): ``json_mode: auto`` starts at the schema and steps
+down one format each time the server refuses one with a 400/422 that names a structured-output
+field (``response_format``, ``json_schema``, ``json_object``, ``guided_json``,
+``structured_outputs``); ``on`` never drops below ``json_object``; ``off`` sends none. The format
+reached is kept for the runner's endpoint (one URL per runner), under a lock, and every request
+refused for the format it carried is sent again in the next one, so requests in flight when the
+server first refuses are retried, never failed. The format a verdict was asked with is the
+``structured_output`` diagnostic (``FORMAT_CODES``); it is no param, so no identity.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 import aiohttp
@@ -40,7 +52,7 @@ from rewardkit.transport import HttpClient, HttpError, HttpTimeout, RetryPolicy
 from rewardkit_nih_judge import prompts
 from rewardkit_nih_judge.cache import CacheError, VerdictCache
 from rewardkit_nih_judge.params import JudgeParams
-from rewardkit_nih_judge.verdicts import OffScale, Unreadable, Verdict
+from rewardkit_nih_judge.verdicts import OffScale, Unreadable, Verdict, verdict_schema
 
 T = TypeVar("T")
 
@@ -51,6 +63,17 @@ EXCERPT = 300
 
 Message = dict[str, str]
 FailureKind = Literal["unreadable", "off_scale", "too_long", "infra"]
+Format = Literal["json_schema", "json_object", "envelope"]
+# The structured_output diagnostic: how strongly the server held the reply to the verdict's shape.
+FORMAT_CODES: dict[Format, int] = {"json_schema": 2, "json_object": 1, "envelope": 0}
+# Formats tried, strongest first, per json_mode.
+FORMATS: dict[str, tuple[Format, ...]] = {
+    "auto": ("json_schema", "json_object", "envelope"),
+    "on": ("json_schema", "json_object"),
+    "off": ("envelope",),
+}
+# Fields of a structured-output request a server names when it refuses one (OpenAI, vLLM, TGI, NIM).
+_STRUCTURED_FIELDS = ("response_format", "json_schema", "json_object", "guided_json", "structured_outputs")
 
 # What servers say when a request is longer than the model's context (vLLM, OpenAI, TGI, NIM).
 _TOO_LONG = re.compile(
@@ -64,22 +87,33 @@ _TOO_LONG = re.compile(
 class JudgeFailure(Exception):
     """One question got no usable verdict; ``reason`` says why (the secret already removed)."""
 
-    def __init__(self, reason: str, *, asks: int = 0, reasks: int = 0, kind: FailureKind = "infra") -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        asks: int = 0,
+        reasks: int = 0,
+        kind: FailureKind = "infra",
+        format: Format | None = None,
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.asks = asks
         self.reasks = reasks
         self.kind: FailureKind = kind
+        self.format: Format | None = format
 
 
 @dataclass(frozen=True)
 class Exchange:
-    """A verdict and what it took: requests sent, re-asks after unreadable replies, cache hit."""
+    """A verdict and what it took: requests sent, re-asks after unreadable replies, cache hit, and
+    the format its last request asked for (None when read from the cache)."""
 
     verdict: Verdict
     asks: int
     reasks: int
     cached: bool
+    format: Format | None = None
 
 
 class _LoopState:
@@ -141,7 +175,9 @@ class JudgeRunner:
         self.settings = settings
         self.provider = provider
         self.url = f"{settings.base_url}/chat/completions"
-        self._json_mode = settings.json_mode != "off"
+        self._formats = FORMATS[settings.json_mode]
+        self._format_at = 0  # index into _formats: the strongest format this endpoint has not refused
+        self._schema = verdict_schema(settings.kind())
         self._lock = threading.Lock()
         self._state: _LoopState | None = None
         self._finalizer: weakref.finalize | None = None
@@ -214,16 +250,40 @@ class JudgeRunner:
         document = self._cache_base + "\n" + json.dumps(list(messages), sort_keys=True)
         return hashlib.sha256(document.encode("utf-8")).hexdigest()
 
+    @property
+    def format(self) -> Format:
+        """The format the next request asks for (the strongest this endpoint has not refused)."""
+        with self._lock:
+            return self._formats[self._format_at]
+
+    def _refused(self, format: Format) -> Format | None:
+        """The server refused ``format``: the next format to ask with, or None when none is left.
+
+        Thread-safe and idempotent per format: every request in flight that carried ``format``
+        gets the same next format, and none moves the endpoint back up.
+        """
+        with self._lock:
+            index = self._formats.index(format) + 1
+            if index >= len(self._formats):
+                return None
+            self._format_at = max(self._format_at, index)
+            return self._formats[self._format_at]
+
     async def ask(
         self,
         messages: Sequence[Message],
-        parse: Callable[[str], Verdict],
+        parse: Callable[..., Verdict],
         deadline: float,
         *,
         use_cache: bool = True,
     ) -> Exchange:
         """One verdict for ``messages``: from the cache, or from the judge (asked again while it
-        cannot be read or is off the scale, ``parse_retries`` times)."""
+        cannot be read or is off the scale, ``parse_retries`` times).
+
+        ``parse(text, envelope=token)`` reads the reply; ``token`` is the verdict lines' token the
+        system message states (``prompts.envelope_token``).
+        """
+        parse = partial(parse, envelope=prompts.envelope_token(messages))
         cache = self._cache if use_cache else None
         key = self._cache_key(messages) if cache is not None else None
         if cache is not None and key is not None:
@@ -236,7 +296,7 @@ class JudgeRunner:
         conversation = list(messages)
         asks = 0
         while True:
-            content, finish = await self._chat(conversation, deadline, asks)
+            content, finish, format = await self._chat(conversation, deadline, asks)
             asks += 1
             try:
                 verdict = parse(content)
@@ -252,6 +312,7 @@ class JudgeRunner:
                         asks=asks,
                         reasks=asks - 1,
                         kind="off_scale" if off else "unreadable",
+                        format=format,
                     ) from None
                 conversation += [
                     {"role": "assistant", "content": content},
@@ -262,9 +323,11 @@ class JudgeRunner:
                 _cached(cache.put, key, content)
             if verdict.rationale is not None:
                 verdict = Verdict(verdict.value, self.redact(verdict.rationale))
-            return Exchange(verdict, asks, asks - 1, False)
+            return Exchange(verdict, asks, asks - 1, False, format)
 
-    async def _chat(self, messages: Sequence[Message], deadline: float, asks: int) -> tuple[str, str | None]:
+    async def _chat(
+        self, messages: Sequence[Message], deadline: float, asks: int
+    ) -> tuple[str, str | None, Format]:
         settings = self.settings
         state = self._state_now()
         body: dict[str, Any] = {
@@ -273,9 +336,12 @@ class JudgeRunner:
             "temperature": settings.temperature,
             "max_tokens": settings.max_tokens,
         }
+        format: Format = self.format
         async with _Slot(state, settings, deadline, self.url, asks):
             while True:
-                if self._json_mode:
+                if format == "json_schema":
+                    body["response_format"] = self._schema
+                elif format == "json_object":
                     body["response_format"] = {"type": "json_object"}
                 else:
                     body.pop("response_format", None)
@@ -288,9 +354,20 @@ class JudgeRunner:
                         timeout_s=settings.timeout_s,
                     )
                 except HttpError as error:
-                    if self._json_mode and settings.json_mode == "auto" and _refuses_json_mode(error):
-                        self._json_mode = False  # this server cannot: ask without it from now on
-                        continue
+                    if format != "envelope" and _refuses_structured_output(error):
+                        # this server cannot: this request (and every later one) asks the next way
+                        following = self._refused(format)
+                        if following is not None:
+                            format = following
+                            continue
+                        raise JudgeFailure(
+                            self.redact(
+                                f"{error} (json_mode {settings.json_mode}: the server refused {format}, the "
+                                "last structured-output format this mode allows; json_mode auto asks without)"
+                            ),
+                            asks=asks,
+                            reasks=max(0, asks - 1),
+                        ) from None
                     raise JudgeFailure(
                         self.redact(str(error)),
                         asks=asks,
@@ -314,7 +391,22 @@ class JudgeRunner:
                 asks=asks + 1,
                 reasks=asks,
             ) from None
-        return (content if isinstance(content, str) else ""), finish
+        return _text(content), finish, format
+
+
+def _text(content: Any) -> str:
+    """The reply's text: a string, or the ``text`` parts of a list of content parts (some servers
+    answer ``[{"type": "thinking", ...}, {"type": "text", "text": "..."}]``); reasoning parts and
+    anything else are never read, like ``reasoning_content``."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        )
+    return ""
 
 
 def _cached(call: Callable[..., T], *args: str) -> T:
@@ -333,9 +425,12 @@ def _too_long(error: HttpError) -> bool:
     return error.status in (400, 422) and _TOO_LONG.search(error.body or "") is not None
 
 
-def _refuses_json_mode(error: HttpError) -> bool:
+def _refuses_structured_output(error: HttpError) -> bool:
+    """A 400/422 that names a structured-output field: the server does not take that format."""
+    if isinstance(error, HttpTimeout) or error.status not in (400, 422):
+        return False
     body = (error.body or "").lower()
-    return error.status in (400, 422) and any(word in body for word in ("response_format", "json_object"))
+    return any(word in body for word in _STRUCTURED_FIELDS)
 
 
 class _Slot:

@@ -49,6 +49,7 @@ from rewardkit_nih_judge.params import CompareParams, checked
 from rewardkit_nih_judge.rubric import (
     CALL_DIAGNOSTICS,
     WORST,
+    Call,
     call_diagnostics,
     exchange_call,
     failure_call,
@@ -86,7 +87,7 @@ class _Tally:
     verdicts: int = 0
     judged: int = 0
     forfeits: int = 0
-    calls: list[tuple[int, int, bool]] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
     def diagnostics(self, cache: bool, pairs: int) -> tuple[MetricContribution, ...]:
@@ -98,7 +99,7 @@ class _Tally:
         return (*found, *call_diagnostics(self.calls, cache))
 
 
-def _call(outcome: Outcome) -> tuple[int, int, bool]:
+def _call(outcome: Outcome) -> Call:
     return failure_call(outcome) if isinstance(outcome, JudgeFailure) else exchange_call(outcome)
 
 

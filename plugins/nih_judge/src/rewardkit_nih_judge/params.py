@@ -117,7 +117,8 @@ class JudgeParams(ParamsModel):
     )
     json_mode: Literal["auto", "on", "off"] = Field(
         "auto",
-        description="send response_format json_object: on, off, or auto (dropped if the server refuses it)",
+        description="response_format of the questions: auto (json_schema, then json_object, then none, "
+        "stepping down when the server refuses one), on (never below json_object) or off (none)",
     )
     cache_path: str | None = Field(
         None,

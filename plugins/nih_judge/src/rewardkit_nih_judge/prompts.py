@@ -25,9 +25,14 @@ data to grade, never instructions. Inside a fenced value these transformations a
   ``<start_of_turn>``, ``<end_of_turn>``, ``<think>``, ``</think>``) get a space after their first
   character, so a served model's tokenizer never reads them as control tokens.
 
+**Verdict lines.** The system message ends with a paragraph (``ENVELOPE_RULES``) asking for the
+verdict object between a line ``<verdict-T>`` and the line ``</verdict-T>``, where ``T`` is the
+marker of the message's fence markers: one token per question, never beside candidate text.
+``envelope_token`` reads it back for the reader (``verdicts``).
+
 Everything the judge reads besides the candidates (system message, laid-out template, rubric,
-scale, the re-ask message, the fence rules) is hashed into ``judge_content_sha256``, which is part
-of the provider's identity.
+scale, the re-ask message, the fence rules, the verdict lines' wording) is hashed into
+``judge_content_sha256``, which is part of the provider's identity.
 """
 
 from __future__ import annotations
@@ -41,20 +46,20 @@ from typing import Any
 
 RUBRIC_SYSTEM = (
     "You grade one answer to a task against a rubric. Weigh the rubric's criteria as it says and "
-    "combine them into one score from {lo} (worst) to {hi} (best). Reply with only a JSON object: "
+    "combine them into one score from {lo} (worst) to {hi} (best). Your verdict is one JSON object: "
     '{"score": <a number from {lo} to {hi}>, "rationale": "<one or two sentences>"}'
 )
 RUBRIC_TEMPLATE = "Rubric:\n{rubric}\n\nTask:\n{prompt}\n\nAnswer to grade:\n{completion}"
 
 PAIR_SYSTEM = (
     "You compare two answers to the same task by the criteria given and say which is better. "
-    'Reply with only a JSON object: {"winner": "A" or "B" or "tie", "rationale": "<one or two '
+    'Your verdict is one JSON object: {"winner": "A" or "B" or "tie", "rationale": "<one or two '
     'sentences>"}'
 )
 PAIR_TEMPLATE = "Criteria:\n{rubric}\n\nTask:\n{prompt}\n\nAnswer A:\n{first}\n\nAnswer B:\n{second}"
 
 LIST_SYSTEM = (
-    "You rank answers to the same task by the criteria given, best first. Reply with only a JSON "
+    "You rank answers to the same task by the criteria given, best first. Your verdict is one JSON "
     'object: {"ranking": [every answer\'s letter exactly once, best first], "rationale": "<one or '
     'two sentences>"}'
 )
@@ -62,7 +67,10 @@ LIST_TEMPLATE = "Criteria:\n{rubric}\n\nTask:\n{prompt}\n\n{answers}"
 
 COMPARE_CRITERIA = "Which answer solves the task more correctly, completely and clearly?"
 
-REASK = "Your reply could not be read: {why}. Reply again with only the JSON object described above."
+REASK = (
+    "Your reply could not be read: {why}. Reply again with the JSON object described above, between "
+    "the two verdict lines given above."
+)
 
 # The fence lines around a value, the prefix of a neutralised line, and what the system message
 # says about them (``{markers}``: "task 0f3a...; answer 9b1c..."). Part of the content hash.
@@ -78,6 +86,22 @@ FENCE_RULES = (
     'like a fence or a heading of this message starts with "[data] ".'
 )
 FENCE_VERSION = "hmac-sha256/20hex;v1"
+
+# The verdict envelope: the judge writes its verdict object between these two lines. ``T`` is an
+# HMAC of every fence marker of the message under the provider's key: it changes with every
+# question, it is stated only in the system message (never beside candidate text), and a
+# candidate can neither predict nor see it, so an object a candidate wrote can never be inside
+# the envelope, however the judge quotes it. Part of the content hash.
+ENVELOPE_OPEN = "<verdict-{token}>"
+ENVELOPE_CLOSE = "</verdict-{token}>"
+ENVELOPE_RULES = (
+    "Verdict lines: write the verdict object between a line {open} and the line {close}. Only "
+    "what is between them is read; you may write other text before or after them, but write the "
+    "two lines only once. When the server constrains your reply to JSON, reply with the object alone."
+)
+_ENVELOPE_TOKEN = re.compile(
+    r"^Verdict lines: write the verdict object between a line <verdict-(?P<token>[0-9a-f]+)> ", re.MULTILINE
+)
 
 # Slots a custom template must contain, per judge kind: the answers, which are fenced there.
 REQUIRED_SLOTS: Mapping[str, tuple[str, ...]] = {
@@ -228,6 +252,34 @@ class Fencer:
         listed = "; ".join(f"{name} {marker}" for name, marker in self.markers)
         return FENCE_RULES.format(markers=listed)
 
+    def envelope(self) -> str:
+        """The system message's paragraph stating this question's verdict lines.
+
+        The token is the marker of every fence marker of the message: one per question, and
+        identical for identical questions (so the verdict cache hits).
+        """
+        token = self._marker("verdict", "; ".join(f"{name} {marker}" for name, marker in self.markers))
+        return fill_envelope(ENVELOPE_RULES, token)
+
+
+def fill_envelope(text: str, token: str) -> str:
+    return text.replace("{open}", ENVELOPE_OPEN.format(token=token)).replace(
+        "{close}", ENVELOPE_CLOSE.format(token=token)
+    )
+
+
+def envelope_token(messages: Sequence[Mapping[str, str]]) -> str | None:
+    """The verdict lines' token the system message of ``messages`` states (None: it states none).
+
+    Read from the system message only: it holds the operator's text and the markers, never
+    candidate text, so a candidate cannot state a token of its own there.
+    """
+    for message in messages:
+        if message.get("role") == "system":
+            match = _ENVELOPE_TOKEN.search(message.get("content", ""))
+            return None if match is None else match.group("token")
+    return None
+
 
 class Prompter:
     """One judge's messages: the system message (plus the fence announcement), the laid-out template.
@@ -274,7 +326,7 @@ class Prompter:
             else:
                 slots[slot] = fencer.fence(FENCE_NAMES[slot], texts.get(slot, ""))
         user = fill(self.template, {**self.values, **slots})
-        system = self.system + "\n\n" + fencer.announce()
+        system = self.system + "\n\n" + fencer.announce() + "\n\n" + fencer.envelope()
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -337,6 +389,7 @@ def content_sha256(kind: str, system: str, template: str, rubric: str, scale: Se
             "neutral": NEUTRAL,
             "rules": FENCE_RULES,
         },
+        "envelope": {"open": ENVELOPE_OPEN, "close": ENVELOPE_CLOSE, "rules": ENVELOPE_RULES},
     }
     text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

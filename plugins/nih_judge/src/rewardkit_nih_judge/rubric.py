@@ -31,39 +31,47 @@ from rewardkit.contracts import (
 )
 from rewardkit_nih_judge import attribution, prompts
 from rewardkit_nih_judge.attribution import CHARGE_DIAGNOSTICS, Outcome
-from rewardkit_nih_judge.client import Exchange, JudgeFailure, JudgeRunner
+from rewardkit_nih_judge.client import FORMAT_CODES, Exchange, Format, JudgeFailure, JudgeRunner
 from rewardkit_nih_judge.fence import FenceKey
 from rewardkit_nih_judge.params import JudgeParams, RubricParams, checked
 from rewardkit_nih_judge.verdicts import Verdict, parse_score
 
-CALL_DIAGNOSTICS = ("judge_calls", "parse_retries", "cache_hit", "cache_miss")
+CALL_DIAGNOSTICS = ("judge_calls", "parse_retries", "cache_hit", "cache_miss", "structured_output")
 RUBRIC_DIAGNOSTICS = ("raw_score", *CALL_DIAGNOSTICS, *CHARGE_DIAGNOSTICS)
 WORST = {"score": 0.0}
 
 
-def call_diagnostics(calls: Sequence[tuple[int, int, bool]], cache: bool) -> tuple[MetricContribution, ...]:
-    """Per candidate: requests sent, re-asks, and (with a cache) the fraction of verdicts it served.
+Call = tuple[int, int, bool, Format | None]
 
-    ``calls`` holds ``(asks, reasks, cached)`` for each verdict the candidate's score used.
+
+def call_diagnostics(calls: Sequence[Call], cache: bool) -> tuple[MetricContribution, ...]:
+    """Per candidate: requests sent, re-asks, (with a cache) the fraction of verdicts it served, and
+    ``structured_output``: the weakest format its live requests asked with (2 JSON schema, 1 JSON
+    object, 0 neither: the verdict envelope), absent when no request got a reply.
+
+    ``calls`` holds ``(asks, reasks, cached, format)`` for each verdict the candidate's score used.
     """
     found = [
-        MetricContribution("judge_calls", float(sum(asks for asks, _, _ in calls))),
-        MetricContribution("parse_retries", float(sum(reasks for _, reasks, _ in calls))),
+        MetricContribution("judge_calls", float(sum(call[0] for call in calls))),
+        MetricContribution("parse_retries", float(sum(call[1] for call in calls))),
     ]
+    formats = [FORMAT_CODES[call[3]] for call in calls if call[3] is not None]
+    if formats:
+        found.append(MetricContribution("structured_output", float(min(formats))))
     if cache and calls:
-        hits = sum(1 for *_, cached in calls if cached)
+        hits = sum(1 for call in calls if call[2])
         count = len(calls)
         found.append(MetricContribution("cache_hit", hits / count, weight=float(count)))
         found.append(MetricContribution("cache_miss", (count - hits) / count, weight=float(count)))
     return tuple(found)
 
 
-def exchange_call(exchange: Exchange) -> tuple[int, int, bool]:
-    return exchange.asks, exchange.reasks, exchange.cached
+def exchange_call(exchange: Exchange) -> Call:
+    return exchange.asks, exchange.reasks, exchange.cached, exchange.format
 
 
-def failure_call(failure: JudgeFailure) -> tuple[int, int, bool]:
-    return failure.asks, failure.reasks, False
+def failure_call(failure: JudgeFailure) -> Call:
+    return failure.asks, failure.reasks, False, failure.format
 
 
 def prompter(settings: JudgeParams, fences: FenceKey, values: dict[str, str]) -> prompts.Prompter:

@@ -28,14 +28,18 @@ FAILURE_POLICY = {
 }
 FENCE = "HMAC-SHA256 markers per slot (key from identity material and a secret), <data-M> lines, "
 FENCE += "imitating lines prefixed [data], special-token shapes broken"
-VERDICT = "exactly one JSON object after a leading <think>...</think>, optionally in a ```json fence"
-PROTOCOL = "openai-chat-completions"
+VERDICT = (
+    "after a leading <think>...</think>: the one JSON object between the question's verdict lines "
+    "(<verdict-T>, T an HMAC of its fence markers, stated in the system message only), text outside them "
+    "ignored; without them, exactly one JSON object, optionally in a ```json fence"
+)
+PROTOCOL = "openai-chat-completions; response_format json_schema, then json_object, then none"
 
 RUBRIC = RewardProviderSpec(
     name="nih-rubric",
     factory=make_rubric_judge,
     needs=("prompt",),
-    revision="2",
+    revision="3",
     terms=("score",),
     diagnostics=RUBRIC_DIAGNOSTICS,
     semantic_identity={
@@ -53,7 +57,7 @@ COMPARE = RewardProviderSpec(
     name="nih-compare",
     factory=make_compare_judge,
     needs=("prompt",),
-    revision="2",
+    revision="3",
     terms=("score",),
     diagnostics=COMPARE_DIAGNOSTICS,
     semantic_identity={

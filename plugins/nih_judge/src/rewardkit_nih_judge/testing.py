@@ -5,7 +5,8 @@ thread of its own; ``answer(body)`` decides each reply: a string (the verdict te
 (sent as the verdict's JSON text) or a ``Reply`` (status, headers, delay, finish reason, or a raw
 body). It records every request body and header and counts requests in flight, server-side.
 ``announced``/``fenced`` find a request's fences the way a careful judge would: by the markers
-its system message announces; ``graded``, ``pair`` and ``listed`` read the answers from them.
+its system message announces; ``graded``, ``pair`` and ``listed`` read the answers from them;
+``enveloped(body, verdict)`` writes a verdict between the question's verdict lines.
 
 ``python -m rewardkit_nih_judge.testing --latency-s 0.2`` runs one in its own process (the
 benchmark's judge): it prints ``READY <base_url>`` and serves until stdin closes or SIGTERM.
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from rewardkit_nih_judge.prompts import envelope_token
 
 
 @dataclass
@@ -79,6 +82,21 @@ def fenced(body: Mapping[str, Any], name: str) -> str | None:
     pattern = rf"^<data-{re.escape(marker)}>\n(?P<text>.*?)\n</data-{re.escape(marker)}>$"
     match = re.search(pattern, user_text(body), re.DOTALL | re.MULTILINE)
     return None if match is None else match.group("text")
+
+
+def verdict_token(body: Mapping[str, Any]) -> str:
+    """The token of the question's verdict lines, as its system message states it."""
+    token = envelope_token(body["messages"])
+    if token is None:
+        raise ValueError("the system message states no verdict lines")
+    return token
+
+
+def enveloped(body: Mapping[str, Any], verdict: Mapping[str, Any] | str) -> str:
+    """``verdict`` (an object, or its JSON text) between the question's verdict lines."""
+    token = verdict_token(body)
+    text = verdict if isinstance(verdict, str) else json.dumps(dict(verdict))
+    return f"<verdict-{token}>\n{text}\n</verdict-{token}>"
 
 
 def graded(body: Mapping[str, Any]) -> str:
