@@ -50,7 +50,8 @@ def test_rewardkit_providers_lists_both():
     listed = {row["name"]: row for row in rows if row["distribution"] == "rewardkit-nih-judge"}
     assert sorted(listed) == ["nih-compare", "nih-rubric"]
     params = listed["nih-rubric"]["params"]
-    for name in ("base_url", "api_key_env", "rubric_path", "cache_path", "max_concurrency", "timeout_s"):
+    operator_only = ("base_url", "api", "api_key_env", "rubric_path", "cache_path", "max_concurrency")
+    for name in (*operator_only, "timeout_s"):
         assert params[name]["operator_only"], name
     assert "position_flips" in listed["nih-compare"]["diagnostics"]
 

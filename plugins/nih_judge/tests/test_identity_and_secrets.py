@@ -50,6 +50,7 @@ def test_every_setting_is_in_the_identity(judge, key, tmp_path):
         "max_concurrency": 2,
         "parse_retries": 0,
         "json_mode": "off",
+        "api": "completions",
         "api_key_env": "NIH_OTHER_KEY",
         "cache_path": str(tmp_path / "c.db"),
     }

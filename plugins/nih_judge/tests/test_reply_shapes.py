@@ -3,9 +3,11 @@
 Every shape is served by a loopback OpenAI-compatible server that fills in the question's verdict
 lines the way a judge does (from the token its system message states) and answers
 ``response_format`` as the shape's server would. Each is read as the judge meant or refused for
-the stated reason, for the rubric, pairwise and listwise judges: first one question through the
-judge's client, then a whole group through the provider, where a refused shape is never charged
-to a candidate (the canary's reply is refused the same way: the judge's formatting, not theirs).
+the stated reason, for the rubric, pairwise and listwise judges, over the chat API and over the
+completions API (``api: completions``: the server answers ``choices[0].text`` with the model's raw
+text, see the fixture's ``about``): first one question through the judge's client, then a whole
+group through the provider, where a refused shape is never charged to a candidate (the canary's
+reply is refused the same way: the judge's formatting, not theirs).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 from nih_judge_helpers import bind, close, rollouts
 
 from rewardkit_nih_judge.client import FORMAT_CODES, Exchange, JudgeFailure
-from rewardkit_nih_judge.testing import Reply, completion_body, verdict_token
+from rewardkit_nih_judge.testing import Reply, completion_body, text_completion_body, verdict_token
 from rewardkit_nih_judge.verdicts import parse_ranking, parse_winner
 
 pytest_plugins = ["nih_judge_fixtures"]
@@ -45,11 +47,31 @@ QUOTES = {
 ACCEPTS = {"plain": (), "json_object": ("json_object",), "structured": ("json_schema", "json_object")}
 FORMAT_OF_SERVER = {"plain": "envelope", "json_object": "json_object", "structured": "json_schema"}
 
+APIS = ("chat", "completions")
+
 CASES = [
-    pytest.param(shape, kind, id=f"{kind}: {shape['name']}")
+    pytest.param(shape, kind, api, id=f"{api} {kind}: {shape['name']}")
     for shape in SHAPES
     for kind in shape.get("kinds", KINDS)
+    for api in APIS
 ]
+
+
+def over(shape: dict[str, Any], api: str) -> dict[str, Any]:
+    """``shape`` as ``api`` carries it: over completions, the raw text the fixture gives for it
+    (its content when that is a string) without a reasoning field, and its own finish reason and
+    expectation where they differ."""
+    if api == "chat":
+        return shape
+    raw = shape.get("completions", {})
+    text = raw.get("text", shape["content"])
+    assert isinstance(text, str), f"{shape['name']}: the fixture must give its completions text"
+    carried = {key: value for key, value in shape.items() if key not in ("completions", "reasoning_content")}
+    carried["content"] = text
+    for key in ("finish_reason", "expect"):
+        if key in raw:
+            carried[key] = raw[key]
+    return carried
 
 
 def fill_parts(content: Any, token: str, kind: str) -> Any:
@@ -88,11 +110,17 @@ def server_answer(shape: dict[str, Any], kind: str):
         if asked is not None and asked["type"] == "json_schema":
             assert asked["json_schema"]["name"] == f"{kind}_verdict"
         token = verdict_token(body)
+        finish = shape.get("finish_reason", "stop")
+        if "prompt" in body:  # the completions API: the text alone, as vLLM answers it there
+            assert "messages" not in body
+            return Reply(
+                body=text_completion_body(fill(shape["content"], token, kind), body["model"], finish)
+            )
         message: dict[str, Any] = {"role": "assistant"}
         message["content"] = fill_parts(shape["content"], token, kind)
         if "reasoning_content" in shape:
             message["reasoning_content"] = fill(shape["reasoning_content"], token, kind)
-        reply = completion_body(None, body["model"], shape.get("finish_reason", "stop"))
+        reply = completion_body(None, body["model"], finish)
         reply["choices"][0]["message"] = message
         return Reply(body=reply)
 
@@ -121,17 +149,27 @@ def ask_once(bound, kind: str) -> Exchange | JudgeFailure:
     return provider.runner.run(ask, deadline)
 
 
-def bind_kind(kind: str, judge) -> Any:
+def bind_kind(kind: str, judge, api: str) -> Any:
     if kind == "rubric":
-        return bind("nih-rubric", judge, parse_retries=0)
-    return bind("nih-compare", judge, parse_retries=0, mode=kind)
+        return bind("nih-rubric", judge, parse_retries=0, api=api)
+    return bind("nih-compare", judge, parse_retries=0, mode=kind, api=api)
 
 
-@pytest.mark.parametrize(("shape", "kind"), CASES)
-def test_each_reply_shape_is_read_as_the_judge_meant_or_refused_with_its_reason(judge, shape, kind):
+def asked_over(judge, api: str) -> None:
+    """Every request went to ``api``'s endpoint (a prompt for completions, messages for chat)."""
+    assert judge.requests
+    assert {"prompt" if "prompt" in body else "messages" for body in judge.requests} == {
+        "prompt" if api == "completions" else "messages"
+    }
+
+
+@pytest.mark.parametrize(("shape", "kind", "api"), CASES)
+def test_each_reply_shape_is_read_as_the_judge_meant_or_refused_with_its_reason(judge, shape, kind, api):
+    shape = over(shape, api)
     judge.answer = server_answer(shape, kind)
-    bound = bind_kind(kind, judge)
+    bound = bind_kind(kind, judge, api)
     outcome = ask_once(bound, kind)
+    asked_over(judge, api)
     expect = shape["expect"]
     if expect == "verdict":
         assert isinstance(outcome, Exchange), outcome.reason  # type: ignore[union-attr]
@@ -145,11 +183,15 @@ def test_each_reply_shape_is_read_as_the_judge_meant_or_refused_with_its_reason(
     close(bound)
 
 
-@pytest.mark.parametrize(("shape", "kind"), CASES)
-def test_each_reply_shape_through_a_whole_group_charges_no_candidate_for_the_judges_form(judge, shape, kind):
+@pytest.mark.parametrize(("shape", "kind", "api"), CASES)
+def test_each_reply_shape_through_a_whole_group_charges_no_candidate_for_the_judges_form(
+    judge, shape, kind, api
+):
+    shape = over(shape, api)
     judge.answer = server_answer(shape, kind)
-    bound = bind_kind(kind, judge)
+    bound = bind_kind(kind, judge, api)
     result = bound.score_group("g", rollouts("6 * 7 = 42", "42, since 6 * 7 = 42"))
+    asked_over(judge, api)
     statuses = {item.result.status for item in result.items}
     if shape["expect"] == "verdict":
         assert statuses == {"scored"}

@@ -1,4 +1,5 @@
-"""The judge's side of the wire: an OpenAI-compatible chat-completions client on the core transport.
+"""The judge's side of the wire: an OpenAI-compatible chat-completions or completions client on the
+core transport.
 
 One ``JudgeRunner`` per provider owns a private event loop in a daemon thread, started on the
 first ``evaluate`` (a factory starts nothing), and on it one ``rewardkit.transport.HttpClient``:
@@ -25,6 +26,13 @@ reached is kept for the runner's endpoint (one URL per runner), under a lock, an
 refused for the format it carried is sent again in the next one, so requests in flight when the
 server first refuses are retried, never failed. The format a verdict was asked with is the
 ``structured_output`` diagnostic (``FORMAT_CODES``); it is no param, so no identity.
+
+**The API** (param ``api``). ``chat`` posts ``messages`` to ``/chat/completions`` and reads
+``choices[0].message.content``; ``completions`` posts the same messages laid out as one plain
+prompt (``prompts.completion_prompt``) to ``/completions`` and reads ``choices[0].text``. Everything
+else is one code path for both: the structured-output step-down (vLLM's completions endpoint
+takes ``response_format`` too), the verdict lines (they are in the text either way), re-asks
+(appended to the conversation, so to the prompt), retries, deadlines, the cache and the charges.
 """
 
 from __future__ import annotations
@@ -64,6 +72,10 @@ EXCERPT = 300
 Message = dict[str, str]
 FailureKind = Literal["unreadable", "off_scale", "too_long", "infra"]
 Format = Literal["json_schema", "json_object", "envelope"]
+Api = Literal["chat", "completions"]
+# Per API: the path under base_url, and the field of the reply that holds the judge's text.
+PATHS: dict[Api, str] = {"chat": "/chat/completions", "completions": "/completions"}
+READS: dict[Api, str] = {"chat": "choices[0].message.content", "completions": "choices[0].text"}
 # The structured_output diagnostic: how strongly the server held the reply to the verdict's shape.
 FORMAT_CODES: dict[Format, int] = {"json_schema": 2, "json_object": 1, "envelope": 0}
 # Formats tried, strongest first, per json_mode.
@@ -174,7 +186,8 @@ class JudgeRunner:
     def __init__(self, settings: JudgeParams, provider: str) -> None:
         self.settings = settings
         self.provider = provider
-        self.url = f"{settings.base_url}/chat/completions"
+        self._path = PATHS[settings.api]
+        self.url = settings.base_url + self._path
         self._formats = FORMATS[settings.json_mode]
         self._format_at = 0  # index into _formats: the strongest format this endpoint has not refused
         self._schema = verdict_schema(settings.kind())
@@ -296,7 +309,7 @@ class JudgeRunner:
         conversation = list(messages)
         asks = 0
         while True:
-            content, finish, format = await self._chat(conversation, deadline, asks)
+            content, finish, format = await self._send(conversation, deadline, asks)
             asks += 1
             try:
                 verdict = parse(content)
@@ -325,17 +338,19 @@ class JudgeRunner:
                 verdict = Verdict(verdict.value, self.redact(verdict.rationale))
             return Exchange(verdict, asks, asks - 1, False, format)
 
-    async def _chat(
+    async def _send(
         self, messages: Sequence[Message], deadline: float, asks: int
     ) -> tuple[str, str | None, Format]:
+        """One request for ``messages`` over the provider's API: the reply's text, its finish
+        reason and the format it was asked with."""
         settings = self.settings
         state = self._state_now()
-        body: dict[str, Any] = {
-            "model": settings.model,
-            "messages": list(messages),
-            "temperature": settings.temperature,
-            "max_tokens": settings.max_tokens,
-        }
+        body: dict[str, Any] = {"model": settings.model}
+        if settings.api == "chat":
+            body["messages"] = list(messages)
+        else:
+            body["prompt"] = prompts.completion_prompt(messages)
+        body.update(temperature=settings.temperature, max_tokens=settings.max_tokens)
         format: Format = self.format
         async with _Slot(state, settings, deadline, self.url, asks):
             while True:
@@ -348,7 +363,7 @@ class JudgeRunner:
                 try:
                     response = await state.client.request(
                         "POST",
-                        "/chat/completions",
+                        self._path,
                         json_body=body,
                         deadline=deadline,
                         timeout_s=settings.timeout_s,
@@ -383,10 +398,11 @@ class JudgeRunner:
                 break
         try:
             choice = response.json()["choices"][0]
-            content, finish = choice["message"]["content"], choice.get("finish_reason")
+            content = choice["message"]["content"] if settings.api == "chat" else choice["text"]
+            finish = choice.get("finish_reason")
         except (HttpError, KeyError, IndexError, TypeError):
             raise JudgeFailure(
-                f"{self.url} answered {response.status} without choices[0].message.content: "
+                f"{self.url} answered {response.status} without {READS[settings.api]}: "
                 f"{self.excerpt(response.text)}",
                 asks=asks + 1,
                 reasks=asks,

@@ -46,10 +46,21 @@ class JudgeParams(ParamsModel):
     """What both judges share: the server, the judge, sampling, limits, failure handling, cache."""
 
     base_url: str = Field(
-        description="API root of an OpenAI-compatible server; requests go to <base_url>/chat/completions",
+        description="API root of an OpenAI-compatible server; requests go to <base_url>/chat/completions "
+        "(api chat) or <base_url>/completions (api completions)",
         json_schema_extra=operator_only(
             "url", expects="an http:// or https:// API root such as http://127.0.0.1:8000/v1"
         ),
+    )
+    # The API decides what the model reads (the server's chat template, or the plain prompt
+    # ``prompts.completion_prompt`` lays out), so it is a param and therefore identity; it is the
+    # operator's, like base_url, because only the operator knows what the server at the URL serves.
+    api: Literal["chat", "completions"] = Field(
+        "chat",
+        description="chat: POST <base_url>/chat/completions with a system and a user message (the "
+        "server applies its chat template); completions: POST <base_url>/completions with one plain "
+        "prompt, the system text and the user text each followed by a blank line, no chat template",
+        json_schema_extra=operator_only("url", expects="chat or completions"),
     )
     model: str = Field(description="the judge model, as the server names it")
     judge_revision: str | None = Field(

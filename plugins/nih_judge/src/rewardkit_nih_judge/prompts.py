@@ -30,6 +30,13 @@ verdict object between a line ``<verdict-T>`` and the line ``</verdict-T>``, whe
 marker of the message's fence markers: one token per question, never beside candidate text.
 ``envelope_token`` reads it back for the reader (``verdicts``).
 
+**One prompt for the completions API.** With ``api: completions`` the messages are sent as one
+plain string (``completion_prompt``): each message's text in order (the system text, the user
+text, and on a re-ask the judge's reply and the re-ask), each followed by one blank line. No
+chat template and no role labels: the served model reads exactly that string. The fences and the
+verdict lines hold as in a chat: the candidate's text is fenced the same way, and the verdict
+lines' token is still stated only in the system text, which the prompt puts first.
+
 Everything the judge reads besides the candidates (system message, laid-out template, rubric,
 scale, the re-ask message, the fence rules, the verdict lines' wording) is hashed into
 ``judge_content_sha256``, which is part of the provider's identity.
@@ -266,6 +273,17 @@ def fill_envelope(text: str, token: str) -> str:
     return text.replace("{open}", ENVELOPE_OPEN.format(token=token)).replace(
         "{close}", ENVELOPE_CLOSE.format(token=token)
     )
+
+
+# What follows each message's text in a completions prompt (part of the semantic identity,
+# ``specs.PROTOCOL``): a blank line, so the judge's reply starts a paragraph of its own.
+COMPLETION_SEPARATOR = "\n\n"
+
+
+def completion_prompt(messages: Sequence[Mapping[str, str]]) -> str:
+    """The one prompt ``api: completions`` sends for ``messages``: each message's text, in order,
+    followed by ``COMPLETION_SEPARATOR`` (see the module doc)."""
+    return "".join(message["content"] + COMPLETION_SEPARATOR for message in messages)
 
 
 def envelope_token(messages: Sequence[Mapping[str, str]]) -> str | None:

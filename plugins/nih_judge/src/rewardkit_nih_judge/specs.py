@@ -33,7 +33,13 @@ VERDICT = (
     "(<verdict-T>, T an HMAC of its fence markers, stated in the system message only), text outside them "
     "ignored; without them, exactly one JSON object, optionally in a ```json fence"
 )
-PROTOCOL = "openai-chat-completions; response_format json_schema, then json_object, then none"
+# The wire protocol per param ``api``; the completions prompt's layout is here because it is what
+# the judge reads around the messages (``prompts.completion_prompt``).
+PROTOCOL = (
+    "openai chat-completions (api chat: system and user messages) or completions (api completions: one "
+    "prompt, each message's text followed by a blank line, no chat template); response_format "
+    "json_schema, then json_object, then none"
+)
 
 RUBRIC = RewardProviderSpec(
     name="nih-rubric",

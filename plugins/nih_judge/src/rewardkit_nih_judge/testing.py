@@ -1,12 +1,14 @@
 """A scripted OpenAI-compatible judge server for tests and benchmarks (real HTTP on 127.0.0.1).
 
-``ScriptedJudge(answer)`` serves ``POST /v1/chat/completions`` and ``GET /v1/models`` from a
-thread of its own; ``answer(body)`` decides each reply: a string (the verdict text), a mapping
-(sent as the verdict's JSON text) or a ``Reply`` (status, headers, delay, finish reason, or a raw
-body). It records every request body and header and counts requests in flight, server-side.
-``announced``/``fenced`` find a request's fences the way a careful judge would: by the markers
-its system message announces; ``graded``, ``pair`` and ``listed`` read the answers from them;
-``enveloped(body, verdict)`` writes a verdict between the question's verdict lines.
+``ScriptedJudge(answer)`` serves ``POST /v1/chat/completions``, ``POST /v1/completions`` (a
+request's ``prompt`` instead of ``messages``; the text answered as ``choices[0].text``) and
+``GET /v1/models`` from a thread of its own; ``answer(body)`` decides each reply: a string (the
+verdict text), a mapping (sent as the verdict's JSON text) or a ``Reply`` (status, headers,
+delay, finish reason, or a raw body). It records every request body and header and counts
+requests in flight, server-side. ``announced``/``fenced`` find a request's fences the way a
+careful judge would: by the markers its system message announces; ``graded``, ``pair`` and
+``listed`` read the answers from them; ``enveloped(body, verdict)`` writes a verdict between the
+question's verdict lines. Each reads a completions request's prompt as well.
 
 ``python -m rewardkit_nih_judge.testing --latency-s 0.2`` runs one in its own process (the
 benchmark's judge): it prints ``READY <base_url>`` and serves until stdin closes or SIGTERM.
@@ -27,7 +29,7 @@ from typing import Any
 
 from aiohttp import web
 
-from rewardkit_nih_judge.prompts import envelope_token
+from rewardkit_nih_judge.prompts import COMPLETION_SEPARATOR, ENVELOPE_RULES, envelope_token, fill_envelope
 
 
 @dataclass
@@ -50,12 +52,31 @@ def constant_score(score: float = 7, rationale: str = "scripted") -> Answer:
 
 
 def user_text(body: Mapping[str, Any]) -> str:
-    """The first user message (the question; later ones are re-asks)."""
+    """The first user message (the question; later ones are re-asks). Of a completions request:
+    the prompt after the system text (a re-ask's conversation follows the question there)."""
+    if "messages" not in body:
+        return _prompt_parts(body)[1]
     return next(message["content"] for message in body["messages"] if message["role"] == "user")
 
 
 def system_text(body: Mapping[str, Any]) -> str:
+    """The system message; of a completions request, the prompt up to the verdict lines' paragraph
+    that ends the system text."""
+    if "messages" not in body:
+        return _prompt_parts(body)[0]
     return next(message["content"] for message in body["messages"] if message["role"] == "system")
+
+
+def _prompt_parts(body: Mapping[str, Any]) -> tuple[str, str]:
+    """A completions prompt split after its system text. The split is found by the token the
+    prompt states first: the system text comes first, so a token a candidate wrote comes later."""
+    prompt: str = body["prompt"]
+    token = envelope_token([{"role": "system", "content": prompt}])
+    if token is None:
+        raise ValueError("the prompt states no verdict lines")
+    end = prompt.index(fill_envelope(ENVELOPE_RULES, token)) + len(fill_envelope(ENVELOPE_RULES, token))
+    rest = prompt[end:].removeprefix(COMPLETION_SEPARATOR).removesuffix(COMPLETION_SEPARATOR)
+    return prompt[:end], rest
 
 
 _ANNOUNCED = re.compile(r"The markers of this message: (?P<list>.*?)\. Text inside a fence")
@@ -85,7 +106,10 @@ def fenced(body: Mapping[str, Any], name: str) -> str | None:
 
 
 def verdict_token(body: Mapping[str, Any]) -> str:
-    """The token of the question's verdict lines, as its system message states it."""
+    """The token of the question's verdict lines, as its system message (of a completions request:
+    the system text at the head of its prompt) states it."""
+    if "messages" not in body:
+        body = {"messages": [{"role": "system", "content": system_text(body)}]}
     token = envelope_token(body["messages"])
     if token is None:
         raise ValueError("the system message states no verdict lines")
@@ -125,6 +149,21 @@ def listed(body: Mapping[str, Any]) -> dict[str, str]:
         return {name.split(" ", 1)[1]: fenced(body, name) or "" for name in names}
     parts = re.split(r"(?:^|\n\n)Answer ([A-Z]+):\n", user_text(body).split("Task:\n", 1)[1])
     return dict(zip(parts[1::2], parts[2::2]))
+
+
+def text_completion_body(text: str | None, model: str, finish_reason: str = "stop") -> dict[str, Any]:
+    """A ``/v1/completions`` reply in the shape vLLM writes (no reasoning field: its completions
+    endpoint has no reasoning parser, so a model's reasoning stays in ``text``)."""
+    return {
+        "id": "cmpl-scripted",
+        "object": "text_completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason, "stop_reason": None}
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
 
 
 def completion_body(content: str | None, model: str, finish_reason: str = "stop") -> dict[str, Any]:
@@ -170,6 +209,14 @@ class ScriptedJudge:
         self.max_in_flight = self.in_flight
 
     async def _chat(self, request: web.Request) -> web.Response:
+        return await self._serve(request, completion_body)
+
+    async def _complete(self, request: web.Request) -> web.Response:
+        return await self._serve(request, text_completion_body)
+
+    async def _serve(
+        self, request: web.Request, shape: Callable[[str | None, str, str], dict[str, Any]]
+    ) -> web.Response:
         body = await request.json()
         self.requests.append(body)
         self.headers.append(dict(request.headers))
@@ -190,7 +237,7 @@ class ScriptedJudge:
                 error = {"error": {"message": reply.content or "scripted failure", "code": reply.status}}
                 return web.json_response(error, status=reply.status, headers=reply.headers)
             return web.json_response(
-                completion_body(reply.content, body.get("model", self.model), reply.finish_reason),
+                shape(reply.content, body.get("model", self.model), reply.finish_reason),
                 headers=reply.headers,
             )
         finally:
@@ -202,6 +249,7 @@ class ScriptedJudge:
     async def _start(self, port: int) -> None:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/completions", self._complete)
         app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
