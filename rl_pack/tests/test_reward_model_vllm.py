@@ -4,17 +4,23 @@ Runs in tox env ``vllm``, inside a private network namespace. One server for the
 by the ``rewardkit-vllm`` launcher with the pooling runner; the rl pack's runtime code only gets
 its URL. The scores of ``/classify`` and ``/pooling`` must equal the in-process scores of the
 same folder within 1e-4; the last test kills the server in the middle of a batch and expects an
-error carrying the reason, bounded by the provider's deadline.
+error carrying the reason, bounded by the provider's deadline. The first test serves a pad == eos
+classifier (its own server, stopped before the module's) and holds the served scores to a plain
+``transformers`` forward of the same texts, which end with eos.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
+import transformers
 
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import ProviderError
@@ -73,6 +79,76 @@ def scored(params: dict[str, Any], completions: list[str]) -> list[float]:
     result = bound.score_group("g", rollouts(completions))
     assert all(item.result.status == "scored" for item in result.items), result
     return [item.result.terms["score"] for item in result.items]
+
+
+def _post(url: str, body: dict[str, Any]) -> Any:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=300) as answer:
+        return json.loads(answer.read())
+
+
+def test_pad_is_eos_served_by_vllm_scores_like_plain_transformers(tmp_path_factory):
+    # TRL's RewardTrainer saves pad == eos for a tokenizer without a pad token, and the chat
+    # template ends the text with eos: transformers reads the score before that eos. Runs first,
+    # with its own server, so two servers never share the machine.
+    root = tmp_path_factory.mktemp("vllm-rm-eos")
+    os.environ.setdefault("REWARDKIT_CACHE_DIR", str(root / "hash-cache"))
+    model = build_tiny_reward_model(root / "model", seed=3, pad="eos")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model)
+    plain = transformers.AutoModelForSequenceClassification.from_pretrained(model, dtype=torch.float32).eval()
+    eos = tokenizer.eos_token_id
+    assert tokenizer.pad_token_id == eos == plain.config.pad_token_id
+    completions = [text for text in COMPLETIONS if len(text.split()) < 24]  # none is truncated
+    texts = [
+        tokenizer.apply_chat_template(
+            [{"role": "user", "content": PROMPT}, {"role": "assistant", "content": text}], tokenize=False
+        )
+        for text in completions
+    ]
+    ids = [list(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts]
+    assert all(sequence[-1] == eos for sequence in ids), "the chat template ends the text with eos"
+    with torch.no_grad():
+        expected = [float(plain(torch.tensor([sequence])).logits[0, 0]) for sequence in ids]
+        # one right-padded batch gives the same numbers (transformers skips the pad == eos run)
+        batch = tokenizer(texts, add_special_tokens=False, padding=True, return_tensors="pt")
+        assert plain(**batch).logits[:, 0].tolist() == pytest.approx(expected, abs=1e-5)
+        # the head at the trailing eos: what reading the last token of the full text would give
+        at_eos = [
+            float(plain.score(plain.model(torch.tensor([sequence])).last_hidden_state[:, -1])[0, 0])
+            for sequence in ids
+        ]
+    assert all(abs(a - b) > 1e-3 for a, b in zip(at_eos, expected)), "the two positions must differ"
+    server = VllmServer(
+        model,
+        SERVED,
+        log_dir=root,
+        settings={"dtype": "float32", "max_model_len": MAX_MODEL_LEN, "extra_args": ["--runner", "pooling"]},
+        start_timeout_s=900,
+    )
+    with server:
+        pids = server.pids()
+        for backend in ("vllm-classify", "vllm-pooling"):
+            params = {
+                "model": str(model),
+                "max_tokens": 64,
+                "backend": backend,
+                "base_url": server.base_url,
+                "served_model": SERVED,
+            }
+            assert scored(params, completions) == pytest.approx(expected, abs=1e-4), backend
+            assert scored({**params, "batch_tokens": 64}, completions) == pytest.approx(expected, abs=1e-4)
+            assert scored(params, completions[:1]) == pytest.approx(expected[:1], abs=1e-4)
+        # vLLM itself reads the last token it is sent (its pooler does not skip a pad == eos run):
+        # sent the full ids, it answers the trailing eos's numbers, so the cut is what makes it right
+        full = _post(
+            f"{server.base_url}/classify",
+            {"model": SERVED, "input": ids, "use_activation": False, "add_special_tokens": False},
+        )
+        assert [item["probs"][0] for item in full["data"]] == pytest.approx(at_eos, abs=1e-4)
+    survivors = [pid for pid in pids if _alive(pid)]
+    assert not survivors, f"vLLM processes survived the server: {survivors}"
 
 
 @pytest.mark.parametrize("backend", ["vllm-classify", "vllm-pooling"])

@@ -9,7 +9,9 @@ reads nothing, not even the canary answer), and that the job ends (bounded
 by the provider's deadline and the subprocess timeout). The same vocabulary cannot spell JSON, so
 vLLM's grammar backend rejects every token under a structured ``response_format`` (json_schema,
 then json_object) and answers 500: these tests ask with ``json_mode: off``, and one checks that
-JSON mode fails clearly, not silently.
+JSON mode fails clearly, not silently. The first test serves another model, byte-level and with
+equal logits, whose greedy reply is whatever the server's grammar allows first: it proves that
+vLLM accepts the judge's ``json_schema`` request (no step-down) and that its reply is read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -25,7 +28,7 @@ import yaml
 
 from rewardkit.catalog import resolve_catalog
 from rewardkit_vllm.server import VllmServer
-from rewardkit_vllm.testing import build_tiny_llama
+from rewardkit_vllm.testing import build_grammar_llama, build_tiny_llama
 
 SERVED = "tiny-judge"
 # Words of the tiny model's vocabulary, so the prompts stay far below max_model_len 512.
@@ -74,6 +77,70 @@ def params(server: VllmServer, **extra):
     }
 
 
+def _chat(server: VllmServer, body: dict) -> dict:
+    request = urllib.request.Request(
+        f"{server.base_url}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=300) as answer:
+        return json.loads(answer.read())
+
+
+def test_vllm_accepts_the_json_schema_verdict_request_and_its_reply_is_read(tmp_path_factory):
+    # Runs first and alone (its own server, stopped before the module's), so two servers never
+    # share the machine. The model's logits are all 0: greedy decoding writes the lowest allowed id,
+    # so without a grammar it repeats one byte, and under the verdict's schema it writes
+    # {"rationale":"","score":7}-like JSON (GRAMMAR_FIRST): a readable verdict is the grammar's work.
+    root = tmp_path_factory.mktemp("vllm-grammar-judge")
+    model = build_grammar_llama(root / "model")
+    server = VllmServer(
+        model,
+        "grammar-judge",
+        log_dir=root,
+        # the judge's question is about 1350 bytes, one token each
+        settings={"dtype": "float32", "max_model_len": 4096},
+        start_timeout_s=900,
+    )
+    with server:
+        pids = server.pids()
+        settings = {
+            **params(server, json_mode="auto", max_tokens=64, parse_retries=0),
+            "model": "grammar-judge",
+        }
+        rubric = resolve_catalog().bind("nih-rubric", {**settings, "rubric": "the answer is right"})
+        group = [
+            {"trajectory_id": f"t{index}", "completion": answer, "prompt": QUESTION}
+            for index, answer in enumerate(ANSWERS[:2])
+        ]
+        # the control: the same question without response_format is not JSON at all
+        question = rubric.provider.messages(QUESTION, ANSWERS[0])
+        free = _chat(
+            server, {"model": "grammar-judge", "messages": question, "max_tokens": 8, "temperature": 0}
+        )
+        assert not free["choices"][0]["message"]["content"].lstrip().startswith("{"), free
+        result = rubric.score_group("g", group)
+        for item in result.items:
+            assert item.result.status == "scored", item.result
+            found = {metric.name: metric.value for metric in item.result.diagnostics}
+            # asked once, with the JSON schema, accepted (2: no step-down), read on the first reply
+            assert found["structured_output"] == 2.0, found
+            assert found["judge_calls"] == 1.0 and found["parse_retries"] == 0.0, found
+            assert found["raw_score"] == 7.0, found  # within the default 1..10 scale
+            assert item.result.terms["score"] == pytest.approx((7.0 - 1.0) / 9.0)
+        rubric.provider.close()
+        # the pairwise judge's schema (winner: an enum) is accepted and read the same way
+        compare = resolve_catalog().bind("nih-compare", settings)
+        result = compare.score_group("g", group)
+        for item in result.items:
+            assert item.result.status == "scored", item.result
+            found = {metric.name: metric.value for metric in item.result.diagnostics}
+            assert found["structured_output"] == 2.0 and found["parse_retries"] == 0.0, found
+        compare.provider.close()
+    survivors = [pid for pid in pids if _alive(pid)]
+    assert not survivors, f"vLLM processes survived the server: {survivors}"
+
+
 def test_both_judges_end_to_end_through_rewardkit_score(served, tmp_path):
     rows = [
         {"group_id": f"q{g}", "question": QUESTION, "completion": answer}
@@ -99,13 +166,24 @@ def test_both_judges_end_to_end_through_rewardkit_score(served, tmp_path):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     out = tmp_path / "judged.jsonl"
     run = subprocess.run(
-        [sys.executable, "-m", "rewardkit.cli", "score", str(tmp_path / "config.yaml"), "--out", str(out)],
+        # every verdict of this model is unreadable, so every candidate errors: exit 3 unless allowed
+        [
+            sys.executable,
+            "-m",
+            "rewardkit.cli",
+            "score",
+            str(tmp_path / "config.yaml"),
+            "--out",
+            str(out),
+            "--allow-all-errored",
+        ],
         capture_output=True,
         text=True,
         timeout=900,
         env={**os.environ, "REWARDKIT_STRICT_PLUGINS": "1"},
     )
     assert run.returncode == 0, run.stderr[-3000:]
+    assert "every one of the 6 candidates had an errored component" in run.stderr
     results = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(results) == len(rows)
     for result in results:

@@ -2,8 +2,9 @@
 
 Used by this distribution's tests and by the judge and reward-model tests: a 2-layer Llama with
 random weights over a word-level vocabulary, a chat template, and LoRA adapters with non-zero
-B (so an adapter changes the output). Needs torch, transformers, tokenizers and (for adapters)
-peft; imported only by tests.
+B (so an adapter changes the output); and a byte-level Llama with equal logits, for the judge's
+structured output (a grammar must be able to spell JSON with the model's tokens). Needs torch,
+transformers, tokenizers and (for adapters) peft; imported only by tests.
 """
 
 from __future__ import annotations
@@ -104,6 +105,66 @@ def build_tiny_reward_model(folder: str | Path, seed: int = 0, *, pad: str = "pa
         config.pad_token_id = tokenizer.pad_token_id
     torch.manual_seed(seed)
     model = LlamaForSequenceClassification(config).to(torch.float32)
+    model.save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+# The characters a byte tokenizer numbers first (ids 0, 1, ...), before its specials. A model
+# whose logits are all equal (``build_grammar_llama``) writes, under greedy decoding, the allowed
+# token with the lowest id; with these first, a JSON grammar is led the shortest way through an
+# object of strings and numbers: close a string at once, the key-value and member separators
+# before any whitespace, and one digit within a 1..10 scale, then the object's end.
+GRAMMAR_FIRST = '"}:,7'
+
+
+def byte_tokenizer(first: str = GRAMMAR_FIRST) -> Any:
+    """A byte-level tokenizer: one token per byte (no merges) and the 4 specials, numbered
+    ``first``'s bytes first, then the specials, then the other bytes. A model over it can spell
+    any text, so a server's grammar (structured output) has a token for every character JSON needs."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    # the byte-level symbol of each of ``first``'s characters (ASCII: the printable ones map to themselves)
+    leading = [char for char in first if char in alphabet]
+    if len(leading) != len(first):
+        raise ValueError(f"first is {first!r}; only printable ASCII characters other than space")
+    # The specials come after ``first``: a grammar backend reads "<pad>" as five characters a JSON
+    # string may hold (xgrammar does, in vLLM 0.32), so with pad at id 0 an equal-logit model
+    # fills every string with pads that the server's reply then drops.
+    rest = sorted(set(alphabet) - set(leading))
+    vocab = {token: index for index, token in enumerate((*leading, *SPECIALS, *rest))}
+    core = Tokenizer(models.BPE(vocab, [], unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    core.decoder = decoders.ByteLevel()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", unk_token="<unk>", bos_token="<bos>", eos_token="<eos>"
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def build_grammar_llama(folder: str | Path, max_model_len: int = 4096) -> Path:
+    """A causal LM over ``byte_tokenizer()`` whose every logit is 0 (a zero output head).
+
+    Greedy decoding then writes the allowed token with the lowest id: unconstrained, always the
+    same byte; under a server's JSON grammar, the shortest object the grammar allows (see
+    ``GRAMMAR_FIRST``). So a readable JSON reply proves the server applied the grammar, and the
+    reply is known in advance: the test asserts the protocol, not a random model's luck.
+    """
+    import torch
+    from transformers import LlamaForCausalLM
+
+    folder = Path(folder)
+    tokenizer = byte_tokenizer()
+    config = _config(tokenizer)
+    config.max_position_embeddings = max_model_len  # a judge's instructions, one token per byte
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(config).to(torch.float32)
+    with torch.no_grad():
+        model.lm_head.weight.zero_()
+    model.generation_config.do_sample = False
     model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     return folder
