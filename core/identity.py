@@ -18,7 +18,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rewardkit.contracts import RewardProviderSpec
@@ -148,10 +148,10 @@ def _module_file(module_name: str) -> str | None:
 
 
 _FRAMEWORK = __name__.partition(".")[0]
-# path -> ((mtime, size), (digest, imported modules, names of things beside it it mentions))
-_module_cache: dict[str, tuple[tuple[int, int], tuple[str, tuple[str, ...], tuple[str, ...]]]] = {}
-_file_cache: dict[str, tuple[tuple[int, int], str]] = {}
+# (which digest, path) -> ((mtime, size), value): a file is read and parsed again only when it changed.
+_stat_cache: dict[tuple[str, str], tuple[tuple[int, int], Any]] = {}
 _cache_lock = threading.Lock()
+ModuleFacts = tuple[str, tuple[str, ...], tuple[str, ...]]
 
 
 def _stat_key(path: str) -> tuple[int, int]:
@@ -162,29 +162,44 @@ def _stat_key(path: str) -> tuple[int, int]:
     return (info.st_mtime_ns, info.st_size)
 
 
-def _module_digest(name: str, path: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
-    """The digest of a module's code, the modules it imports (absolute names) and the names of the files
-    or folders beside it that it mentions as string literals; cached by stat."""
+def _cached_by_stat(kind: str, path: str, compute: Callable[[], Any]) -> Any:
+    """``compute()`` for ``path``, remembered until the file's mtime or size changes (a None, for a file
+    that could not be read, is not remembered)."""
     key = _stat_key(path)
     with _cache_lock:
-        cached = _module_cache.get(path)
+        cached = _stat_cache.get((kind, path))
     if cached is not None and cached[0] == key:
         return cached[1]
-    try:
-        with open(path, "rb") as handle:
-            tree = ast.parse(handle.read(), filename=path)
-    except (OSError, SyntaxError, ValueError):
-        value: tuple[str, tuple[str, ...], tuple[str, ...]] = (_file_digest(path), (), ())
-    else:
+    value = compute()
+    if value is not None:
+        with _cache_lock:
+            _stat_cache[(kind, path)] = (key, value)
+    return value
+
+
+def _code_digest(tree: ast.Module) -> str:
+    """A module's code as its syntax tree without docstrings (comments are gone already)."""
+    _drop_docstrings(tree)
+    return sha256_hex(ast.dump(tree, annotate_fields=False, include_attributes=False))
+
+
+def _module_digest(name: str, path: str) -> ModuleFacts:
+    """The digest of a module's code, the modules it imports (absolute names) and the names of the files
+    or folders beside it that it mentions as string literals; cached by stat."""
+
+    def read() -> ModuleFacts:
+        try:
+            with open(path, "rb") as handle:
+                tree = ast.parse(handle.read(), filename=path)
+        except (OSError, SyntaxError, ValueError):
+            return (_file_digest(path), (), ())
         package = name if os.path.basename(path) == "__init__.py" else name.rpartition(".")[0]
         imported = tuple(sorted({*_imports_of(tree, package), *_modules_named(tree)}))
         beside = _names_beside(tree, os.path.dirname(path))
-        _drop_docstrings(tree)
-        text = ast.dump(tree, annotate_fields=False, include_attributes=False)
-        value = (sha256_hex(text), imported, beside)
-    with _cache_lock:
-        _module_cache[path] = (key, value)
-    return value
+        return (_code_digest(tree), imported, beside)
+
+    facts: ModuleFacts = _cached_by_stat("module", path, read)
+    return facts
 
 
 def _drop_docstrings(tree: ast.AST) -> None:
@@ -271,28 +286,22 @@ def _files_under(folder: str, relative: str) -> list[tuple[str, str]]:
 
 def _file_digest(path: str) -> str:
     """A Python file as its syntax tree without docstrings, anything else by bytes; cached by stat."""
-    key = _stat_key(path)
-    with _cache_lock:
-        cached = _file_cache.get(path)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return "unreadable"
-    value = hashlib.sha256(data).hexdigest()
-    if path.endswith(".py"):
+
+    def read() -> str | None:
         try:
-            tree = ast.parse(data, filename=path)
-        except (SyntaxError, ValueError):
-            pass
-        else:
-            _drop_docstrings(tree)
-            value = sha256_hex(ast.dump(tree, annotate_fields=False, include_attributes=False))
-    with _cache_lock:
-        _file_cache[path] = (key, value)
-    return value
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError:
+            return None
+        if path.endswith(".py"):
+            try:
+                return _code_digest(ast.parse(data, filename=path))
+            except (SyntaxError, ValueError):
+                pass
+        return hashlib.sha256(data).hexdigest()
+
+    digest: str | None = _cached_by_stat("file", path, read)
+    return "unreadable" if digest is None else digest
 
 
 def _distribution_version(name: str) -> str:

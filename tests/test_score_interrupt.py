@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from interrupt_fixtures import write_job
 
 from rewardkit.score_job import journal_path, manifest_path
 
@@ -33,20 +34,7 @@ PROGRAM = (
 
 
 def job(tmp_path: Path) -> Path:
-    rows = [
-        {"group_id": f"g{g:03d}", "prompt": f"question {g}", "completion": "x" * (g * 3 + k)}
-        for g in range(GROUPS)
-        for k in range(GROUP_SIZE)
-    ]
-    (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    config = tmp_path / "config.yaml"
-    config.write_text(
-        "rl:\n"
-        f"  group_size: {GROUP_SIZE}\n"
-        "  data: {rollouts_path: rollouts.jsonl}\n"
-        "  reward: {provider: slow, catalog: 'interrupt_fixtures:catalog'}\n"
-    )
-    return config
+    return write_job(tmp_path, groups=GROUPS, group_size=GROUP_SIZE, spread=3)
 
 
 def environment(sleep: float) -> dict[str, str]:

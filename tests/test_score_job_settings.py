@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from interrupt_fixtures import write_job
 
 from rewardkit.answer_journal import answers_path
 from rewardkit.score_job import Journal, journal_path, manifest_path, run_score
@@ -60,21 +61,8 @@ def test_resume_of_a_complete_run_is_still_refused(tmp_path: Path):
 
 
 def slow_job(tmp_path: Path, groups: int) -> Path:
-    rows = [
-        {"group_id": f"g{g:03d}", "prompt": f"question {g}", "completion": "x" * (g + k)}
-        for g in range(groups)
-        for k in range(GROUP_SIZE)
-    ]
-    (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    config = tmp_path / "config.yaml"
-    config.write_text(
-        "rl:\n"
-        f"  group_size: {GROUP_SIZE}\n"
-        "  data: {rollouts_path: rollouts.jsonl}\n"
-        "  reward: {provider: slow, catalog: 'interrupt_fixtures:catalog'}\n"
-        "rewards: {concurrency: 1}\n"  # one group at a time: a chunk takes at least its groups' sleeps
-    )
-    return config
+    # one group at a time: a chunk takes at least its groups' sleeps
+    return write_job(tmp_path, groups=groups, group_size=GROUP_SIZE, settings="rewards: {concurrency: 1}\n")
 
 
 def chunk_sizes(
