@@ -30,6 +30,7 @@ from rewardkit.contracts import (
 from rewardkit.errors import ProviderError, RewardContractError
 from rewardkit.frozen import NotJSONError, freeze, strictly_equal
 from rewardkit.recent import LastTwo
+from rewardkit.reproduction import REPRODUCTION_NOTE
 
 _trajectory_id = attrgetter("trajectory_id")
 
@@ -62,7 +63,7 @@ class BoundProvider:
         self.identity = identity
         self._declared_terms = frozenset(spec.terms)
         self._declared_diagnostics = frozenset(spec.diagnostics)
-        self._declared_notes = frozenset(spec.notes)
+        self._declared_notes = frozenset(spec.notes) | {REPRODUCTION_NOTE}  # the core's own note
         self._needs_media = "media" in spec.needs
         self._required_fields = tuple(
             need for need in CANDIDATE_NEEDS if need in spec.needs and need not in spec.skip_when_absent

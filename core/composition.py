@@ -19,6 +19,7 @@ The per-component breakdown is always returned: reward hacking shows up there fi
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import add, itemgetter
@@ -42,6 +43,7 @@ from rewardkit.contracts import NAME_PATTERN, RewardProviderResult, check_name
 from rewardkit.errors import RegistrationError, RewardkitError, nearest
 from rewardkit.frozen import NotJSONError, freeze
 from rewardkit.recent import LastTwo
+from rewardkit.reproduction import DEFAULT_RERUNS_PER_BATCH
 
 OnError = Literal["raise", "zero", "none"]
 STATUSES: tuple[str, ...] = ("scored", "skipped", "error")
@@ -152,13 +154,19 @@ class _Plan:
     columns: tuple[tuple[str, float, bool, float], ...]  # (name, weight, gate, threshold) per component
 
 
-class BreakerSpec(BaseModel):
-    """When a batch's charges on non-deterministic evidence become infrastructure errors: when one
-    provider charged more than ``max(min, share x its candidates)`` of them (``rewardkit.charges``)."""
+BREAKER_DEPRECATED = (
+    "the reward spec's 'breaker' field is deprecated and ignored: a charge now stands only when its "
+    "fault reproduced beside a healthy canary (see 'reruns' and docs/composition.md); remove it, "
+    "it is refused from 0.3"
+)
+
+
+class RerunSpec(BaseModel):
+    """How many candidates one batch may score again to see whether a fault reproduces before it is
+    charged (``rewardkit.reproduction``); past it, a canary alone decides. Operator-owned."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    min: int = Field(default=2, ge=0)
-    share: float = Field(default=0.2, ge=0, le=1, allow_inf_nan=False)
+    per_batch: int = Field(default=DEFAULT_RERUNS_PER_BATCH, ge=0)
 
 
 class RewardSpec(BaseModel):
@@ -172,7 +180,7 @@ class RewardSpec(BaseModel):
     floor: FiniteNumber = 0.0
     on_error: OnError = Field(default="raise", alias="onError")
     clip: tuple[FiniteNumber, FiniteNumber] | None = None
-    breaker: BreakerSpec = Field(default_factory=BreakerSpec)
+    reruns: RerunSpec = Field(default_factory=RerunSpec)
 
     _plan: _Plan = PrivateAttr()
 
@@ -181,6 +189,11 @@ class RewardSpec(BaseModel):
     def _one_spelling(cls, data: Any) -> Any:
         if isinstance(data, Mapping) and "onError" in data and "on_error" in data:
             raise ValueError("give either 'onError' or 'on_error', not both")
+        if isinstance(data, Mapping) and "breaker" in data:
+            # Charges are decided by reproduction beside a canary now, never voided by their share
+            # of a batch (a share the candidates control); removed in 0.3.
+            warnings.warn(BREAKER_DEPRECATED, FutureWarning, stacklevel=2)
+            data = {key: value for key, value in data.items() if key != "breaker"}
         return data
 
     @field_validator("components")
@@ -274,11 +287,11 @@ class RewardSpec(BaseModel):
         return RewardSpec.parse(data)
 
     def to_json(self) -> dict[str, Any]:
-        """The spec as JSON (with ``onError`` spelt as in config files; ``breaker`` only when it is
+        """The spec as JSON (with ``onError`` spelt as in config files; ``reruns`` only when it is
         not the default, so a spec's JSON and every identity built on it stay what they were)."""
         data = self.model_dump(mode="json", by_alias=True)
-        if self.breaker == BreakerSpec():
-            del data["breaker"]
+        if self.reruns == RerunSpec():
+            del data["reruns"]
         return data
 
 

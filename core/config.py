@@ -450,7 +450,7 @@ def _suggest(parts: Sequence[str], model: type[BaseModel]) -> str | None:
 
 
 # Spec-wide keys a one-provider ``rl.reward`` has not got: they live in ``rl.reward.spec``.
-_SPEC_ONLY = ("onError", "on_error", "floor", "clip", "components", "breaker")
+_SPEC_ONLY = ("onError", "on_error", "floor", "clip", "components", "breaker", "reruns")
 
 
 def _unknown_key(parts: Sequence[str], model: type[BaseModel], source: str | None) -> ConfigError:

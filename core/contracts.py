@@ -163,9 +163,10 @@ class RewardProviderResult:
         """A verdict on the candidate for what its own text caused (a candidate can only hurt itself):
         ``scored``, every term at its ``worst`` value, ``reason`` set and diagnostic ``diagnostic`` = 1 added.
         An ``error`` is infrastructure: charge only on evidence the candidate caused the fault.
-        ``deterministic`` evidence (a guard refused the text, a verdict its text asked for, a crash) stands;
-        non-deterministic evidence (a timeout, an unreadable verdict) is voided by the breaker
-        (``rewardkit.charges``)."""
+        ``deterministic`` evidence (a guard refused the text, a verdict its text asked for) stands as
+        it is; a fault that could be the infrastructure's (a timeout, a crash, an unreadable verdict)
+        is charged only once it reproduced beside a healthy canary (``rewardkit.reproduction``, whose
+        ``Charged.result`` builds this result with the evidence)."""
         return cls(
             terms=worst,
             diagnostics=(*diagnostics, MetricContribution(diagnostic, 1.0)),

@@ -65,16 +65,14 @@ class PointwiseBatch:
         *,
         group_size: int | None,
         complete: Completion,
-        void_charges: Callable[[ScoredColumns], ScoredColumns],
     ) -> None:
         """``components``: each component's name, provider key and term, in the spec's order;
-        ``void_charges`` (the breaker) and ``complete`` are the worker's."""
+        ``complete`` is the worker's."""
         self.spec = spec
         self.providers = dict(providers)
         self.components = list(components)
         self.group_size = group_size
         self.complete = complete
-        self.void_charges = void_charges
 
     def score(
         self,
@@ -98,7 +96,7 @@ class PointwiseBatch:
         def columns() -> ScoredColumns:
             ids = list(map(_trajectory_id, candidates))
             said = {scorer.key: scorer.results for scorer in scorers}
-            return self.void_charges(ScoredColumns(group_ids, sizes, ids, composed, statuses, values, said))
+            return ScoredColumns(group_ids, sizes, ids, composed, statuses, values, said)
 
         runs = list(chunks(batch_parts(groups), 1, max_chunk_weight))
         for number, (chunk, weight) in enumerate(runs, 1):

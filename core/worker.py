@@ -4,7 +4,7 @@ It binds every component's provider at construction (preflight), refusing provid
 optimized-term collisions. ``_run`` picks one of two strategies: group by group through the bound
 adapter (any provider, in threads or on reward actors), or one pass over columns when every provider
 is a cheap pointwise scorer (``rewardkit.pointwise_batch``). Both end in the same ``ScoredColumns``,
-finished alike (breaker, advantages from ``final`` only, report: ``rewardkit.scored_columns``).
+finished alike (advantages from ``final`` only, report: ``rewardkit.scored_columns``).
 ``process`` also writes ``reward`` and ``advantage`` into the trajectories, restoring them all if any
 stage fails, so a batch is either fully scored or exactly as it was.
 """
@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from concurrent.futures import Executor, Future, wait
 from contextlib import AbstractContextManager, nullcontext
 from functools import partial
-from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
 from rewardkit import answer_journal, cancellation
@@ -34,7 +33,6 @@ from rewardkit.batch_input import (
 )
 from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import Catalog
-from rewardkit.charges import voided_charges
 from rewardkit.collector import collector_paused
 from rewardkit.composition import (
     ComposedParts,
@@ -44,18 +42,18 @@ from rewardkit.composition import (
     compose_columns,
     read_outcomes,
 )
-from rewardkit.contracts import KNOWN_NEEDS, RewardCandidateResult, RewardGroupResult, RewardProviderResult
+from rewardkit.contracts import KNOWN_NEEDS, RewardGroupResult, RewardProviderResult
 from rewardkit.errors import PreflightError, ProviderError, RequestCancelled, RewardkitError
 from rewardkit.identity import canonical_json
 from rewardkit.metrics import Report, metric_name
 from rewardkit.pointwise_batch import Admission, PointwiseBatch, scorable_in_one_pass
 from rewardkit.provenance import record_of
+from rewardkit.reproduction import batch_budget
 from rewardkit.scored import ScoredBatch, ScoredCandidate, ScoredGroup
 from rewardkit.scored_columns import BatchOutputs, ScoredColumns
 
 REWARD_FIELDS = ("reward", "advantage")
 _ABSENT = object()
-_charge = attrgetter("charge")
 Said = RewardGroupResult | ProviderError  # what a provider returned for a group
 
 
@@ -183,7 +181,9 @@ class RewardWorker:
         for part in self._components:
             declared = self.providers[part.provider_key].spec
             several = len(declared.terms) > 1
-            if several or declared.notes:
+            # A provider that is not cheap may reproduce a fault and note its evidence (the core's
+            # own note, ``rewardkit.reproduction``); a cheap one scores in process, without faults.
+            if several or declared.notes or not declared.cheap:
                 detailed.append((part.name, part.provider_key, part.term, several))
         self._outputs = BatchOutputs(
             namespace, tuple(component.name for component in self._components),
@@ -194,7 +194,7 @@ class RewardWorker:
         if all(scorable_in_one_pass(bound) for bound in self.providers.values()):
             self._pointwise = PointwiseBatch(
                 resolved, self.providers, self._components,
-                group_size=group_size, complete=self._complete, void_charges=self._void_charges,
+                group_size=group_size, complete=self._complete,
             )  # fmt: skip
         normal = resolved.to_json()
         for component in normal["components"]:
@@ -354,49 +354,8 @@ class RewardWorker:
         finally:
             unlink()
 
-    def _breaker(self, staged: Sequence[Staged]) -> Sequence[Staged]:
-        """The staged groups with the charges ``rewardkit.charges`` voids made errors, recomposed."""
-        results = [entry[3] for entry in staged]
-        breaker = self.spec.breaker
-        voided = voided_charges(results, self._outputs.provider_names, breaker.min, breaker.share)
-        changed = [index for index, (before, after) in enumerate(zip(results, voided)) if before is not after]
-        if not changed:
-            return staged
-        scored = [(staged[index][0], staged[index][1], voided[index]) for index in changed]
-        out = list(staged)
-        for index, composed in zip(changed, self._compose_chunk(scored)):
-            group_id, rollouts, _, _ = staged[index]
-            out[index] = StagedGroup(group_id, rollouts, composed, voided[index])
-        return out
-
-    def _void_charges(self, columns: ScoredColumns) -> ScoredColumns:
-        """The one-pass strategy's columns after the breaker (``_columns``, as for the general
-        strategy), when any candidate was charged on non-deterministic evidence."""
-        # The one-pass strategy has a result for every candidate (its providers never fail a group).
-        said = cast("Mapping[str, list[RewardProviderResult]]", columns.said)
-        if not any("nondeterministic" in map(_charge, results) for results in said.values()):
-            return columns
-        staged: list[StagedGroup] = []
-        position = 0
-        compositions = list(map(Composition, *columns.composed))
-        for group_id, size in zip(columns.group_ids, columns.sizes):
-            end = position + size
-            ids = columns.trajectory_ids[position:end]
-            composed = list(zip(ids, compositions[position:end]))
-            by_provider: dict[str, Said] = {
-                key: RewardGroupResult(
-                    group_id, tuple(map(RewardCandidateResult, ids, results[position:end]))
-                )
-                for key, results in said.items()
-            }
-            rollouts = [{"trajectory_id": trajectory_id} for trajectory_id in ids]
-            staged.append(StagedGroup(group_id, rollouts, composed, by_provider))
-            position = end
-        return self._columns(staged)
-
     def _columns(self, staged: Sequence[Staged]) -> ScoredColumns:
-        """Staged groups (after the breaker) as the columns both strategies finish from."""
-        staged = self._breaker(staged)
+        """Staged groups as the columns both strategies finish from."""
         pairs = [pair for entry in staged for pair in entry[2]]
         composed = ComposedParts.of([composition for _, composition in pairs])
         statuses: list[list[str]] = []
@@ -455,10 +414,12 @@ class RewardWorker:
         max_chunk_weight: int | None,
         complete: Callable[[ScoredColumns], ScoredBatch],
     ) -> ScoredBatch:
-        """Score a batch with the strategy its providers allow (chosen only here) and ``complete`` it."""
-        if self._pointwise is not None:
-            return self._pointwise.score(batch, admit, max_chunk_weight, self._collector_paused, complete)
-        staged = self._stage(batch, executor, admit, max_chunk_weight)
+        """Score a batch with the strategy its providers allow (chosen only here) and ``complete`` it,
+        with one rerun budget for the batch (``rewardkit.reproduction``)."""
+        with batch_budget(self.spec.reruns.per_batch):
+            if self._pointwise is not None:
+                return self._pointwise.score(batch, admit, max_chunk_weight, self._collector_paused, complete)
+            staged = self._stage(batch, executor, admit, max_chunk_weight)
         with self._collector_paused():
             return complete(self._columns(staged))
 
@@ -479,8 +440,10 @@ class RewardWorker:
     def stage_group(
         self, group_id: str, rollouts: Rollouts
     ) -> tuple[list[tuple[str, Composition]], dict[str, Said]]:
-        """Score and compose one group: its per-candidate compositions and the raw provider results."""
-        results = self._score_admitted(group_id, rollouts)
+        """Score and compose one group: its per-candidate compositions and the raw provider results
+        (a group staged alone, on a reward actor, has a rerun budget of its own)."""
+        with batch_budget(self.spec.reruns.per_batch):
+            results = self._score_admitted(group_id, rollouts)
         return self._compose_chunk([(group_id, rollouts, results)])[0], results
 
     def finish(self, staged: Sequence[Staged]) -> ScoredBatch:

@@ -1,10 +1,9 @@
 """A catalog for the charge tests (``charges_fixtures:catalog``).
 
-``timing-judge`` is group-native and charges a candidate whose completion starts with ``slow`` on
-non-deterministic evidence (as a judge that timed out on it would), and one that starts with
-``bomb`` on deterministic evidence (as a guard that refused its text would); others score their
-length. ``counted`` needs each candidate's ``completion_token_count``; ``counted-or-skip`` needs it
-but skips a candidate without one.
+``timing-judge`` is group-native and decides its timeouts by reproduction (``TimingJudge``), and
+charges one that starts with ``bomb`` on deterministic evidence (as a guard that refused its text
+would); others score their length. ``counted`` needs each candidate's
+``completion_token_count``; ``counted-or-skip`` needs it but skips a candidate without one.
 """
 
 from __future__ import annotations
@@ -19,24 +18,55 @@ from rewardkit.contracts import (
     RewardGroupRequest,
     RewardGroupResult,
 )
+from rewardkit.reproduction import CanaryFailed, Charged, Fault, reproduce
 
 
 class TimingJudge:
+    """A judge whose faults are decided by reproduction (``rewardkit.reproduction``), as real ones.
+
+    ``slow...`` times out every time it is asked: the fault reproduces beside a passing canary, so
+    it is charged. ``flaky...`` times out only the first time: the rerun's score counts. ``sick...``
+    times out and the canary fails too (the judge is broken): an infrastructure error. ``bomb...``
+    is refused by a guard: deterministic, charged at once. Others score their length."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, int] = {}
+        self.canaries = 0
+
+    def _ask(self, candidate: RewardCandidate) -> RewardProviderResult | Fault:
+        text = candidate.completion
+        self.asked[text] = self.asked.get(text, 0) + 1
+        if text.startswith(("slow", "sick")) or (text.startswith("flaky") and self.asked[text] == 1):
+            return Fault("timed_out", "the judge timed out on it")
+        return RewardProviderResult({"score": min(len(text), 10) / 10})
+
+    def _canary(self, text: str) -> str | None:
+        self.canaries += 1
+        return "the canary timed out as well" if text.startswith("sick") else None
+
     def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
         items = []
         for candidate in request.candidates:
-            text = candidate.completion
-            if text.startswith("slow"):
-                result = RewardProviderResult.charged(
-                    "the judge timed out on it", "timed_out", {"score": 0.0}, deterministic=False
-                )
-            elif text.startswith("bomb"):
+            if candidate.completion.startswith("bomb"):
                 result = RewardProviderResult.charged(
                     "refused: it would cost too much", "refused", {"score": 0.0}
                 )
-            else:
-                result = RewardProviderResult({"score": min(len(text), 10) / 10})
-            items.append(RewardCandidateResult(candidate.trajectory_id, result))
+                items.append(RewardCandidateResult(candidate.trajectory_id, result))
+                continue
+            said = self._ask(candidate)
+            if isinstance(said, Fault):
+                try:
+                    said = reproduce(
+                        said,
+                        canary_name="another answer of the group",
+                        canary=partial(self._canary, candidate.completion),
+                        rerun=partial(self._ask, candidate),
+                    )
+                except CanaryFailed as error:
+                    said = RewardProviderResult.fail(f"timing-judge: {error}")
+                if isinstance(said, Charged):
+                    said = said.result({"score": 0.0})
+            items.append(RewardCandidateResult(candidate.trajectory_id, said))
         return RewardGroupResult(request.group_id, tuple(items))
 
 

@@ -1,5 +1,6 @@
-"""A candidate can only hurt itself: charges, the circuit breaker over non-deterministic ones, the
-infrastructure error rate on every batch, and candidate fields a provider declares it needs."""
+"""A candidate can only hurt itself: charges, faults decided by reproduction beside a canary
+(``rewardkit.reproduction``) and their per-batch rerun budget, the infrastructure error rate on
+every batch, and candidate fields a provider declares it needs."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import rewardkit
-from rewardkit.charges import BREAKER_MIN, BREAKER_SHARE, breaker_limit
 from rewardkit.composition import CompositionError
 from rewardkit.errors import RegistrationError, RewardContractError
 from rewardkit.metrics import merge_metrics
+from rewardkit.reproduction import DEFAULT_RERUNS_PER_BATCH
 
 HERE = Path(__file__).parent
 
@@ -58,28 +59,85 @@ def test_a_charged_candidate_scores_its_worst_with_a_reason_and_its_diagnostic_b
     assert batch.metrics["train/reward_component/timing-judge/infra_error_rate"] == 0.0
 
 
-def test_the_breaker_limit_is_the_larger_of_two_and_a_fifth():
-    assert (BREAKER_MIN, BREAKER_SHARE) == (2, 0.2)
-    assert breaker_limit(4) == 2 and breaker_limit(10) == 2 and breaker_limit(20) == 4.0
-
-
-def test_too_many_non_deterministic_charges_in_a_batch_are_one_infrastructure_failure():
-    # 3 of 8 candidates charged on a timeout: more than max(2, 1.6); a shared cause is likelier.
+def test_a_fault_that_reproduces_is_charged_with_its_evidence_however_many_there_are():
+    # 3 of 8 timed out every time: each reproduced beside a passing canary, so each stands. No share
+    # of a batch turns charges into errors any more (the candidates control that share).
     texts = ["slow a", "fine", "slow b", "fine", "slow c", "fine", "fine", "fine"]
+    with rewardkit.load(config("timing-judge")) as reward:  # onError: raise
+        batch = reward.score(groups(texts))
+    candidates = [candidate for _, candidate in batch.candidates()]
+    assert [candidate.final for candidate in candidates] == [0.0, 0.4, 0.0, 0.4, 0.0, 0.4, 0.4, 0.4]
+    slow = candidates[0]
+    entry = slow.breakdown["timing-judge"]
+    assert entry["status"] == "scored" and entry["reason"].startswith("the judge timed out on it (reproduced")
+    assert "canary (another answer of the group) had just passed" in entry["reproduction"]
+    assert slow.diagnostics["timing-judge"]["timed_out"] == 1.0
+    assert batch.metrics["train/reward/infra_error_rate"] == 0.0
+
+
+def test_a_fault_that_does_not_reproduce_scores_the_second_result():
+    texts = ["flaky one", "fine", "fine", "fine"]
+    with rewardkit.load(config("timing-judge")) as reward:
+        batch = reward.score(groups(texts))
+    flaky = next(candidate for _, candidate in batch.candidates())
+    assert flaky.final == 0.9 and flaky.breakdown["timing-judge"]["status"] == "scored"
+    assert "reason" not in flaky.breakdown["timing-judge"] or not flaky.breakdown["timing-judge"]["reason"]
+
+
+def test_a_failing_canary_is_infrastructure_and_fails_the_batch_naming_it():
+    texts = ["sick one", "fine", "fine", "fine"]
     with (
         rewardkit.load(config("timing-judge")) as reward,
-        pytest.raises(CompositionError, match="charged on non-deterministic evidence"),
+        pytest.raises(CompositionError, match=r"the canary \(another answer of the group\) failed too"),
     ):
         reward.score(groups(texts))
     with rewardkit.load(config("timing-judge", on_error="none")) as reward:
         batch = reward.score(groups(texts))
-    finals = [candidate.final for _, candidate in batch.candidates()]
-    assert finals == [None, 0.4, None, 0.4, None, 0.4, 0.4, 0.4]
-    assert batch.metrics["train/reward/infra_error_rate"] == pytest.approx(3 / 8)
-    assert batch.metrics["train/reward_component/timing-judge/error_count"] == 3
+    assert [candidate.final for _, candidate in batch.candidates()] == [None, 0.4, 0.4, 0.4]
+    assert batch.metrics["train/reward/infra_error_rate"] == pytest.approx(1 / 4)
 
 
-def test_deterministic_charges_are_never_voided():
+def test_past_the_batch_rerun_budget_the_canary_alone_decides_and_each_batch_has_its_own():
+    texts = ["flaky a", "flaky b", "flaky c", "fine"]
+    tight = config("timing-judge")
+    tight["rl"]["reward"]["spec"]["reruns"] = {"per_batch": 1}
+    with rewardkit.load(tight) as reward:
+        first = reward.score(groups(texts))
+        second = reward.score(groups(["flaky d", "flaky e", "fine", "fine"]))
+    # One rerun: the first flaky candidate's second answer counts; the others were charged on
+    # the canary's word alone, without a rerun.
+    assert [candidate.final for _, candidate in first.candidates()] == [0.7, 0.0, 0.0, 0.4]
+    spent = list(first.candidates())[1][1].breakdown["timing-judge"]["reproduction"]
+    assert spent.startswith("not scored again: this batch's 1 reruns were spent")
+    assert [candidate.final for _, candidate in second.candidates()] == [0.7, 0.0, 0.4, 0.4]
+
+
+def test_the_rerun_budget_is_the_specs_and_recorded_only_when_not_the_default():
+    from rewardkit.composition import RewardSpec
+
+    plain = RewardSpec.parse({"components": [{"provider": "timing-judge"}]})
+    assert "reruns" not in plain.to_json() and plain.reruns.per_batch == DEFAULT_RERUNS_PER_BATCH
+    tight = RewardSpec.parse({"components": [{"provider": "timing-judge"}], "reruns": {"per_batch": 0}})
+    assert tight.to_json()["reruns"] == {"per_batch": 0}
+    with pytest.raises(CompositionError, match=r"reruns\.per_batch"):
+        RewardSpec.parse({"components": [{"provider": "timing-judge"}], "reruns": {"per_batch": -1}})
+
+
+def test_the_old_breaker_field_is_accepted_with_a_warning_naming_it_and_ignored():
+    from rewardkit.composition import RewardSpec
+
+    with pytest.warns(FutureWarning, match="'breaker' field is deprecated and ignored"):
+        spec = RewardSpec.parse({"components": [{"provider": "timing-judge"}], "breaker": {"min": 3}})
+    assert "breaker" not in spec.to_json()
+    texts = ["slow a", "slow b", "slow c", "fine"]
+    old = config("timing-judge")
+    old["rl"]["reward"]["spec"]["breaker"] = {"min": 0, "share": 0}
+    with pytest.warns(FutureWarning, match="breaker"), rewardkit.load(old) as reward:
+        batch = reward.score(groups(texts))
+    assert [candidate.final for _, candidate in batch.candidates()] == [0.0, 0.0, 0.0, 0.4]
+
+
+def test_deterministic_charges_stand_at_once():
     texts = ["bomb a", "bomb b", "bomb c", "bomb d", "bomb e", "fine", "fine", "fine"]
     with rewardkit.load(config("timing-judge")) as reward:
         batch = reward.score(groups(texts))
@@ -87,21 +145,13 @@ def test_deterministic_charges_are_never_voided():
     assert batch.metrics["train/reward/infra_error_rate"] == 0.0
 
 
-def test_two_non_deterministic_charges_stand():
-    texts = ["slow a", "slow b", "fine", "fine"]
-    with rewardkit.load(config("timing-judge")) as reward:
-        batch = reward.score(groups(texts))
-    assert [candidate.final for _, candidate in batch.candidates()] == [0.0, 0.0, 0.4, 0.4]
-
-
 def test_the_infra_error_rate_merges_across_split_batches_as_one_batch():
-    texts = ["slow a", "slow b", "slow c", "fine"] + ["fine"] * 12
+    texts = ["sick a", "sick b", "sick c", "fine"] + ["fine"] * 12
     with rewardkit.load(config("timing-judge", on_error="none")) as reward:
         whole = reward.score(groups(texts))
         first, second = reward.score(groups(texts[:4])), reward.score(groups(texts[4:]))
     merged, _ = merge_metrics([(part.metrics, part.metric_weights) for part in (first, second)])
-    # Within the first part alone 3 of 4 trip the breaker; in the whole batch 3 of 16 do not.
-    assert whole.metrics["train/reward/infra_error_rate"] == 0.0
+    assert whole.metrics["train/reward/infra_error_rate"] == pytest.approx(3 / 16)
     assert first.metrics["train/reward/infra_error_rate"] == 0.75
     assert merged["train/reward/infra_error_rate"] == pytest.approx(3 / 16)
 
@@ -136,16 +186,38 @@ def test_skip_when_absent_names_only_candidate_fields_the_provider_needs():
         )
 
 
-def test_the_breaker_thresholds_are_the_specs_and_recorded_only_when_not_the_default():
-    from rewardkit.composition import RewardSpec
+def test_the_async_twin_decides_alike_and_takes_the_canary_first():
+    import asyncio
 
-    plain = RewardSpec.parse({"components": [{"provider": "timing-judge"}]})
-    assert "breaker" not in plain.to_json()
-    lenient = RewardSpec.parse({"components": [{"provider": "timing-judge"}], "breaker": {"min": 3}})
-    assert lenient.to_json()["breaker"] == {"min": 3, "share": 0.2}
-    texts = ["slow a", "fine", "slow b", "fine", "slow c", "fine", "fine", "fine"]
-    loose = config("timing-judge")
-    loose["rl"]["reward"]["spec"]["breaker"] = {"min": 3}
-    with rewardkit.load(loose) as reward:  # 3 charges no longer pass the limit: they stand
-        batch = reward.score(groups(texts))
-    assert [candidate.final for _, candidate in batch.candidates()][:3] == [0.0, 0.4, 0.0]
+    from rewardkit.reproduction import CanaryFailed, Charged, Fault, RerunBudget, areproduce
+
+    order: list[str] = []
+    fault = Fault("unreadable", "the verdict was unreadable")
+
+    async def canary(why: str | None) -> str | None:
+        order.append("canary")
+        return why
+
+    async def rerun(answer: object) -> object:
+        order.append("rerun")
+        return answer
+
+    async def decide(why: str | None, answer: object, budget: RerunBudget) -> object:
+        return await areproduce(
+            fault,
+            canary_name="a sibling",
+            canary=lambda: canary(why),
+            rerun=lambda: rerun(answer),
+            budget=budget,
+        )
+
+    budget = RerunBudget(2)
+    charged = asyncio.run(decide(None, Fault("unreadable", "again"), budget))
+    assert isinstance(charged, Charged) and charged.rerun and order == ["canary", "rerun"]
+    assert asyncio.run(decide(None, "second verdict", budget)) == "second verdict"
+    spent = asyncio.run(decide(None, "never asked", budget))
+    assert isinstance(spent, Charged) and not spent.rerun and order[-1] == "canary"
+    with pytest.raises(CanaryFailed, match=r"the canary \(a sibling\) failed too on that worker: down"):
+        asyncio.run(decide("down", "never asked", RerunBudget(1)))
+    with pytest.raises(ValueError, match="whole number >= 0"):
+        RerunBudget(-1)

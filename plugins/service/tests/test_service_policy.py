@@ -605,15 +605,15 @@ def test_serve_refuses_a_non_loopback_address_without_tokens(tmp_path):
     assert "STOP 0" in guarded_run.stdout
 
 
-def test_the_charge_breaker_is_the_operators_and_kept_when_a_client_leaves_it_out():
+def test_the_rerun_budget_is_the_operators_and_kept_when_a_client_leaves_it_out():
     configured = {
         "components": [{"provider": "guarded", "params": CONFIGURED}],
-        "breaker": {"min": 5, "share": 0.5},
+        "reruns": {"per_batch": 5},
     }
     check = policy({"providers": {"guarded": {}}, "spec_fields": ["floor", "onError", "clip"]}, configured)
     admitted = check.admit(None, None, {"components": [{"provider": "guarded"}]})
-    assert (admitted.breaker.min, admitted.breaker.share) == (5, 0.5)
-    same = {"components": [{"provider": "guarded"}], "breaker": {"min": 5, "share": 0.5}}
-    assert check.admit(None, None, same).breaker == admitted.breaker
-    looser = {"components": [{"provider": "guarded"}], "breaker": {"min": 100}}
-    assert refused(check, None, None, looser) == "spec.breaker"
+    assert admitted.reruns.per_batch == 5
+    same = {"components": [{"provider": "guarded"}], "reruns": {"per_batch": 5}}
+    assert check.admit(None, None, same).reruns == admitted.reruns
+    costlier = {"components": [{"provider": "guarded"}], "reruns": {"per_batch": 100}}
+    assert refused(check, None, None, costlier) == "spec.reruns"

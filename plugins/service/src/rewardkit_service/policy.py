@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewardkit.catalog import Catalog
-from rewardkit.composition import BreakerSpec, ComponentSpec, RewardSpec
+from rewardkit.composition import ComponentSpec, RerunSpec, RewardSpec
 from rewardkit.config import ServiceAllow
 from rewardkit.errors import ConfigError, SelectionRefused
 from rewardkit.frozen import strictly_equal
@@ -176,14 +176,14 @@ class SelectionPolicy:
     def _merged(self, raw: dict[str, Any], where: str, *, single: bool) -> RewardSpec:
         base = self.training.to_json()
         merged: dict[str, Any] = {"components": []}
-        if "breaker" in raw and not _same_breaker(raw["breaker"], self.training.breaker):
+        if "reruns" in raw and not _same_reruns(raw["reruns"], self.training.reruns):
             raise SelectionRefused(  # the operator's alone, never among spec_fields
-                f"breaker is the operator's ({json.dumps(self.training.breaker.model_dump())} here): a "
+                f"reruns is the operator's ({json.dumps(self.training.reruns.model_dump())} here): a "
                 "client cannot set it; leave it out to use the service's value",
-                field=f"{where}breaker",
+                field=f"{where}reruns",
             )
-        if "breaker" in base:
-            merged["breaker"] = base["breaker"]
+        if "reruns" in base:
+            merged["reruns"] = base["reruns"]
         for name in _SPEC_LEVEL:
             spelling = "on_error" if name == "onError" and "on_error" in raw else name
             if spelling in raw:
@@ -317,8 +317,8 @@ class SelectionPolicy:
 __all__ = ["SelectionPolicy"]
 
 
-def _same_breaker(theirs: Any, ours: BreakerSpec) -> bool:
+def _same_reruns(theirs: Any, ours: RerunSpec) -> bool:
     try:
-        return BreakerSpec.model_validate(theirs) == ours
+        return RerunSpec.model_validate(theirs) == ours
     except ValueError:
         return False
