@@ -7,6 +7,8 @@ they succeed there, so a refusal seen under the filter is the filter's doing.
 
 from __future__ import annotations
 
+import ast
+import errno
 import importlib.util
 import os
 import subprocess
@@ -209,3 +211,53 @@ def test_control_without_filter_the_refused_calls_succeed():
         """,
         filtered=False,
     )
+
+
+# Calls whose kernel objects outlive every process of a run; written out here, like NRS.
+OUTLIVING = {
+    "x86_64": {
+        **{"shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67},
+        **{"semget": 64, "semop": 65, "semtimedop": 220, "semctl": 66},
+        **{"msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71},
+        **{"mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243},
+        **{"mq_notify": 244, "mq_getsetattr": 245, "add_key": 248, "request_key": 249, "keyctl": 250},
+    },
+    "aarch64": {
+        **{"shmget": 194, "shmat": 196, "shmctl": 195, "shmdt": 197},
+        **{"semget": 190, "semop": 193, "semtimedop": 192, "semctl": 191},
+        **{"msgget": 186, "msgsnd": 189, "msgrcv": 188, "msgctl": 187},
+        **{"mq_open": 180, "mq_unlink": 181, "mq_timedsend": 182, "mq_timedreceive": 183},
+        **{"mq_notify": 184, "mq_getsetattr": 185, "add_key": 217, "request_key": 218, "keyctl": 219},
+    },
+}
+# Every argument -1: each call fails at once without the filter (bad id, key, size or pointer);
+# msgget(-1, -1) creates a queue, so both runs start in a private ipc namespace of their own.
+OUTLIVING_CHECK = f"""
+    CLONE_NEWIPC = 0x08000000
+    unshare(CLONE_NEWIPC)
+    INSTALL
+    answers = {{}}
+    for name, nr in {OUTLIVING!r}[os.uname().machine].items():
+        answers[name] = syscall(nr, -1, -1, -1, -1, -1)
+    print(answers)
+"""
+
+
+def _outliving_answers(filtered: bool) -> dict[str, tuple[int, int]]:
+    install = "rk_seccomp.install()" if filtered else "pass"
+    code = PRELUDE + textwrap.dedent(OUTLIVING_CHECK.replace("INSTALL", install))
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return ast.literal_eval(proc.stdout.strip().splitlines()[-1])
+
+
+def test_sysv_ipc_message_queue_and_keyring_calls_answer_enosys():
+    assert os.geteuid() == 0, "this check needs root (for the control's private ipc namespace)"
+    machine = os.uname().machine
+    filtered = _outliving_answers(filtered=True)
+    assert filtered == dict.fromkeys(OUTLIVING[machine], (-1, errno.ENOSYS))
+    # Control: without the filter the kernel itself answers each call (so ENOSYS above is the filter's).
+    unfiltered = _outliving_answers(filtered=False)
+    assert [name for name, (_, err) in unfiltered.items() if err == errno.ENOSYS] == []

@@ -15,6 +15,11 @@ Isolation of one slot (``isolation="bwrap"``):
   the candidate can signal neither the runner nor the tests, and nothing of one run can signal a
   later run's processes), with rlimits on address space, CPU, processes, file size and open
   files, and a seccomp filter that refuses user namespaces and scheduling changes;
+- the namespaces and ``/tmp`` belong to the slot, not to one run, so nothing a run makes may
+  outlive it: its processes are killed and its work dirs removed before the runner answers, and
+  ``/tmp`` and ``/dev/shm`` must then be empty (else the slot restarts); the filter refuses the
+  objects that outlive processes (SysV IPC, POSIX message queues, kernel keys, whose keyrings
+  are even the host's), so there are none to sweep;
 - when a pids cgroup is available, the whole slot lives in one with ``pids.max`` set;
 - a wall-clock deadline per run, after which every process of the run is killed; the host adds
   its own deadline on the runner and kills the slot's cgroup and process group, and after every
@@ -386,6 +391,8 @@ class Slot:
         self.every_uid: set[int] = set()
         self.process: subprocess.Popen[bytes] | None = None
         self.cgroup: PidsCgroup | None = None
+        # isolation "none": the runner's work dirs go here, never straight into the host's /tmp
+        self.work_root: str | None = None
         self.starts = 0
         self.scope: CancelScope = NEVER  # the request holding the lease
         self._used_uids = 0
@@ -412,7 +419,8 @@ class Slot:
         config = self.config
         python, _ = _python()
         if config.isolation == "none":
-            runner = [python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(False)]
+            self.work_root = tempfile.mkdtemp(prefix="rewardkit-runs-")
+            runner = [python, "-I", "-S", "-c", BOOTSTRAP, json.dumps(False), json.dumps(self.work_root)]
             argv = runner
         else:
             if os.geteuid() != 0:
@@ -546,6 +554,9 @@ class Slot:
         return stderr
 
     def _cleanup(self) -> None:
+        if self.work_root is not None:  # the runner is gone (killed, so it could not remove it)
+            shutil.rmtree(self.work_root, ignore_errors=True)
+            self.work_root = None
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None

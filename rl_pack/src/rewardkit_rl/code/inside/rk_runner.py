@@ -29,6 +29,13 @@ pipes are drained for at most ``DRAIN_S`` and ``output_cap`` bytes, so no leftov
 runner from answering. A run that hit its deadline reports its processes' CPU time and run-queue
 wait (read before the kill), so the host can tell a program that used its time from a starved one.
 
+Nothing of a run outlives it. After the kill its work dirs are removed, and ``/tmp`` and
+``/dev/shm`` must be empty again (a run can write neither outside its own work dir: ``/tmp`` is
+0711 and ``/dev/shm`` root's 0755); anything left there fails the request, and the host starts
+the slot afresh, so no later run sees it. Abstract Unix sockets and timers die with the processes
+that held them. Kernel objects that outlive every process (SysV IPC, POSIX message queues, keys)
+cannot be made at all (``rk_seccomp``).
+
 Protocol with the host on fds 0 and 1: ``rk_wire`` frames both ways. The first frame the runner
 writes is ``{"ready": true}``.
 """
@@ -58,6 +65,8 @@ import rk_wire
 PROTO_IN = 0
 PROTO_OUT = 1
 WORK_ROOT = "/tmp"
+# Writable places of the sandbox's file system that a run might reach; both are empty between runs.
+_SHARED_DIRS = (WORK_ROOT, "/dev/shm")
 # exit codes of a stdin/stdout run's child; the candidate can fake them, which only fails it
 EXIT_COMPILE_ERROR = 65
 EXIT_RUNTIME_ERROR = 66
@@ -90,6 +99,19 @@ def _reap() -> None:
             return
         if pid == 0:
             return
+
+
+def _check_nothing_left() -> None:
+    """Raise if a run left anything in ``/tmp`` or ``/dev/shm`` (the runner's own files included).
+
+    Nothing there may outlive a run: the next run of the slot could read it. The error makes the
+    host start the slot afresh (a new tmpfs) rather than trust a sweep of whatever is there.
+    """
+    for folder in _SHARED_DIRS:
+        with contextlib.suppress(FileNotFoundError):
+            left = os.listdir(folder)
+            if left:
+                raise RuntimeError(f"the run left {len(left)} entries in {folder}: {sorted(left)[:5]}")
 
 
 # -- a forked child ------------------------------------------------------------------------------------
@@ -524,12 +546,17 @@ def _run_asserts(
 
 
 def main() -> None:
+    global WORK_ROOT
     isolated = len(sys.argv) > 1 and json.loads(sys.argv[1]) is True
     if isolated:
         rk_seccomp.program(os.uname().machine)  # a machine the filter does not know: refuse to start
         # The slot's CPU, for the runner and all it forks; no run may leave it (the filter).
         os.sched_setaffinity(0, {json.loads(sys.argv[2])})
-    os.chmod(WORK_ROOT, 0o711)  # candidates may enter their own run dir, never list or write /tmp
+        os.chmod(WORK_ROOT, 0o711)  # candidates may enter their own run dir, never list or write /tmp
+    else:
+        # Unsandboxed, /tmp is the host's: never change its mode or share its names with other
+        # runners. The host made this folder for the slot and removes it when the slot stops.
+        WORK_ROOT = json.loads(sys.argv[2])
     zygote = Zygote(isolated)  # before any request exists in this process
     rk_wire.write_frame(PROTO_OUT, {"ready": True, "pid": os.getpid()})
     counter = 0
@@ -542,6 +569,8 @@ def main() -> None:
         try:
             run = _run_io if request["mode"] == "io" else _run_asserts
             response = run(zygote, request, uids, counter)
+            if isolated:
+                _check_nothing_left()
         except BaseException as error:
             response = {"error": f"runner: {type(error).__name__}: {error}", "trace": traceback.format_exc()}
         rk_wire.write_frame(PROTO_OUT, response)

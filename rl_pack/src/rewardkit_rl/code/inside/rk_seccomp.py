@@ -1,4 +1,4 @@
-"""A seccomp-BPF filter for the sandbox: refuse the namespace and scheduling calls, allow the rest.
+"""A seccomp-BPF filter for the sandbox: refuse the namespace, scheduling, IPC and keyring calls.
 
 Standard library only (``ctypes``); loaded as the top-level module ``rk_seccomp`` under
 ``python -I -S``. ``install()`` puts the filter on every thread of the calling process (the
@@ -21,6 +21,15 @@ Rules, on x86-64 and aarch64 only:
   ``EPERM``, so a program cannot make itself look starved by the host (reading stays allowed);
 - ``sched_setaffinity`` answers ``EPERM``: a slot's processes stay on the CPU the host pinned the
   slot to, so one candidate cannot crowd a sibling's CPU and make it look starved;
+- the SysV IPC calls (``shmget``, ``shmat``, ``shmctl``, ``shmdt``, ``semget``, ``semop``,
+  ``semtimedop``, ``semctl``, ``msgget``, ``msgsnd``, ``msgrcv``, ``msgctl``), the POSIX message
+  queue calls (``mq_open``, ``mq_unlink``, ``mq_timedsend``, ``mq_timedreceive``, ``mq_notify``,
+  ``mq_getsetattr``) and the kernel keyring calls (``add_key``, ``request_key``, ``keyctl``)
+  answer ``ENOSYS``, as on a kernel built without them. Their objects outlive the process that
+  made them: SysV objects and message queues live as long as the slot's ipc namespace (many
+  runs), a uid's keyring as long as the host's user namespace (forever, whatever uid a run had).
+  A run could leave a note for a later run, or memory no rlimit counts and no kill frees. Python
+  needs none of them (``multiprocessing`` uses files in ``/dev/shm``);
 - everything else is allowed.
 """
 
@@ -56,6 +65,15 @@ _SECCOMP_MODE_FILTER = 2
 _SECCOMP_SET_MODE_FILTER = 1
 _SECCOMP_FILTER_FLAG_TSYNC = 1
 
+# Calls whose kernel objects outlive the calling process (see the module docstring): each answers ENOSYS.
+_OUTLIVING_CALLS = (
+    *("shmget", "shmat", "shmctl", "shmdt"),
+    *("semget", "semop", "semtimedop", "semctl"),
+    *("msgget", "msgsnd", "msgrcv", "msgctl"),
+    *("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"),
+    *("add_key", "request_key", "keyctl"),
+)
+
 # Per machine: audit arch and syscall numbers (x86-64: asm/unistd_64.h; aarch64: asm-generic/unistd.h).
 _ARCHES: dict[str, dict[str, int]] = {
     "x86_64": {
@@ -70,6 +88,27 @@ _ARCHES: dict[str, dict[str, int]] = {
         "sched_setscheduler": 144,
         "sched_setattr": 314,
         "sched_setaffinity": 203,
+        "shmget": 29,
+        "shmat": 30,
+        "shmctl": 31,
+        "shmdt": 67,
+        "semget": 64,
+        "semop": 65,
+        "semtimedop": 220,
+        "semctl": 66,
+        "msgget": 68,
+        "msgsnd": 69,
+        "msgrcv": 70,
+        "msgctl": 71,
+        "mq_open": 240,
+        "mq_unlink": 241,
+        "mq_timedsend": 242,
+        "mq_timedreceive": 243,
+        "mq_notify": 244,
+        "mq_getsetattr": 245,
+        "add_key": 248,
+        "request_key": 249,
+        "keyctl": 250,
     },
     "aarch64": {
         "audit_arch": 0xC00000B7,
@@ -83,6 +122,27 @@ _ARCHES: dict[str, dict[str, int]] = {
         "sched_setscheduler": 119,
         "sched_setattr": 274,
         "sched_setaffinity": 122,
+        "shmget": 194,
+        "shmat": 196,
+        "shmctl": 195,
+        "shmdt": 197,
+        "semget": 190,
+        "semop": 193,
+        "semtimedop": 192,
+        "semctl": 191,
+        "msgget": 186,
+        "msgsnd": 189,
+        "msgrcv": 188,
+        "msgctl": 187,
+        "mq_open": 180,
+        "mq_unlink": 181,
+        "mq_timedsend": 182,
+        "mq_timedreceive": 183,
+        "mq_notify": 184,
+        "mq_getsetattr": 185,
+        "add_key": 217,
+        "request_key": 218,
+        "keyctl": 219,
     },
 }
 
@@ -134,6 +194,8 @@ def program(machine: str) -> bytes:
     code += _refuse(nrs["setns"], errno.EPERM)
     for name in ("setpriority", "sched_setparam", "sched_setscheduler", "sched_setattr", "sched_setaffinity"):
         code += _refuse(nrs[name], errno.EPERM)
+    for name in _OUTLIVING_CALLS:
+        code += _refuse(nrs[name], errno.ENOSYS)
     code += _refuse_newuser(nrs["clone"])
     code += _refuse_newuser(nrs["unshare"])
     code.append(_op(_RET_K, _RET_ALLOW))

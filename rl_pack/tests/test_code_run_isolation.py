@@ -1,0 +1,419 @@
+"""Nothing of a code-sandbox run outlives it: a later run of the same slot can observe nothing.
+
+For each channel a run could leave state in (SysV shared memory, semaphores and message queues,
+POSIX message queues, files in ``/dev/shm`` and ``/tmp``, an abstract Unix socket, a kernel key),
+a *writer* candidate tries to leave a note and a later *reader* candidate passes its test only if
+it reads that note. Both run in the one slot of a ``concurrency: 1`` pool, and the slot does not
+restart in between (a restart would hand the reader fresh namespaces and prove nothing). The
+reader must fail; the writer scores as its tests say (it solves the task whatever its calls
+answer); honest and wrong siblings keep their scores; the batches never fail under the default
+``onError: raise``.
+
+Runs get fresh uids, never one an earlier run of the slot had; a uid comes back only when a uid
+block does (after many slot restarts, or in a later process claiming the same span). The
+``equal`` cases hand every run the same uids to cover that too.
+
+The answer the tests expect is drawn per test and reaches only the writer's program and the tests
+(which a candidate never sees), so a reader that passes has read the writer's note.
+
+Needs root, bubblewrap and a writable pids cgroup (CI has all three).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import secrets
+import stat
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import rewardkit
+from rewardkit_rl.code import sandbox
+
+GROUP = 3  # writer or reader, beside one honest and one wrong sibling
+_KEYCTL = 250  # x86-64; aarch64 uses 219 (only for cleaning up after a failing run on old code)
+_KEYCTL_INVALIDATE = 21
+
+# Each channel: (code that leaves NOTE under NAME, code that sets `note` from it), both inside
+# a `try` so a refused call (OSError, ctypes' -1) is the program's own business. The programs
+# get LIBC (ctypes libc with errno), NAME (a token unique to the test), KEY (a SysV key from it)
+# and, in the writer, NOTE (the answer, as a decimal string).
+CHANNELS: dict[str, tuple[str, str]] = {
+    "sysv_shm": (
+        """
+shmid = LIBC.shmget(KEY, 4096, 0o1666)
+address = LIBC.shmat(shmid, None, 0)
+if address not in (None, ctypes.c_void_p(-1).value):  # a refused shmat answers (void *) -1
+    ctypes.memmove(address, NOTE.encode() + b"\\0", len(NOTE) + 1)
+""",
+        """
+shmid = LIBC.shmget(KEY, 0, 0)
+address = LIBC.shmat(shmid, None, 0o10000)  # SHM_RDONLY
+if address not in (None, ctypes.c_void_p(-1).value):
+    note = ctypes.string_at(address).decode()
+""",
+    ),
+    "sysv_sem": (
+        """
+semid = LIBC.semget(KEY, 1, 0o1666)
+LIBC.semctl(semid, 0, 16, int(NOTE))  # SETVAL
+""",
+        """
+semid = LIBC.semget(KEY, 1, 0)
+if semid >= 0:
+    note = str(LIBC.semctl(semid, 0, 12))  # GETVAL
+""",
+    ),
+    "sysv_msg": (
+        """
+msqid = LIBC.msgget(KEY, 0o1666)
+message = ctypes.create_string_buffer(ctypes.sizeof(ctypes.c_long) + 64)
+ctypes.memmove(ctypes.addressof(message), (1).to_bytes(8, "little"), 8)
+ctypes.memmove(ctypes.addressof(message) + 8, NOTE.encode(), len(NOTE))
+LIBC.msgsnd(msqid, message, len(NOTE), 0)
+""",
+        """
+msqid = LIBC.msgget(KEY, 0)
+message = ctypes.create_string_buffer(8 + 64)
+size = LIBC.msgrcv(msqid, message, 64, 0, 0o4000)  # IPC_NOWAIT
+if size > 0:
+    note = message.raw[8 : 8 + size].decode()
+""",
+    ),
+    "posix_mq": (
+        """
+os.umask(0)
+queue = LIBC.mq_open(("/" + NAME).encode(), os.O_CREAT | os.O_RDWR, 0o666, None)
+LIBC.mq_send(queue, NOTE.encode(), len(NOTE), 0)
+""",
+        """
+queue = LIBC.mq_open(("/" + NAME).encode(), os.O_RDONLY | os.O_NONBLOCK)
+message = ctypes.create_string_buffer(1 << 16)
+size = LIBC.mq_receive(queue, message, 1 << 16, None)
+if size > 0:
+    note = message.raw[:size].decode()
+""",
+    ),
+    "dev_shm_file": (
+        """
+os.umask(0)
+with open("/dev/shm/" + NAME, "w") as handle:
+    handle.write(NOTE)
+""",
+        """
+with open("/dev/shm/" + NAME) as handle:
+    note = handle.read()
+""",
+    ),
+    "tmp_file": (
+        """
+os.umask(0)
+os.chmod(".", 0o777)  # the run's own work dir: open it to everyone
+for path in ("/tmp/" + NAME, NAME):
+    try:
+        with open(path, "w") as handle:
+            handle.write(NOTE)
+    except OSError:
+        pass
+""",
+        """
+import glob
+places = ["/tmp/" + NAME, *glob.glob("/tmp/*/" + NAME)]
+places += [f"/tmp/{kind}-{number}/{NAME}" for kind in ("run", "tests") for number in range(1, 400)]
+for path in places:
+    try:
+        with open(path) as handle:
+            note = handle.read()
+        break
+    except OSError:
+        pass
+""",
+    ),
+    "abstract_socket": (
+        """
+import socket
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind("\\0" + NAME)
+server.listen()
+if os.fork() == 0:  # a daemon that hands the note to whoever asks, for as long as it lives
+    os.setsid()
+    while True:
+        connection, _ = server.accept()
+        connection.sendall(NOTE.encode())
+        connection.close()
+server.close()
+""",
+        """
+import socket
+client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+client.settimeout(1.0)
+client.connect("\\0" + NAME)
+note = client.recv(64).decode()
+""",
+    ),
+    "keyring": (
+        """
+LIBC.syscall.restype = ctypes.c_long
+KEYCTL = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
+ADD_KEY = {"x86_64": 248, "aarch64": 217}[os.uname().machine]
+serial = LIBC.syscall(ADD_KEY, b"user", NAME.encode(), NOTE.encode(), len(NOTE), ctypes.c_long(-4))
+LIBC.syscall(KEYCTL, 5, ctypes.c_long(serial), ctypes.c_long(0x3F3F3F3F))  # SETPERM: all to all
+""",
+        """
+LIBC.syscall.restype = ctypes.c_long
+KEYCTL = {"x86_64": 250, "aarch64": 219}[os.uname().machine]
+serials = [LIBC.syscall(KEYCTL, 10, ctypes.c_long(-4), b"user", NAME.encode(), 0)]  # SEARCH @u
+with open("/proc/keys") as handle:  # keys of other uids that let everyone view them
+    serials += [int(line.split()[0], 16) for line in handle if NAME in line]
+for serial in serials:
+    buffer = ctypes.create_string_buffer(64)
+    size = LIBC.syscall(KEYCTL, 11, ctypes.c_long(serial), buffer, 64)  # READ
+    if 0 < size <= 64:
+        note = buffer.raw[:size].decode()
+        break
+""",
+    ),
+}
+
+PRELUDE = """
+import ctypes, os
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.shmat.restype = ctypes.c_void_p
+NAME = {name!r}
+KEY = {key}
+"""
+
+
+def writer_program(channel: str, name: str, note: int) -> str:
+    leave, _ = CHANNELS[channel]
+    return (
+        PRELUDE.format(name=name, key=_sysv_key(name))
+        + f"NOTE = {str(note)!r}\n"
+        + "try:\n"
+        + _indent(leave)
+        + "except Exception:\n    pass\n"
+        + f"def answer():\n    return {note}\n"
+    )
+
+
+def reader_program(channel: str, name: str) -> str:
+    _, read = CHANNELS[channel]
+    return (
+        PRELUDE.format(name=name, key=_sysv_key(name))
+        + "note = ''\n"
+        + "try:\n"
+        + _indent(read)
+        + "except Exception:\n    pass\n"
+        + "def answer():\n    return int(note) if note.strip().isdigit() else -1\n"
+    )
+
+
+def _indent(code: str) -> str:
+    return "".join(f"    {line}\n" for line in code.strip("\n").splitlines())
+
+
+def _sysv_key(name: str) -> int:
+    return int(name[-7:], 16) or 1
+
+
+def _config() -> dict[str, Any]:
+    params = {"cgroup": "required", "concurrency": 1, "timeout_s": 4.0, "memory_mb": 512}
+    return {"rl": {"reward": {"provider": "code-tests", "params": params}, "group_size": GROUP}}
+
+
+def _group(group_id: str, program: str, answer: int) -> dict[str, Any]:
+    reference = {"test_list": [f"assert answer() == {answer}"]}
+    programs = {
+        "subject": program,
+        "honest": f"def answer():\n    return {answer}\n",
+        "wrong": "def answer():\n    return -1\n",
+    }
+    return {
+        "group_id": group_id,
+        "rollouts": [
+            {"trajectory_id": role, "completion": f"```python\n{code}```", "reference": reference}
+            for role, code in programs.items()
+        ],
+    }
+
+
+def _finals(batch: Any) -> dict[str, float | None]:
+    return {candidate.trajectory_id: candidate.final for _, candidate in batch.candidates()}
+
+
+def _same_uids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every run of the slot gets the first uids of its block, as a run does that gets a uid an
+    earlier run had once its block comes back."""
+    fresh_uids = sandbox.Slot._fresh_uids
+
+    def first_uids(slot: sandbox.Slot, count: int) -> list[int] | None:
+        uids = fresh_uids(slot, count)
+        return None if uids is None or slot.uids is None else list(slot.uids[:count])
+
+    monkeypatch.setattr(sandbox.Slot, "_fresh_uids", first_uids)
+
+
+@pytest.fixture(params=["different", "equal"])
+def uids(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "equal":
+        _same_uids(monkeypatch)
+    return str(request.param)
+
+
+@pytest.fixture
+def reward(uids: str) -> Iterator[Any]:
+    with rewardkit.load(_config()) as loaded:
+        yield loaded
+
+
+def _the_slot(reward: Any) -> sandbox.Slot:
+    [bound] = reward.worker.providers.values()
+    [slot] = bound.provider._pool._slots
+    return slot
+
+
+@pytest.fixture
+def name() -> Iterator[str]:
+    token = f"rk-note-{secrets.token_hex(6)}"
+    yield token
+    _invalidate_keys(token)
+
+
+def _invalidate_keys(name: str) -> None:
+    """Remove keys a writer left on the host (only where the filter failed to refuse them)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    with open("/proc/keys", encoding="ascii", errors="replace") as handle:
+        serials = [int(line.split()[0], 16) for line in handle if name in line]
+    for serial in serials:
+        libc.syscall(ctypes.c_long(_KEYCTL), ctypes.c_long(_KEYCTL_INVALIDATE), ctypes.c_long(serial))
+
+
+@pytest.mark.parametrize("channel", sorted(CHANNELS))
+def test_a_later_run_in_the_same_slot_cannot_read_a_note_an_earlier_run_left(
+    reward: Any, uids: str, name: str, channel: str
+) -> None:
+    answer = 1000 + secrets.randbelow(30000)  # fits a SysV semaphore (at most 32767)
+    written = reward.score([_group("writer", writer_program(channel, name, answer), answer)])
+    slot = _the_slot(reward)
+    starts, last_uids = slot.starts, slot._used_uids
+    read = reward.score([_group("reader", reader_program(channel, name), answer)])
+    # the reader ran in the slot the writer ran in, with nothing restarted in between
+    assert slot.starts == starts == 1
+    assert slot._used_uids > last_uids
+    assert _finals(written) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}
+    assert _finals(read) == {"subject": 0.0, "honest": 1.0, "wrong": 0.0}, f"{channel}: the note got through"
+
+
+LEAK_MIB = 96
+LEAKER = f"""
+import ctypes, os
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.shmat.restype = ctypes.c_void_p
+LIBC.mq_open.restype = ctypes.c_int
+size = {LEAK_MIB} << 20
+try:  # a SysV segment, touched so its pages exist, then detached but never removed
+    shmid = LIBC.shmget(0, size, 0o1600)  # IPC_PRIVATE
+    address = LIBC.shmat(shmid, None, 0)
+    if address not in (None, ctypes.c_void_p(-1).value):
+        ctypes.memset(address, 1, size)
+        LIBC.shmdt(ctypes.c_void_p(address))
+except Exception:
+    pass
+try:  # a file in /dev/shm, as large as the file-size limit lets it be
+    with open(f"/dev/shm/leak-{{os.getpid()}}", "wb") as handle:
+        handle.write(b"x" * (16 << 20))
+except OSError:
+    pass
+try:  # a POSIX message queue, filled
+    flags = os.O_CREAT | os.O_RDWR | os.O_NONBLOCK
+    queue = LIBC.mq_open(f"/leak-{{os.getpid()}}".encode(), flags, 0o600, None)
+    while LIBC.mq_send(queue, b"x" * 8192, 8192, 0) == 0:
+        pass
+except Exception:
+    pass
+def answer():
+    return 7
+"""
+
+
+def _host_shmem_bytes() -> int:
+    """Shared memory of the whole host (SysV segments and tmpfs files of every namespace)."""
+    with open("/proc/meminfo", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("Shmem:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no Shmem line in /proc/meminfo")
+
+
+def test_runs_that_try_to_leak_shared_memory_leave_the_host_where_it_was() -> None:
+    runs = 6
+    with rewardkit.load(_config()) as reward:
+        reward.score([_group("warm", "def answer():\n    return 7\n", 7)])  # the slot exists now
+        slot = _the_slot(reward)
+        before = _host_shmem_bytes()
+        for number in range(runs):
+            batch = reward.score([_group(f"leak-{number}", LEAKER, 7)])
+            assert _finals(batch) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}
+        grown = _host_shmem_bytes() - before
+        assert slot.starts == 1  # one slot served every run: nothing was freed by a restart
+    assert grown < 64 << 20, f"host shared memory grew by {grown >> 20} MiB over {runs} runs"
+
+
+# Honest concurrency the sandbox supports: threads, a thread pool, and multiprocessing's fork
+# start method with a Pipe (a socketpair). multiprocessing's Lock, Queue, Pool and shared_memory
+# need files in /dev/shm, which the sandbox has never let a run write (see docs/code_rewards.md).
+HONEST_CONCURRENT = """
+import multiprocessing, threading
+from concurrent.futures import ThreadPoolExecutor
+
+def _child(connection):
+    connection.send(sum(range(8)))
+    connection.close()
+
+def answer():
+    parent, child = multiprocessing.Pipe()
+    process = multiprocessing.get_context("fork").Process(target=_child, args=(child,))
+    process.start()
+    from_child = parent.recv()
+    process.join()
+    box = []
+    thread = threading.Thread(target=box.append, args=(1,))
+    thread.start()
+    thread.join()
+    with ThreadPoolExecutor(2) as pool:
+        doubled = sum(pool.map(lambda x: 2 * x, [1, 2]))
+    return from_child - 28 + box[0] + doubled  # 0 + 1 + 6
+"""
+
+
+def test_honest_programs_using_processes_and_threads_keep_their_score(reward: Any) -> None:
+    batch = reward.score([_group("concurrent", HONEST_CONCURRENT, 7)])
+    assert _finals(batch) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}
+
+
+def test_unsandboxed_runs_leave_the_hosts_tmp_as_it_was(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # isolation "none" runs on the host's file system: its work dirs go in a folder of the slot's
+    # own, which goes when the slot stops; the host's temp dir keeps its mode (0711 there would
+    # lock every other user out of it).
+    shared_tmp = tmp_path / "tmp"
+    shared_tmp.mkdir()
+    shared_tmp.chmod(0o1777)
+    monkeypatch.setenv("TMPDIR", str(shared_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    monkeypatch.setenv("REWARDKIT_ALLOW_UNSANDBOXED", "1")
+    host_tmp_mode = os.stat("/tmp").st_mode  # where the runner used to work, whatever TMPDIR says
+    config = _config()
+    config["rl"]["reward"]["params"] = {"isolation": "none", "concurrency": 1}
+    with rewardkit.load(config) as reward:
+        batch = reward.score([_group("none", "def answer():\n    return 7\n", 7)])
+        assert _finals(batch) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}
+    assert os.stat("/tmp").st_mode == host_tmp_mode
+    assert stat.S_IMODE(shared_tmp.stat().st_mode) == 0o1777
+    assert list(shared_tmp.iterdir()) == []
