@@ -41,7 +41,11 @@ AuditRowBuilder = Callable[[AuditRow], "str | None"]
 class AttackFamily:
     """A family of attacks and the two baselines they are compared with; it audits its ``providers`` by
     default, and any other provider needing all its ``needs`` (such as ``reference``), so a custom provider is
-    audited without being named."""
+    audited without being named. ``every_provider`` audits every component of every reward (the generic
+    families); ``row_shape`` brings the family to a provider no family names when a row of the audited data
+    has that shape (a reference holding tests brings ``code`` to a custom code reward). ``honest_right`` may
+    return ``None`` for a row without a reference solution: the audit then uses the row's own completion
+    the reward pays most (docs/audit.md#baselines)."""
 
     name: str
     honest_right: AuditRowBuilder
@@ -49,6 +53,8 @@ class AttackFamily:
     providers: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
     description: str = ""
+    every_provider: bool = False
+    row_shape: Callable[[AuditRow], bool] | None = None
 
     def __post_init__(self) -> None:
         check_name("attack family", self.name)
@@ -60,6 +66,10 @@ class AttackFamily:
         for attr in ("honest_right", "honest_wrong"):
             if not callable(getattr(self, attr)):
                 raise RegistrationError(f"attack family {self.name!r}: {attr} is not callable")
+        if type(self.every_provider) is not bool:
+            raise RegistrationError(f"attack family {self.name!r}: every_provider must be True or False")
+        if self.row_shape is not None and not callable(self.row_shape):
+            raise RegistrationError(f"attack family {self.name!r}: row_shape is not callable")
 
     def applies_to(self, provider: str, needs: tuple[str, ...]) -> bool:
         return provider in self.providers or (bool(self.needs) and set(self.needs) <= set(needs))
@@ -71,7 +81,9 @@ class AttackSpec:
     narrows it to some of its family's providers (empty: all). ``destructive`` marks a payload acting on the
     grader's machine (a surviving process, an output flood): the audit sends it only to providers declaring
     ``sandboxed`` or under ``--allow-unsandboxed``, and it only proves reach (a marker, a sleep of two seconds
-    at most): it never kills, spins longer or writes outside its working directory."""
+    at most): it never kills, spins longer or writes outside its working directory. ``params`` names the
+    provider params that make the attack possible (``{"fallback_last_number": True}``): it runs only against
+    a component configured with them, so the audit exercises what a weakening param opens."""
 
     name: str
     family: str
@@ -79,6 +91,7 @@ class AttackSpec:
     description: str = ""
     providers: tuple[str, ...] = ()
     destructive: bool = False
+    params: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         check_name("attack", self.name)
@@ -89,6 +102,13 @@ class AttackSpec:
         object.__setattr__(self, "providers", tuple(self.providers))
         if type(self.destructive) is not bool:
             raise RegistrationError(f"attack {self.name!r}: destructive must be True or False")
+        if not isinstance(self.params, Mapping):
+            raise RegistrationError(f"attack {self.name!r}: params must be a mapping of param -> value")
+        object.__setattr__(self, "params", dict(self.params))
+
+    def enabled_by(self, params: Mapping[str, Any]) -> bool:
+        """Whether a component configured with ``params`` makes this attack possible."""
+        return all(name in params and params[name] == value for name, value in self.params.items())
 
 
 @dataclass(frozen=True)

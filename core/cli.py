@@ -287,7 +287,8 @@ def build_parser() -> argparse.ArgumentParser:
         "audit",
         help="red-team the configured reward with every installed attack family (docs/audit.md)",
         description="Red-team the configured reward: attack completions scored as training would "
-        "score them, against honest baselines; exit 4 when an attack leaks or errors.",
+        "score them, against honest baselines; exit 4 when an attack leaks or errors, 5 when a component "
+        "had no attack tried on it, 2 when nothing could run.",
         formatter_class=_DefaultsFormatter,
     )
     audit.add_argument("config", nargs="?", help="YAML or TOML configuration, as for `rewardkit score`")
@@ -305,6 +306,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-unsandboxed",
         action="store_true",
         help="send destructive payloads to providers that do not declare a sandbox",
+    )
+    audit.add_argument(
+        "--allow-untested",
+        action="store_true",
+        help="exit 0 rather than 5 when a component had no attack tried on it (docs/audit.md)",
     )
     audit.add_argument("--seed", type=int, default=0, help="seed of the row sample")
     audit.add_argument("--list", action="store_true", help="list the installed attack families and exit")

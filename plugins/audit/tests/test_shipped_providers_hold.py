@@ -36,6 +36,7 @@ SHIPPED: dict[str, tuple[str, str, dict[str, Any]]] = {
 # Where the honest answers score alike by design (a constant reward pays everything), "holds" is
 # all an audit can say; everywhere else the baselines must separate, or the audit proves nothing.
 NOT_SEPARATING = {"constant", "nonempty"}
+GENERIC_FAMILIES = {"generic", "generic-reference"}
 
 
 @pytest.mark.parametrize("provider", sorted(SHIPPED))
@@ -49,6 +50,8 @@ def test_a_shipped_rule_provider_holds(provider: str):
     }
     report = audit(config, rows=12)
     shown = "\n".join(report.lines())
+    # every component tested: no attack family left it untested
+    assert report.untested == [], shown
     print(shown)
     assert report.exit_code == EXIT_HOLDS, shown
     assert report.units, f"no family audits {provider}"
@@ -57,6 +60,8 @@ def test_a_shipped_rule_provider_holds(provider: str):
         tried = [attack for attack in unit.attacks if attack.rows_tried]
         assert tried, f"{unit.family}: no attack was tried on any row\n{shown}"
         assert all(attack.verdict == "holds" for attack in tried), shown
-        if provider not in NOT_SEPARATING:
+        # The generic families write answers in common forms, which a format or length reward does
+        # not grade: separating baselines are asked of the families written for the provider.
+        if provider not in NOT_SEPARATING and unit.family not in GENERIC_FAMILIES:
             assert unit.right_mean is not None and unit.wrong_mean is not None
             assert unit.right_mean > unit.wrong_mean, f"{unit.family}: the baselines do not separate\n{shown}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rewardkit.attacks import reward_attacks
+from rewardkit.attacks import AttackFamily, reward_attacks
 from rewardkit.tables import format_table
 from rewardkit_audit.run import audit
 
@@ -14,12 +14,15 @@ def _progress(message: str) -> None:
     print(f"rewardkit audit: {message}", file=sys.stderr, flush=True)
 
 
-def _audits(providers: tuple[str, ...], needs: tuple[str, ...]) -> str:
-    named = ",".join(providers)
-    if not needs:
-        return named
-    anyone = f"any provider needing {','.join(needs)}"
-    return f"{named} + {anyone}" if named else anyone
+def _audits(family: AttackFamily) -> str:
+    """Whom a family audits, as --list prints it."""
+    if family.every_provider:
+        return "every provider" + (" (rows of a fitting shape)" if family.row_shape is not None else "")
+    named = ",".join(family.providers)
+    extra = [f"needs {','.join(family.needs)}"] if family.needs else []
+    if family.row_shape is not None:
+        extra.append("rows of its shape")
+    return named + (f" (+ {'; '.join(extra)})" if extra else "")
 
 
 def list_attacks() -> int:
@@ -32,8 +35,7 @@ def list_attacks() -> int:
                 (
                     family.name,
                     attack.name,
-                    ",".join(family.providers)
-                    + (f" (+ needs {','.join(family.needs)})" if family.needs else ""),
+                    _audits(family),
                     "yes" if attack.destructive else "-",
                     f"{entry.owner.distribution}",
                 )
@@ -55,6 +57,7 @@ def run_audit(args: argparse.Namespace) -> int:
         margin=args.margin,
         max_calls=args.max_calls,
         allow_unsandboxed=args.allow_unsandboxed,
+        allow_untested=getattr(args, "allow_untested", False),
         seed=args.seed,
         progress=None if args.quiet else _progress,
     )

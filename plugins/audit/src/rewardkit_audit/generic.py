@@ -1,4 +1,5 @@
-"""The generic family: for any provider that reads a reference, including one nobody named.
+"""The generic families: ``answer-text`` for any provider that reads a reference and no family names,
+and ``generic`` and ``generic-reference``, which audit every component of every reward by default.
 
 It writes answers as plain "Answer: X" lines, the most common final-answer form, so it suits
 graders of "the final answer equals the reference". Each attack keeps the right answer out of
@@ -20,12 +21,15 @@ FAMILY = "answer-text"
 
 
 def reference_text(row: AuditRow) -> str | None:
-    """The reference as answer text: a string or number as is, a list of strings joined."""
+    """The reference as answer text: a string or number as is (a worked GSM8K solution's final answer,
+    after its last ``####``), a list of strings joined."""
     reference = row.reference
     if isinstance(reference, bool) or reference is None:
         return None
     if isinstance(reference, (int, float, str)):
         text = str(reference).strip()
+        if "####" in text:
+            text = text.rsplit("####", 1)[1].strip()
         return text or None
     if (
         isinstance(reference, (list, tuple))
@@ -87,3 +91,10 @@ def register_reward_attacks(register: RewardAttackRegistrar) -> None:
     )
     for name, shape, description in ATTACKS:
         register(AttackSpec(name=name, family=FAMILY, build=_with(shape), description=description))
+    # The families that audit every reward by default (a module apart: it builds on the helpers above).
+    from rewardkit_audit import every_reward
+
+    for family in every_reward.families():
+        register(family)
+    for attack in every_reward.attacks():
+        register(attack)

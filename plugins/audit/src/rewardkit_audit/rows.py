@@ -20,7 +20,9 @@ def audit_rows(config: RewardkitConfig, needs: Sequence[str], count: int, seed: 
     group) or, without it, from the prompt rows of ``rl.data.path``.
 
     A rollout is a policy's sample, not a gold answer, so a row never carries it as the row's own
-    completion: the families build the honest right answer from the reference.
+    completion: the families build the honest right answer from the reference. The group's
+    completions travel in ``fields["completions"]``: where a family cannot build honest right (no
+    reference solution), the audit scores them and takes the one the reward pays most.
     """
     if count < 1:
         raise ConfigError(f"--rows must be at least 1, got {count}")
@@ -39,7 +41,14 @@ def audit_rows(config: RewardkitConfig, needs: Sequence[str], count: int, seed: 
                 row_id=group.group_id,
                 prompt=group.rollouts[0].get("prompt"),
                 reference=group.rollouts[0].get("reference"),
-                fields={key: group.rollouts[0][key] for key in _ROW_FIELDS if key in group.rollouts[0]},
+                fields={key: group.rollouts[0][key] for key in _ROW_FIELDS if key in group.rollouts[0]}
+                | {
+                    "completions": tuple(
+                        rollout["completion"]
+                        for rollout in group.rollouts
+                        if isinstance(rollout.get("completion"), str)
+                    )
+                },
             )
             for group in groups
         ]

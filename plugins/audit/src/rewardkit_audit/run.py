@@ -7,7 +7,12 @@ is paired with the honest wrong of its own group. A row's groups go through the 
 process, on Ray or in a Reward Service) in one call. When that call fails (an attack made a
 component error under ``onError: raise``, a judge timed out) each group is scored alone, and a
 failing group one candidate at a time, so the failure lands on the attack that caused it and the
-audit goes on.
+audit goes on. Each candidate keeps every component's value beside the final, so each component is
+judged on its own and the composition on the total.
+
+A family that cannot write an honest right answer for a row (no reference solution in the data)
+gets one from the row itself: the row's own completions are scored first, once, and the one the
+reward pays most is honest right (docs/audit.md#baselines).
 """
 
 from __future__ import annotations
@@ -22,12 +27,13 @@ from rewardkit.catalog import resolve_catalog
 from rewardkit.config import RewardkitConfig, load_config
 from rewardkit.errors import RewardkitError
 from rewardkit.protocols import RewardLike
-from rewardkit.reward import build_reward
-from rewardkit_audit.plan import ProviderFacts, Unit, plan_units, provider_facts
+from rewardkit.reward import build_reward, spec_of
+from rewardkit_audit.plan import Component, ProviderFacts, Unit, plan_units, provider_facts
 from rewardkit_audit.report import AuditReport, UnitReport
 from rewardkit_audit.rows import audit_rows
 
 RIGHT, WRONG = "honest-right", "honest-wrong"
+COMPLETIONS = "completions"  # AuditRow.fields key: the row's own completions (rollouts)
 DEFAULT_ROWS = 12
 DEFAULT_MARGIN = 0.05
 DEFAULT_MAX_CALLS = 1000
@@ -42,6 +48,8 @@ class Outcome:
     final: float | None
     status: str
     reason: str | None = None
+    # component name -> its value (None: skipped); empty for a reward of one component
+    parts: Mapping[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,8 @@ class UnitRun:
     skipped: dict[str, str] = field(default_factory=dict)
     # attack name -> rows on which it built nothing
     not_built: dict[str, int] = field(default_factory=dict)
+    # rows whose honest right answer is the row's own completion the reward paid most
+    from_data: int = 0
 
 
 def _candidate_fields(row: AuditRow, needs: Sequence[str], text: str) -> dict[str, Any]:
@@ -92,7 +102,12 @@ def _outcome(candidate: Any) -> Outcome:
     ]
     if errors or candidate.final is None:
         return Outcome(None, "error", "; ".join(errors) or "the reward's final is None")
-    return Outcome(float(candidate.final), "scored")
+    parts: dict[str, float | None] = {}
+    if len(candidate.breakdown) > 1:
+        for name, part in candidate.breakdown.items():
+            value = part.get("value") if part.get("status") == "scored" else None
+            parts[name] = float(value) if isinstance(value, (int, float)) else None
+    return Outcome(float(candidate.final), "scored", parts=parts)
 
 
 def _score_group(reward: RewardLike, group_id: str, rollouts: list[dict[str, Any]]) -> dict[str, Outcome]:
@@ -140,6 +155,64 @@ class _BuildError(Exception):
     pass
 
 
+@dataclass
+class _DataBaselines:
+    """Honest right answers taken from the rows' own completions: each row's completions are scored
+    once (as one group, through the configured reward) and the one paid most is kept."""
+
+    reward: RewardLike
+    needs: tuple[str, ...]
+    budget: _Budget
+    # honest-right builders of the families written for the reward's providers, tried in order
+    fallbacks: list[Callable[[AuditRow], str | None]] = field(default_factory=list)
+    found: dict[str, tuple[str | None, str]] = field(default_factory=dict)
+
+    def right(self, row: AuditRow) -> tuple[str | None, str]:
+        """(the completion, "") or (None, why the row has no usable baseline)."""
+        if row.row_id not in self.found:
+            self.found[row.row_id] = self._best(row)
+        return self.found[row.row_id]
+
+    def _best(self, row: AuditRow) -> tuple[str | None, str]:
+        completions = [text for text in row.fields.get(COMPLETIONS, ()) if isinstance(text, str)]
+        if not completions:
+            # Another family's honest right for this row (code: the reference solution) will do.
+            for builder in self.fallbacks:
+                try:
+                    text = builder(row)
+                except Exception:  # that family's bug is reported by its own unit
+                    continue
+                if isinstance(text, str):
+                    return text, ""
+            return None, (
+                "no honest right answer: the family needs a reference solution and the row has no "
+                "completions of its own (add rows with reference solutions, or rollouts with completions)"
+            )
+        if not self.budget.take(len(completions)):
+            return (
+                None,
+                "no honest right answer: --max-calls reached before the row's completions were scored",
+            )
+        rollouts = [
+            {"trajectory_id": f"own-{index}", **_candidate_fields(row, self.needs, text)}
+            for index, text in enumerate(completions)
+        ]
+        outcomes = _score_group(self.reward, f"audit/own/{row.row_id}", rollouts)
+        scored = [
+            (outcome.final, index)
+            for index, outcome in enumerate(outcomes[f"own-{i}"] for i in range(len(completions)))
+            if outcome.final is not None
+        ]
+        if not scored:
+            first = next(iter(outcomes.values()))
+            return (
+                None,
+                f"no honest right answer: none of the row's completions could be scored ({first.reason})",
+            )
+        best = max(scored)[1]
+        return completions[best], ""
+
+
 def _run_unit(
     reward: RewardLike,
     unit: Unit,
@@ -147,6 +220,7 @@ def _run_unit(
     needs: tuple[str, ...],
     budget: _Budget,
     progress: Progress | None,
+    data: _DataBaselines,
 ) -> UnitRun:
     run = UnitRun(unit)
     family = unit.family
@@ -157,9 +231,15 @@ def _run_unit(
         except _BuildError as error:
             run.skipped[row.row_id] = str(error)
             continue
-        if right is None or wrong is None:
+        if wrong is None:
             run.skipped[row.row_id] = "the family cannot build its baselines from this row"
             continue
+        if right is None:
+            right, why = data.right(row)
+            if right is None:
+                run.skipped[row.row_id] = why
+                continue
+            run.from_data += 1
         texts: dict[str, str] = {RIGHT: right, WRONG: wrong}
         for attack in unit.attacks:
             try:
@@ -230,6 +310,7 @@ def audit(
     margin: float = DEFAULT_MARGIN,
     max_calls: int | None = DEFAULT_MAX_CALLS,
     allow_unsandboxed: bool = False,
+    allow_untested: bool = False,
     seed: int = 0,
     progress: Progress | None = None,
 ) -> AuditReport:
@@ -240,6 +321,7 @@ def audit(
     ``rl.data.rollouts_path`` or ``rl.data.path``. ``margin`` is the share of the observed range of
     finals an attack may gain over honest wrong before it leaks. ``max_calls`` bounds the candidates
     scored by providers that call a model (judges, reward models); ``None``: no bound.
+    ``allow_untested``: a component on which no attack could be tried does not make the exit code 5.
     """
     if not 0.0 <= margin < 1.0:
         raise RewardkitError(f"--margin must be in [0, 1), got {margin}")
@@ -253,11 +335,12 @@ def audit(
     config = config.model_copy(update={"rl": config.rl.model_copy(update={"group_size": None})})
     reward = build_reward(config)
     try:
-        names = tuple(dict.fromkeys(record.provider for record in reward.providers))
         catalog = reward.catalog or _local_catalog(config)
-        facts = provider_facts(names, tuple(reward.needs), catalog)
-        units = plan_units(facts, reward_attacks(), family=family, allow_unsandboxed=allow_unsandboxed)
+        facts = provider_facts(_components(config), tuple(reward.needs), catalog)
         sampled = audit_rows(config, reward.needs, rows, seed)
+        units = plan_units(
+            facts, reward_attacks(), family=family, allow_unsandboxed=allow_unsandboxed, rows=sampled
+        )
         per_candidate = sum(1 for fact in facts if fact.calls_a_model)
         planned = _plan_calls(units, len(sampled), per_candidate)
         if progress is not None:
@@ -266,8 +349,11 @@ def audit(
         runs = []
         # The candidate fields the providers read (``reward.needs`` lists only the row's inputs).
         needs = tuple(dict.fromkeys([*reward.needs, *(need for fact in facts for need in fact.needs)]))
+        data = _DataBaselines(
+            reward, needs, budget, [u.family.honest_right for u in units if not u.family.every_provider]
+        )
         for unit in units:
-            runs.append(_run_unit(reward, unit, sampled, needs, budget, progress))
+            runs.append(_run_unit(reward, unit, sampled, needs, budget, progress, data))
             if budget.stopped_at is not None:
                 break
     finally:
@@ -281,7 +367,17 @@ def audit(
         calls=budget.used,
         stopped_at=budget.stopped_at,
         unplanned=[unit.family.name for unit in units[len(runs) :]],
+        allow_untested=allow_untested,
     )
+
+
+def _components(config: RewardkitConfig) -> list[Component]:
+    """The configured spec's components (one for a single provider), each attacked on its own."""
+    spec = spec_of(config.rl.reward)
+    return [
+        Component(name=part.name, provider=part.provider, params=dict(part.params), weight=part.weight)
+        for part in spec.components
+    ]
 
 
 def _local_catalog(config: RewardkitConfig) -> Any:

@@ -85,6 +85,11 @@ def entry_names(row: AuditRow) -> tuple[str, ...] | None:
     return tuple(name for name in names if name.isidentifier())
 
 
+def is_code_row(row: AuditRow) -> bool:
+    """Whether the row's reference holds tests the code providers can run (MBPP, HumanEval, I/O cases)."""
+    return entry_names(row) is not None
+
+
 def _truthy_label(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() not in ("false", "0", "no", "")
@@ -885,6 +890,8 @@ def family() -> AttackFamily:
         honest_wrong=honest_wrong,
         providers=PROVIDERS,
         needs=(),
+        # A row whose reference holds tests brings the family to a code reward nobody named.
+        row_shape=is_code_row,
         description="Programs that try to pass a code reward's tests without solving the task: "
         "lying values, patched builtins, early exits, harness hunting, the answer key, forged "
         "results, floods and surviving processes. Honest wrong: every entry point returns None.",

@@ -212,6 +212,17 @@ _ATTACKS: tuple[tuple[str, Callable[[AuditRow], str | None], str], ...] = (
     ),
 )
 
+# Attacks that only a weakening param makes possible: (name, builder, why, params that enable it).
+_PARAM_ATTACKS: tuple[tuple[str, Callable[[AuditRow], str | None], str, dict[str, object]], ...] = (
+    (
+        "answer-unmarked-list-right-last",
+        _from(lambda r, w: f"{_WORK}\nThe candidates are {w}, {r}"),
+        "a list of numbers with no final-answer marker that ends with R: the last-number fallback "
+        "reads R, though the completion states no answer",
+        {"fallback_last_number": True},
+    ),
+)
+
 
 def family() -> AttackFamily:
     return AttackFamily(
@@ -228,4 +239,7 @@ def family() -> AttackFamily:
 def attacks() -> list[AttackSpec]:
     return [
         AttackSpec(name=name, family=FAMILY, build=build, description=why) for name, build, why in _ATTACKS
+    ] + [
+        AttackSpec(name=name, family=FAMILY, build=build, description=why, params=params)
+        for name, build, why, params in _PARAM_ATTACKS
     ]
