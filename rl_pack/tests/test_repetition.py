@@ -110,7 +110,7 @@ def test_runs_without_spaces_are_counted_by_character():
 
 def test_the_revision_says_the_units_changed():
     spec = resolve_catalog().entry("repetition").spec
-    assert spec.revision == "2"  # revision 1 counted whitespace words only
+    assert spec.revision == "3"  # 1 counted whitespace words only; 2 compared raw code points
     from rewardkit_rl.verifiers.repetition import REVISION, SEMANTIC_IDENTITY
 
     assert spec.revision == REVISION

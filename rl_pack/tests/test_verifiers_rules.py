@@ -102,7 +102,11 @@ def test_multiple_choice_scoring_and_bad_reference() -> None:
         ("<think></think>\n<answer></answer>", False),
         ("<think>a</think><answer> \n\t</answer>", False),
         ("<think>\u200b\u2060</think><answer>b</answer>", False),  # only invisible characters
-        ("<think>0</think><answer>.</answer>", True),
+        # ... that is a letter or a digit (revision 3): punctuation, symbols and blanks are empty
+        ("<think>0</think><answer>.</answer>", False),
+        ("<think>0</think><answer>x</answer>", True),
+        ("<think>\u2800\u3164</think><answer>b</answer>", False),  # braille blank, Hangul filler
+        ("<think>a</think><answer>\ufe0f\U000e0041 ...</answer>", False),
     ],
 )
 def test_format_default_tags(text: str, ok: bool) -> None:
@@ -138,12 +142,13 @@ def test_format_options_and_preflight() -> None:
 
 
 def test_multiple_choice_and_format_are_registered_at_their_revisions() -> None:
-    # revision 2 of each: hedged phrasings and empty blocks score 0 (found by rewardkit audit)
+    # revision 2 of each: hedged phrasings and empty blocks score 0 (found by rewardkit audit);
+    # revision 3: both read look-alike letters as what they imitate (rewardkit.text)
     from rewardkit_rl.verifiers import format_tags, multiple_choice
 
     catalog = resolve_catalog()
-    assert catalog.entry("multiple-choice").spec.revision == multiple_choice.REVISION == "2"
-    assert catalog.entry("format").spec.revision == format_tags.REVISION == "2"
+    assert catalog.entry("multiple-choice").spec.revision == multiple_choice.REVISION == "3"
+    assert catalog.entry("format").spec.revision == format_tags.REVISION == "3"
 
 
 def test_overlong_follows_dapo() -> None:

@@ -80,12 +80,12 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             name="multiple-choice",
             factory=multiple_choice_provider,
             needs=("reference",),
-            revision="2",  # multiple_choice.REVISION
+            revision="3",  # multiple_choice.REVISION
             terms=("task",),
             cheap=True,
             diagnostics=("extracted",),
             notes=(EXTRACTED_ANSWER,),  # the letter it read (display only, not identity)
-            semantic_identity={"extraction": "boxed>answer-tag>phrasing>bare"},
+            semantic_identity={"extraction": "boxed>answer-tag>phrasing>bare", "text": "fold_lookalikes"},
             description="1 when the stated option letter equals the reference letter (param: letters); "
             "a phrasing that lists several options ('(B) or (C)') states none and scores 0.",
         )
@@ -95,13 +95,16 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             name="format",
             factory=format_provider,
             needs=(),
-            revision="2",  # format_tags.REVISION
+            revision="3",  # format_tags.REVISION
             terms=("format",),
             cheap=True,
             diagnostics=("tags_found",),
-            semantic_identity={"rule": "each tag exactly once, in order"},
+            semantic_identity={
+                "rule": "each tag exactly once, in order",
+                "text": "fold_lookalikes; a block needs a letter or a digit",
+            },
             description="1 when the completion is <think>..</think><answer>..</answer>, each block "
-            "holding more than whitespace (params: tags, allow_outside_text=false).",
+            "holding a letter or a digit (params: tags, allow_outside_text=false).",
         )
     )
     register(

@@ -3,8 +3,14 @@
 By default ``<think>...</think>`` then ``<answer>...</answer>``, each exactly once, with only
 whitespace around and between them. ``tags`` changes the blocks and their order;
 ``allow_outside_text`` permits text outside the blocks. Every block must hold something besides
-whitespace and invisible characters (Unicode's default-ignorable ones, such as U+200B): an empty
-block is the tags without the format (revision 1 paid ``<think></think><answer></answer>``).
+a letter or a digit (``rewardkit.text.is_blank``): a block of whitespace, punctuation, symbols,
+blank-rendering or invisible characters is empty, and an empty block is the tags without the
+format (revision 1 paid ``<think></think><answer></answer>``, revision 2 a block of braille blanks).
+
+The completion is read as a reader sees it (``rewardkit.text.fold_lookalikes``): NFKC, invisible
+characters removed, and look-alike characters read as the ASCII they imitate, so a tag written
+with a Cyrillic ``а`` or Canadian syllabics ``ᐸ`` ``ᐳ`` counts as the tag (and as a second copy of
+it), and an invisible character inside a tag does not hide it.
 """
 
 from __future__ import annotations
@@ -13,20 +19,21 @@ import re
 
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
 from rewardkit.pointwise import MappedProvider, map_candidates
-from rewardkit_rl.verifiers.repetition import _IGNORABLE  # default-ignorable: they render as nothing
+from rewardkit.text import fold_lookalikes, is_blank, normalise
 
 _TAG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
-REVISION = "2"  # 1 paid blocks holding nothing ("<think></think><answer></answer>")
-
-
-def _blank(inner: str) -> bool:
-    """True when a block holds only whitespace and invisible characters."""
-    return not _IGNORABLE.sub("", inner).strip()
+# 1 paid blocks holding nothing ("<think></think><answer></answer>"); 2 paid blocks of blank-rendering
+# characters or punctuation, and missed look-alike tags.
+REVISION = "3"
 
 
 def check_format(text: str, tags: tuple[str, ...], allow_outside_text: bool) -> tuple[bool, int]:
     """``(well_formed, tags_found)``: tags_found counts tags appearing as exactly one block (an
     empty block counts as found, but the completion is not well formed)."""
+    # Tags are found in the folded text, blocks and the text between them are read in the
+    # normalised one: the two have the same length, character for character.
+    shown = normalise(text)
+    text = fold_lookalikes(text)
     spans: list[tuple[int, int]] = []  # the blocks found, in the order of ``tags``
     found = 0
     empty = False
@@ -38,7 +45,7 @@ def check_format(text: str, tags: tuple[str, ...], allow_outside_text: bool) -> 
         if end < start:
             continue
         found += 1
-        empty = empty or _blank(text[start + len(opening) : end])
+        empty = empty or is_blank(shown[start + len(opening) : end])
         spans.append((start, end + len(closing)))
     if found != len(tags) or empty:
         return False, found
@@ -46,10 +53,10 @@ def check_format(text: str, tags: tuple[str, ...], allow_outside_text: bool) -> 
     for start, end in spans:
         if start < cursor:
             return False, found
-        if not allow_outside_text and text[cursor:start].strip():
+        if not allow_outside_text and shown[cursor:start].strip():
             return False, found
         cursor = end
-    if not allow_outside_text and text[cursor:].strip():
+    if not allow_outside_text and shown[cursor:].strip():
         return False, found
     return True, found
 

@@ -12,6 +12,10 @@ letter is followed by separators (``,`` ``/`` ``&`` ``|`` ``;`` "or", "and", "an
 ". Or"), optional hedging words ("maybe", "perhaps", "option", ...) and another option letter, or
 by only spaces and a bracketed letter ("(B) (C)"); a bare ``a`` or ``I`` followed by a word is
 the article or the pronoun, not an option ("B, a prime").
+
+The completion is read as a reader sees it (``rewardkit.text.fold_lookalikes``): NFKC (a full-width
+``Ｂ`` is ``B``), invisible characters removed, and look-alike letters read as the ASCII letter they
+imitate, so "(B) or (С)" with a Cyrillic ``С`` lists two options, as it does on screen.
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ from rewardkit.builtin.answers import EXTRACTED_ANSWER, last_answer_tag, last_bo
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
 from rewardkit.errors import RewardContractError
 from rewardkit.pointwise import MappedProvider, map_candidates
+from rewardkit.text import fold_lookalikes
 
-REVISION = "2"  # 1 read the first letter of a phrasing and ignored listed alternatives ("(B) or (C)")
+# 1 read the first letter of a phrasing and ignored listed alternatives ("(B) or (C)"); 2 read raw
+# code points, so an alternative written with a look-alike letter or a zero-width space was unseen.
+REVISION = "3"
 
 # What may join a stated letter to another one: list separators ("or" also after a full stop:
 # "(B). Or maybe (C)"), then hedging words; or only spaces before a bracketed letter ("(B) (C)").
@@ -77,6 +84,7 @@ def _listed_after(text: str, position: int, alternative: re.Pattern[str]) -> tup
 
 def extract_choice(text: str, letters: str) -> str | None:
     """The upper-case option letter the completion states, or None."""
+    text = fold_lookalikes(text)
     bare, phrased, alternative = _patterns(letters)
     for inner in (last_boxed(text), last_answer_tag(text)):
         if inner is not None:
