@@ -59,7 +59,7 @@ def test_ties_are_half_a_win_and_reported(judge):
     close(bound)
 
 
-def test_a_failed_comparison_is_an_error_for_its_two_candidates_only(judge):
+def test_a_failed_comparison_that_does_not_reproduce_is_replaced_for_its_two_candidates_only(judge):
     def answer(body):
         first, second = pair(body)
         if {first, second} == {"bad", "worse"}:
@@ -69,10 +69,13 @@ def test_a_failed_comparison_is_an_error_for_its_two_candidates_only(judge):
     judge.answer = answer
     bound = bind("nih-compare", judge, parse_retries=0)
     result = bound.score_group("g", rollouts("bad", "worse", "fine!!"))
-    statuses = [item.result.status for item in result.items]
-    assert statuses == ["error", "error", "scored"]
-    assert "comparison with 't1' failed: unreadable verdict" in result.items[0].result.reason
-    assert result.items[2].result.terms["score"] == 1.0
+    # each of the two is compared again with the other answer ("fine!!"), which reads: neither is
+    # charged, and that comparison takes the place of the failed one in its score
+    assert [item.result.status for item in result.items] == ["scored"] * 3
+    assert [item.result.terms["score"] for item in result.items] == [0.0, 0.0, 1.0]
+    for item in result.items[:2]:
+        assert "failed comparisons replaced by one with another answer" in item.result.reason
+    assert "replaced" not in result.items[2].result.reason
     close(bound)
 
 

@@ -31,11 +31,15 @@ def test_the_fence_and_the_failure_policy_are_part_of_the_revision():
     for name in ("nih-rubric", "nih-compare"):
         spec = catalog.entry(name).spec
         # revision 1 read the last JSON object and erred on off-scale; 2 read only a reply that was one
-        # object; 3 reads the object between the question's verdict lines and asks with a JSON schema
-        assert spec.revision == "3", name
+        # object; 3 reads the object between the question's verdict lines and asks with a JSON schema;
+        # 4 charges a failed verdict only when it reproduces beside a canary drawn per request; 5
+        # finds imitating lines on skeletons (look-alike letters, variation selectors) and breaks
+        # more chat-template control-token families
+        assert spec.revision == "5", name
         assert "HMAC" in spec.semantic_identity["fence"]
-        assert "charged" in spec.semantic_identity["failure_policy"]["off_scale"]
-        assert {"verdict_unreadable", "off_scale", "too_long_for_judge"} <= set(spec.diagnostics)
+        assert "reproduction" in spec.semantic_identity["failure_policy"]["off_scale"]
+        charges = {"verdict_unreadable", "off_scale", "verdict_refused", "too_long_for_judge"}
+        assert charges <= set(spec.diagnostics)
 
 
 def test_rewardkit_providers_lists_both():

@@ -6,8 +6,9 @@ lines the way a judge does (from the token its system message states) and answer
 the stated reason, for the rubric, pairwise and listwise judges, over the chat API and over the
 completions API (``api: completions``: the server answers ``choices[0].text`` with the model's raw
 text, see the fixture's ``about``): first one question through the judge's client, then a whole
-group through the provider, where a refused shape is never charged to a candidate (the canary's
-reply is refused the same way: the judge's formatting, not theirs).
+group through the provider, where a shape refused for every question is never charged to a
+candidate: the canary's reply is refused the same way (the judge's formatting or filter, not
+theirs), so each candidate is an error naming the canary.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def over(shape: dict[str, Any], api: str) -> dict[str, Any]:
     raw = shape.get("completions", {})
     text = raw.get("text", shape["content"])
     assert isinstance(text, str), f"{shape['name']}: the fixture must give its completions text"
-    carried = {key: value for key, value in shape.items() if key not in ("completions", "reasoning_content")}
+    dropped = ("completions", "reasoning_content", "refusal")  # fields of a chat message only
+    carried = {key: value for key, value in shape.items() if key not in dropped}
     carried["content"] = text
     for key in ("finish_reason", "expect"):
         if key in raw:
@@ -120,6 +122,8 @@ def server_answer(shape: dict[str, Any], kind: str):
         message["content"] = fill_parts(shape["content"], token, kind)
         if "reasoning_content" in shape:
             message["reasoning_content"] = fill(shape["reasoning_content"], token, kind)
+        if "refusal" in shape:
+            message["refusal"] = shape["refusal"]
         reply = completion_body(None, body["model"], finish)
         reply["choices"][0]["message"] = message
         return Reply(body=reply)
@@ -204,9 +208,10 @@ def test_each_reply_shape_through_a_whole_group_charges_no_candidate_for_the_jud
             assert diagnostics["structured_output"] == FORMAT_CODES[FORMAT_OF_SERVER[shape["server"]]]
             assert diagnostics["parse_retries"] == 0.0
     else:
-        # every reply of this judge is refused alike, the canary's too: an error, never a charge
+        # every reply of this judge is refused alike, the canary's too: an error naming the canary,
+        # never a charge
         assert statuses == {"error"}
         for item in result.items:
             assert shape["expect"]["reason"] in item.result.reason
-            assert "not charged to the candidate" in item.result.reason
+            assert "and the canary (" in item.result.reason and "failed too" in item.result.reason
     close(bound)

@@ -33,6 +33,7 @@ def test_scores_are_normalised_and_the_rationale_is_the_reason(judge):
         "parse_retries": 0.0,
         "verdict_unreadable": 0.0,  # the charge diagnostics are 0 when nothing was charged: rates
         "off_scale": 0.0,
+        "verdict_refused": 0.0,
         "too_long_for_judge": 0.0,
         "structured_output": 2.0,  # asked with the verdict's JSON schema, which the server took
     }
@@ -92,10 +93,13 @@ def test_a_verdict_that_stays_unreadable_is_an_error_with_the_reason_never_zero(
     assert item.result.status == "error" and not item.result.terms
     assert "unreadable verdict after 3 asks" in item.result.reason
     assert "cut at max_tokens" in item.result.reason and "Looks fine to me" in item.result.reason
-    # nothing the judge said was readable, not even for a canary answer: infrastructure, not charged
-    assert "nor a canary's" in item.result.reason
+    # nothing the judge said was readable, not even the canary's (alone in its group, the task's own
+    # text given as an answer): infrastructure, not charged, and the reason names the canary
+    assert "and the canary (the task's own text, given as an answer to the same task) failed too" in (
+        item.result.reason
+    )
     assert len(judge.requests) == 6  # 3 asks for the answer, 3 for the canary
-    assert graded(judge.requests[-1]) == "I do not know."
+    assert graded(judge.requests[-1]) == "What is 6 * 7?"
     close(bound)
 
 

@@ -11,10 +11,14 @@ off the scale, and consults the verdict cache. The API key is read from the vari
 ``api_key_env`` names; its value is removed from every reason and rationale that leaves this module.
 
 A failed question is a ``JudgeFailure`` of one ``kind``: ``unreadable`` or ``off_scale`` (after the
-re-asks), ``too_long`` (the server refused the request for its length: 413, or a 400/422 whose
-body speaks of the context length), or ``infra`` (everything else: connection errors, timeouts,
-408/429/5xx after the retries, the deadline, a reply without a message, the cache). Only the
-first three can be charged to a candidate, and only on evidence (see ``attribution``).
+re-asks), ``refused`` (the judge or its server declined to answer for the content: a reply whose
+``finish_reason`` is ``content_filter`` or whose message carries a ``refusal``, or a 400/422 whose
+body names a content filter or policy; not asked again, since the same text is refused again),
+``too_long`` (the server refused the request for its length: 413, or a 400/422 whose body speaks
+of the context length), or ``infra`` (everything else: connection errors, timeouts, 408/429/5xx
+after the retries, the deadline, a reply without a message, the cache). Only the first four can
+be the candidate's text's doing, and they are charged only as ``attribution`` says: beside a
+canary, once they reproduce.
 
 **Structured output.** The verdict is asked for with ``response_format`` ``json_schema`` (the
 verdict's schema, ``verdicts.verdict_schema``), then ``json_object``, then neither (the reply is
@@ -70,7 +74,7 @@ GRACE_S = 5.0
 EXCERPT = 300
 
 Message = dict[str, str]
-FailureKind = Literal["unreadable", "off_scale", "too_long", "infra"]
+FailureKind = Literal["unreadable", "off_scale", "refused", "too_long", "infra"]
 Format = Literal["json_schema", "json_object", "envelope"]
 Api = Literal["chat", "completions"]
 # Per API: the path under base_url, and the field of the reply that holds the judge's text.
@@ -92,6 +96,13 @@ _TOO_LONG = re.compile(
     r"context[ _-]?length|context window|maximum (?:context|input|prompt)|too many (?:input )?tokens"
     r"|(?:prompt|input|request|messages?) (?:is |are )?too long|reduce the length"
     r"|longer than the (?:model|maximum)|exceeds? the (?:model'?s? )?(?:maximum|context|max)",
+    re.IGNORECASE,
+)
+# What servers say when they refuse a request for its content (Azure OpenAI's content_filter and
+# "content management policy", OpenAI's content_policy_violation, guardrail and safety refusals).
+_CONTENT_REFUSED = re.compile(
+    r"content[ _-]?filter|content[ _-]?(?:management[ _-])?policy|guardrail"
+    r"|safety[ _-]?(?:system|polic|filter)",
     re.IGNORECASE,
 )
 
@@ -309,8 +320,18 @@ class JudgeRunner:
         conversation = list(messages)
         asks = 0
         while True:
-            content, finish, format = await self._send(conversation, deadline, asks)
+            content, finish, format, refusal = await self._send(conversation, deadline, asks)
             asks += 1
+            if refusal is not None:
+                # A refusal is an answer about the content, not a reply that failed to parse: asking
+                # again in the same conversation only repeats it (reproduction asks once more, alone).
+                raise JudgeFailure(
+                    f"the judge refused to give a verdict: {refusal}",
+                    asks=asks,
+                    reasks=asks - 1,
+                    kind="refused",
+                    format=format,
+                )
             try:
                 verdict = parse(content)
             except (OffScale, Unreadable) as error:
@@ -340,9 +361,10 @@ class JudgeRunner:
 
     async def _send(
         self, messages: Sequence[Message], deadline: float, asks: int
-    ) -> tuple[str, str | None, Format]:
+    ) -> tuple[str, str | None, Format, str | None]:
         """One request for ``messages`` over the provider's API: the reply's text, its finish
-        reason and the format it was asked with."""
+        reason, the format it was asked with, and why the judge refused to answer (None when it
+        did not: see ``_refusal``)."""
         settings = self.settings
         state = self._state_now()
         body: dict[str, Any] = {"model": settings.model}
@@ -387,7 +409,7 @@ class JudgeRunner:
                         self.redact(str(error)),
                         asks=asks,
                         reasks=max(0, asks - 1),
-                        kind="too_long" if _too_long(error) else "infra",
+                        kind=_failure_kind(error),
                     ) from None
                 except (aiohttp.ClientError, OSError) as error:
                     raise JudgeFailure(
@@ -400,14 +422,27 @@ class JudgeRunner:
             choice = response.json()["choices"][0]
             content = choice["message"]["content"] if settings.api == "chat" else choice["text"]
             finish = choice.get("finish_reason")
-        except (HttpError, KeyError, IndexError, TypeError):
+            refusal = _refusal(choice, finish)
+        except (HttpError, KeyError, IndexError, TypeError, AttributeError):
             raise JudgeFailure(
                 f"{self.url} answered {response.status} without {READS[settings.api]}: "
                 f"{self.excerpt(response.text)}",
                 asks=asks + 1,
                 reasks=asks,
             ) from None
-        return _text(content), finish, format
+        return _text(content), finish, format, None if refusal is None else self.excerpt(refusal)
+
+
+def _refusal(choice: Any, finish: Any) -> str | None:
+    """Why the reply is a refusal for its content, or None: the ``refusal`` an OpenAI structured
+    output reply carries instead of content, or a reply stopped by the server's content filter."""
+    message = choice.get("message") if isinstance(choice, dict) else None
+    refusal = message.get("refusal") if isinstance(message, dict) else None
+    if isinstance(refusal, str) and refusal.strip():
+        return refusal
+    if finish == "content_filter":
+        return "the server stopped the reply for its content filter (finish_reason content_filter)"
+    return None
 
 
 def _text(content: Any) -> str:
@@ -430,6 +465,22 @@ def _cached(call: Callable[..., T], *args: str) -> T:
         return call(*args)
     except CacheError as error:
         raise JudgeFailure(str(error)) from None
+
+
+def _failure_kind(error: HttpError) -> FailureKind:
+    """What a refused request says about its content: too long, refused for it, or neither."""
+    if _too_long(error):
+        return "too_long"
+    if _content_refused(error):
+        return "refused"
+    return "infra"
+
+
+def _content_refused(error: HttpError) -> bool:
+    """A 400/422 whose body names a content filter or policy (never a timeout or a server fault)."""
+    if isinstance(error, HttpTimeout) or error.status not in (400, 422):
+        return False
+    return _CONTENT_REFUSED.search(error.body or "") is not None
 
 
 def _too_long(error: HttpError) -> bool:

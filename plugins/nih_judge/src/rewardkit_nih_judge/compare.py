@@ -14,22 +14,27 @@ Listwise: the whole group ranked twice, as given and reversed; a candidate's sco
 places with between the two rankings.
 
 Every answer reaches the judge inside a fence it cannot close (``prompts``). When a comparison's
-verdict stays unreadable or off the scale after the re-asks, or the server refuses it for its
-length, each candidate in it is *probed*: compared with a canary answer, in both orders. A
-candidate whose probe fails the same way is charged (score 0, the reason, the diagnostic = 1)
-when the judge gave a readable verdict elsewhere in the group, in a probe, or to two canary
-answers (``attribution``); it forfeits every comparison it is in: each counts as a win for the
-other candidate (pairwise), or it is ranked below every uncharged candidate, who are ranked again
-among themselves (listwise). A failed comparison no charge explains (the request failed, or no
-evidence) makes every candidate in it an ``error`` outcome with the reason; a group of one
-candidate is ``skipped``.
+verdict stays unreadable or off the scale after the re-asks, or the judge refuses it for the
+content or the length, each candidate in it is a *suspect*, decided by reproduction
+(``attribution``): a canary (two other answers of the group a live verdict read, drawn per
+request, compared in both orders) is asked live, then the suspect is compared once more with
+another partner (drawn the same way, never the one it failed with), in both orders. It fails
+again: charged (score 0, the reason, the diagnostic = 1, the evidence in the ``reproduction``
+note), and it forfeits every comparison it is in: each counts as a win for the other candidate
+(pairwise), or it is ranked below every uncharged candidate, who are ranked again among
+themselves (listwise). It reads: pairwise, that comparison takes the place of the failed ones in
+its score; listwise, it is ranked again with the others. A ranking holds every answer, so before
+anyone is suspected its answers are compared two at a time in a ring (as two-answer rankings) to
+find which comparisons fail. A canary that fails, or a comparison that failed for the
+infrastructure (transport, deadline), makes the candidates concerned ``error`` outcomes with the
+reason; a group of one candidate is ``skipped``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -41,14 +46,14 @@ from rewardkit.contracts import (
     RewardGroupResult,
     RewardProviderResult,
 )
+from rewardkit.reproduction import CanaryFailed, Charged, Fault, RerunBudget, areproduce, rerun_budget
 from rewardkit_nih_judge import attribution, prompts
-from rewardkit_nih_judge.attribution import CANARY_ANSWERS, CHARGE_DIAGNOSTICS, Outcome, chargeable
+from rewardkit_nih_judge.attribution import CHARGE_DIAGNOSTICS, Outcome, chargeable
 from rewardkit_nih_judge.client import Exchange, JudgeFailure, JudgeRunner
 from rewardkit_nih_judge.fence import FenceKey
 from rewardkit_nih_judge.params import CompareParams, checked
 from rewardkit_nih_judge.rubric import (
     CALL_DIAGNOSTICS,
-    WORST,
     Call,
     call_diagnostics,
     exchange_call,
@@ -58,6 +63,16 @@ from rewardkit_nih_judge.rubric import (
 from rewardkit_nih_judge.verdicts import Verdict, parse_ranking, parse_winner
 
 COMPARE_DIAGNOSTICS = ("position_flips", "ties", "comparisons", *CALL_DIAGNOSTICS, *CHARGE_DIAGNOSTICS)
+# How a suspect's reproduction ended: charged; its comparison with another partner in both orders
+# (suspect first, then second), read; or why it is an error (a canary that failed, the transport).
+Decision = Charged | tuple[Exchange, Exchange] | str
+
+
+def _counting(budget: RerunBudget) -> RerunBudget:
+    """A budget that never runs out, spending ``budget`` while it lasts (so other providers of the
+    batch see what comparisons used)."""
+    budget.take()
+    return RerunBudget(1)
 
 
 def pair_schedule(count: int, max_pairs: int) -> list[tuple[int, int]]:
@@ -87,6 +102,7 @@ class _Tally:
     verdicts: int = 0
     judged: int = 0
     forfeits: int = 0
+    replaced: int = 0
     calls: list[Call] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
@@ -108,16 +124,20 @@ def _first_value(winner: str) -> float:
     return {"A": 1.0, "B": 0.0, "tie": 0.5}[winner]
 
 
-def _unattributed(failed: Sequence[Outcome], evidence: str | None) -> str:
-    """The reason of a failed comparison no charge explains."""
-    first = failed[0]
-    assert isinstance(first, JudgeFailure)
-    if evidence is not None:
-        return (
-            f"{first.reason}; no answer in it failed alone (compared with a canary answer), "
-            "so none is charged"
-        )
-    return attribution.unproven(first.reason, failed)
+def _tally_pair(first: _Tally, second: _Tally | None, first_says: str, second_says: str) -> float:
+    """Count one pair asked in both orders (``first_says``: the verdict with ``first``'s answer shown
+    first) in the tallies of its members (``second`` None: only ``first``'s counts it); return its
+    value to ``first``."""
+    value = (_first_value(first_says) + 1.0 - _first_value(second_says)) / 2
+    flip = first_says != "tie" and first_says == second_says
+    ties = (first_says == "tie") + (second_says == "tie")
+    for tally in (first, second):
+        if tally is not None:
+            tally.flips += flip
+            tally.ties += ties
+            tally.verdicts += 2
+            tally.judged += 1
+    return value
 
 
 def _scored(score: float, diagnostics: tuple[MetricContribution, ...], reason: str) -> RewardProviderResult:
@@ -148,7 +168,8 @@ class CompareJudge:
             deadline = time.monotonic() + self.settings.deadline_s
             self.fences.key()  # the secret is read (or made) here, before any question is asked
             judge = self._pairwise if self.settings.mode == "pairwise" else self._listwise
-            results = self.runner.run(lambda: judge(request, deadline), deadline)
+            budget = rerun_budget()  # the batch's, read in this thread: the loop's thread has no context
+            results = self.runner.run(lambda: judge(request, deadline, budget), deadline)
         return RewardGroupResult(
             request.group_id,
             tuple(
@@ -182,49 +203,98 @@ class CompareJudge:
         parse = partial(parse_ranking, labels=labels)
         return await self._ask(self.list_messages(prompt, texts), parse, deadline, **options)
 
-    async def _attribute(
-        self, prompt: str, suspects: Mapping[int, str], seen: Sequence[Outcome], deadline: float
-    ) -> tuple[dict[int, JudgeFailure], str | None]:
-        """The suspects to charge, each with its probe's failure, and the evidence that it is theirs
-        (``None``: the judge read nothing live, so nobody is charged).
-
-        Each suspect is compared with a canary answer in both orders; one whose probe fails with a
-        chargeable failure is charged when the judge read something else live: a verdict in
-        ``seen``, another probe, or (asked only when neither) two canary answers compared.
-        """
-        canary = CANARY_ANSWERS[0]
-        indices = list(suspects)
-        probes = await asyncio.gather(
-            *(
-                self._compare(prompt, texts, deadline)
-                for index in indices
-                for texts in ((suspects[index], canary), (canary, suspects[index]))
+    async def _both_orders(self, prompt: str, first: str, second: str, deadline: float) -> list[Outcome]:
+        """``first`` and ``second`` compared in both orders, live (never read from the cache)."""
+        return list(
+            await asyncio.gather(
+                self._compare(prompt, (first, second), deadline, use_cache=False),
+                self._compare(prompt, (second, first), deadline, use_cache=False),
             )
         )
-        evidence = "the judge read other comparisons of the group"
-        proven = attribution.readable(seen)
-        failed: dict[int, JudgeFailure] = {}
-        for position, index in enumerate(indices):
-            probe = probes[2 * position : 2 * position + 2]
-            failures = [outcome for outcome in probe if isinstance(outcome, JudgeFailure)]
+
+    async def _reproduce(
+        self,
+        prompt: str,
+        texts: Sequence[str],
+        ids: Sequence[str],
+        pairs: Sequence[tuple[int, int]],
+        outcomes: Sequence[Outcome],
+        deadline: float,
+        budget: RerunBudget,
+    ) -> tuple[dict[int, Decision], dict[int, list[Call]]]:
+        """Each suspect's decision, and the calls its rerun took.
+
+        ``outcomes`` holds each of ``pairs`` asked in both orders. A pair with a failure its text
+        can cause (and none of the infrastructure's) makes both its members suspects; the answers
+        a verdict read are ``clean``, the pool canaries and partners are drawn from.
+        """
+        clean: set[int] = set()
+        failed_with: dict[int, set[int]] = {}
+        first_failure: dict[int, JudgeFailure] = {}
+        for index, pair in enumerate(pairs):
+            both = outcomes[2 * index : 2 * index + 2]
+            if any(isinstance(outcome, Exchange) for outcome in both):
+                clean.update(pair)
+            failures = [outcome for outcome in both if isinstance(outcome, JudgeFailure)]
             if failures and all(chargeable(outcome) for outcome in failures):
-                failed[index] = failures[0]
-            elif not failures and not proven:
-                proven = attribution.readable(probe)
-                evidence = "the judge read the comparison of another answer with a canary answer"
-        if failed and not proven:
-            control = await self._compare(prompt, CANARY_ANSWERS, deadline, use_cache=False)
-            proven = attribution.readable([control])
-            evidence = "the judge read a comparison of two canary answers to the same task"
-        if not proven:
-            return {}, None
-        return failed, f"{evidence}; this answer compared with a canary answer failed the same way"
+                for member, other in (pair, pair[::-1]):
+                    failed_with.setdefault(member, set()).add(other)
+                    first_failure.setdefault(member, failures[0])
+        calls: dict[int, list[Call]] = {suspect: [] for suspect in failed_with}
+
+        async def decide(suspect: int) -> Decision:
+            first, second = attribution.stand_ins(texts, ids, suspect, clean, 2, prompt, failed_with[suspect])
+            (partner,) = attribution.stand_ins(texts, ids, suspect, clean, 1, prompt, failed_with[suspect])
+            other = "itself" if first == second else second.name
+            name = f"{first.name} compared with {other} on the same task"
+            failure = first_failure[suspect]
+
+            async def ask_canary() -> str | None:
+                return attribution.why_failed(
+                    await self._both_orders(prompt, first.text, second.text, deadline)
+                )
+
+            async def ask_again() -> tuple[Exchange, Exchange] | Fault:
+                again = await self._both_orders(prompt, texts[suspect], partner.text, deadline)
+                calls[suspect].extend(_call(outcome) for outcome in again)
+                failed_again = attribution.again(again)
+                if failed_again is not None:
+                    return failed_again
+                forward, backward = again
+                assert isinstance(forward, Exchange) and isinstance(backward, Exchange)
+                return forward, backward
+
+            try:
+                return await areproduce(
+                    attribution.fault_of(failure),
+                    canary_name=name,
+                    canary=ask_canary,
+                    rerun=ask_again,
+                    # Suspects of a comparison come in pairs: charging a pair on the canary alone
+                    # would charge an honest partner with the payload. So each is always asked
+                    # again (at most two calls per member of a failed comparison), and the batch's
+                    # budget only counts them.
+                    budget=_counting(budget),
+                )
+            except CanaryFailed as failed:
+                return str(failed)
+            except JudgeFailure as broke:
+                return (
+                    f"{failure.reason}; compared again with {partner.name}, the judge failed: {broke.reason}"
+                )
+
+        suspects = list(failed_with)
+        decisions = await asyncio.gather(*(decide(suspect) for suspect in suspects))
+        return dict(zip(suspects, decisions)), calls
 
     # -- pairwise ------------------------------------------------------------------------------------
 
-    async def _pairwise(self, request: RewardGroupRequest, deadline: float) -> list[RewardProviderResult]:
+    async def _pairwise(
+        self, request: RewardGroupRequest, deadline: float, budget: RerunBudget
+    ) -> list[RewardProviderResult]:
         candidates = request.candidates
         texts = [candidate.completion for candidate in candidates]
+        ids = [candidate.trajectory_id for candidate in candidates]
         prompt = prompts.prompt_text(request.context.prompt)
         pairs = pair_schedule(len(candidates), self.settings.max_comparisons)
         outcomes = await asyncio.gather(
@@ -234,17 +304,10 @@ class CompareJudge:
                 for first, second in ((i, j), (j, i))
             )
         )
-        suspects = {
-            member: texts[member]
-            for index, pair in enumerate(pairs)
-            if any(chargeable(outcome) for outcome in outcomes[2 * index : 2 * index + 2])
-            for member in pair
-        }
-        charged: dict[int, JudgeFailure] = {}
-        evidence: str | None = None
-        if suspects:
-            charged, evidence = await self._attribute(prompt, suspects, outcomes, deadline)
+        decisions, rerun_calls = await self._reproduce(prompt, texts, ids, pairs, outcomes, deadline, budget)
+        charged = {index: decided for index, decided in decisions.items() if isinstance(decided, Charged)}
         tallies = [_Tally() for _ in candidates]
+        unsettled: set[int] = set()  # members of a failed comparison that no forfeit settled
         for index, (i, j) in enumerate(pairs):
             forward, backward = outcomes[2 * index], outcomes[2 * index + 1]
             for member in (i, j):
@@ -257,31 +320,32 @@ class CompareJudge:
                 continue
             failed = [outcome for outcome in (forward, backward) if isinstance(outcome, JudgeFailure)]
             if failed:
-                reason = _unattributed(failed, evidence)
+                unsettled.update((i, j))
+                infra = next((outcome for outcome in failed if not chargeable(outcome)), None)
                 for member, other in ((i, j), (j, i)):
-                    tallies[member].failures.append(
-                        f"comparison with {candidates[other].trajectory_id!r} failed: {reason}"
-                    )
+                    # the infrastructure's failure is an error; otherwise the member's own decision
+                    # says what the comparison comes to (read again: counted below; an error: here)
+                    why = infra.reason if infra is not None else decisions[member]
+                    if isinstance(why, str):
+                        tallies[member].failures.append(f"comparison with {ids[other]!r} failed: {why}")
                 continue
             assert isinstance(forward, Exchange) and isinstance(backward, Exchange)
-            first_says, second_says = forward.verdict.value, backward.verdict.value
-            value_i = (_first_value(first_says) + 1.0 - _first_value(second_says)) / 2
-            flip = first_says != "tie" and first_says == second_says
-            ties = (first_says == "tie") + (second_says == "tie")
-            for member, value in ((i, value_i), (j, 1.0 - value_i)):
-                tally = tallies[member]
-                tally.values.append(value)
-                tally.flips += flip
-                tally.ties += ties
-                tally.verdicts += 2
-                tally.judged += 1
+            value_i = _tally_pair(tallies[i], tallies[j], forward.verdict.value, backward.verdict.value)
+            tallies[i].values.append(value_i)
+            tallies[j].values.append(1.0 - value_i)
+        for index, decided in decisions.items():
+            tally = tallies[index]
+            tally.calls.extend(rerun_calls[index])
+            if isinstance(decided, tuple) and index in unsettled:  # read when compared again: counts once
+                forward, backward = decided
+                tally.values.append(_tally_pair(tally, None, forward.verdict.value, backward.verdict.value))
+                tally.replaced += 1
         cache = self.settings.cache_path is not None
         results = []
         for index, tally in enumerate(tallies):
             diagnostics = tally.diagnostics(cache, tally.judged)
             if index in charged:
-                assert evidence is not None
-                results.append(attribution.charge(charged[index], diagnostics, WORST, evidence))
+                results.append(attribution.charge(charged[index], diagnostics))
                 continue
             if tally.failures:
                 more = f" (and {len(tally.failures) - 1} more)" if len(tally.failures) > 1 else ""
@@ -291,6 +355,11 @@ class CompareJudge:
             reason = f"won {wins:g} of {len(tally.values)} pairwise comparisons, each asked in both orders"
             if tally.forfeits:
                 reason += f"; {tally.forfeits} by forfeit (the other answer was charged)"
+            if tally.replaced:
+                reason += (
+                    "; its failed comparisons replaced by one with another answer, asked again after a "
+                    "verdict failed (it did not fail again)"
+                )
             if tally.flips or tally.ties:
                 reason += f"; {tally.flips} position flip(s), {tally.ties} tie verdict(s)"
             results.append(_scored(wins / len(tally.values), diagnostics, reason))
@@ -319,29 +388,46 @@ class CompareJudge:
                 ranks[index][which] = place[prompts.label(position)]
         return outcomes, ranks
 
-    async def _listwise(self, request: RewardGroupRequest, deadline: float) -> list[RewardProviderResult]:
+    async def _listwise(
+        self, request: RewardGroupRequest, deadline: float, budget: RerunBudget
+    ) -> list[RewardProviderResult]:
         candidates = request.candidates
         count = len(candidates)
         texts = [candidate.completion for candidate in candidates]
+        ids = [candidate.trajectory_id for candidate in candidates]
         prompt = prompts.prompt_text(request.context.prompt)
         cache = self.settings.cache_path is not None
         outcomes, ranks = await self._rank(prompt, texts, deadline)
         calls = [_call(outcome) for outcome in outcomes]
         failed = [outcome for outcome in outcomes if isinstance(outcome, JudgeFailure)]
-        charged: dict[int, JudgeFailure] = {}
-        evidence: str | None = None
-        if failed and all(chargeable(outcome) for outcome in failed):
-            charged, evidence = await self._attribute(prompt, dict(enumerate(texts)), outcomes, deadline)
-        if failed and not charged:
-            reason = f"the ranking of the group failed: {_unattributed(failed, evidence)}"
+        if any(not chargeable(outcome) for outcome in failed):
+            infra = next(outcome for outcome in failed if not chargeable(outcome))
+            reason = f"the ranking of the group failed: {infra.reason}"
             return [
                 RewardProviderResult.fail(reason, _Tally(calls=calls).diagnostics(cache, 0)) for _ in texts
             ]
-        rest = [index for index in range(count) if index not in charged]
-        note = ""
+        decisions: dict[int, Decision] = {}
+        if failed:
+            # One ranking holds every answer: compare them two at a time in a ring (two-answer
+            # rankings, both orders) to find the answers whose comparisons fail, then reproduce.
+            ring = pair_schedule(count, count)
+            probes = await asyncio.gather(
+                *(
+                    self._compare(prompt, [texts[first], texts[second]], deadline)
+                    for i, j in ring
+                    for first, second in ((i, j), (j, i))
+                )
+            )
+            calls += [_call(outcome) for outcome in probes]
+            decisions, rerun_calls = await self._reproduce(prompt, texts, ids, ring, probes, deadline, budget)
+            calls += [call for taken in rerun_calls.values() for call in taken]
+        charged = {index: decided for index, decided in decisions.items() if isinstance(decided, Charged)}
+        broken = {index: decided for index, decided in decisions.items() if isinstance(decided, str)}
+        rest = [index for index in range(count) if index not in charged and index not in broken]
+        note = f"; {len(charged)} charged answer(s) ranked last" if charged else ""
         again_failed: JudgeFailure | None = None
-        if charged:
-            note = f"; {len(charged)} charged answer(s) ranked last"
+        if failed:
+            # the ranking is asked again without the charged answers (all of them, when none was)
             ranks = [[0, 0]] * len(rest)
             if len(rest) > 1:
                 again, ranks = await self._rank(prompt, [texts[index] for index in rest], deadline)
@@ -350,13 +436,18 @@ class CompareJudge:
         results: list[RewardProviderResult] = []
         for index in range(count):
             diagnostics = _Tally(calls=calls).diagnostics(cache, 0)
-            if index in charged:
-                assert evidence is not None
-                results.append(attribution.charge(charged[index], diagnostics, WORST, evidence))
+            decided = decisions.get(index)
+            if isinstance(decided, Charged):
+                results.append(attribution.charge(decided, diagnostics))
+                continue
+            if isinstance(decided, str):
+                results.append(
+                    RewardProviderResult.fail(f"the ranking of the group failed: {decided}", diagnostics)
+                )
                 continue
             if again_failed is not None or ranks is None:
                 why = again_failed.reason if again_failed is not None else "no ranking"
-                reason = f"the ranking of the group without its charged answers failed: {why}"
+                reason = f"the ranking of the group failed, and again without its charged answers: {why}"
                 results.append(RewardProviderResult.fail(reason, diagnostics))
                 continue
             position = rest.index(index)

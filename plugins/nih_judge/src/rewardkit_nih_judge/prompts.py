@@ -17,13 +17,20 @@ data to grade, never instructions. Inside a fenced value these transformations a
   literal lines (``Rubric:``, ``Task:``, ``Answer to grade:``, ``Answer A:``, a custom template's
   own lines; for comparisons any ``Answer X:``) is prefixed with ``[data] ``. Lines are split as
   ``str.splitlines`` does (``\\r``, ``\\u2028`` and the other separators count); the comparison
-  ignores case, whitespace, markdown decoration (``* _ ` ~ # > | [ ] ( )``, a leading ``-``,
-  ``+`` or bullet), invisible format characters and NFKC compatibility forms, so
-  ``**ANSWER  TO GRADE :**`` is caught too;
+  is made on skeletons (``rewardkit.text``: NFKC, invisible characters such as variation
+  selectors and zero-width spaces removed, case folded, Unicode TR39 confusables folded) without
+  whitespace or markdown decoration (``* _ ` ~ # > | [ ] ( )``, a leading ``-``, ``+`` or bullet),
+  so ``**ANSWER  TO GRADE :**``, ``Аnswer to grade:`` with a Cyrillic ``А`` and ``Answer`` with a
+  variation selector after its ``s`` are caught too;
 * lone surrogates (no UTF-8 request can carry them) become U+FFFD, before the marker is derived;
-* chat-template special-token shapes (``<|...|>``, ``<｜...｜>``, ``<s>``, ``</s>``, ``[INST]``,
-  ``<start_of_turn>``, ``<end_of_turn>``, ``<think>``, ``</think>``) get a space after their first
-  character, so a served model's tokenizer never reads them as control tokens.
+* control tokens of chat templates (the families ``_SPECIAL_TOKENS`` lists: ``<|...|>``,
+  ``<｜...｜>``, ``<<SYS>>``, ``[INST]`` and bracketed capitals, ``<s>``, ``<think>`` and named
+  tokens with an underscore such as ``<start_of_turn>``) get a space after their first character,
+  so a served model's tokenizer never reads them as control tokens; a line holding one written
+  with look-alike characters (``＜|im_start|＞``, ``<∣im_start∣>``), which no tokenizer reads as the
+  token but a model may, is prefixed with ``[data] ``.
+
+The judge is shown the candidate's own text: the normalised forms only decide which lines to mark.
 
 **Verdict lines.** The system message ends with a paragraph (``ENVELOPE_RULES``) asking for the
 verdict object between a line ``<verdict-T>`` and the line ``</verdict-T>``, where ``T`` is the
@@ -47,9 +54,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from rewardkit.text import fold_lookalikes, normalise, skeleton
 
 RUBRIC_SYSTEM = (
     "You grade one answer to a task against a rubric. Weigh the rubric's criteria as it says and "
@@ -162,22 +170,45 @@ def layout(template: str) -> str:
 
 # -- neutralising what is fenced ---------------------------------------------------------------------
 
-_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 _DECORATION = re.compile(r"[\s*_`~#>|\[\]()]+")
 _FENCE_LIKE = re.compile(r"</?data(?![a-z0-9])")
 _ANSWER_LABEL = re.compile(r"^[\s*_`~#>|\[\]()-]*(?i:answer|response)\s*[A-Z]{1,3}\s*:")
+# Control tokens of chat templates, by family (docs/nih_judge.md lists them):
+#   <|...|>    ChatML (<|im_start|>, <|im_end|>, <|endoftext|>), Llama 3 (<|begin_of_text|>,
+#              <|start_header_id|>, <|eot_id|>, <|python_tag|>), Phi, Zephyr, GLM (<|user|>,
+#              <|assistant|>, <|end|>), Granite (<|start_of_role|>), gpt-oss (<|start|>, <|channel|>,
+#              <|message|>, <|return|>, <|call|>), Command R (<|START_OF_TURN_TOKEN|>)
+#   <｜...｜>  DeepSeek (<｜begin▁of▁sentence｜>, <｜User｜>, <｜Assistant｜>, <｜tool▁calls▁begin｜>)
+#   <</SYS>>   Llama 2's <<SYS>> and <</SYS>>, and any <<NAME>> or <</NAME>> in capitals
+#   [INST]     Llama 2 and Mistral ([INST], [/INST]), Mistral's capitals in brackets ([SYSTEM_PROMPT],
+#              [TOOL_CALLS], [AVAILABLE_TOOLS], [TOOL_RESULTS], [THINK]), BERT's [CLS], [SEP],
+#              [MASK], GLM's [gMASK], [sMASK]
+#   <s>        named tokens: <s>, </s>, <bos>, <eos>, <pad>, <unk>, <mask>, <sep>, <cls>, <sop>, <eop>,
+#              <think>, <tools>, <system>, <user>, <assistant>, <human>, <bot>, and any name holding
+#              an underscore: Gemma's <start_of_turn>, <end_of_turn>, <start_of_image>, Qwen's
+#              <tool_call>, <tool_response>, Command R's <BOS_TOKEN>, T5's <extra_id_0>
 _SPECIAL_TOKENS = re.compile(
-    r"<\|[^|<>\s]{1,64}\|>|<\uff5c[^\uff5c<>\s]{1,64}\uff5c>"
-    r"|</?(?:s|think|start_of_turn|end_of_turn)>|\[/?INST\]",
-    re.IGNORECASE,
+    r"<\|[^|<>\s]{1,64}\|>|<\uff5c[^\uff5c<>\s]{1,64}\uff5c>|<</?[A-Z][A-Z_]{1,31}>>"
+    r"|\[/?(?:[A-Z][A-Z0-9_]{2,31}|[gs]MASK)\]"
+    r"|</?(?:(?i:s|bos|eos|pad|unk|mask|sep|cls|sop|eop|think|tools|system|user|assistant|human|bot)"
+    r"|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)>",
 )
+# Vertical bars a reader takes for ``|`` (TR39 folds them, and ``|``, to ``l``): in the folded view
+# of a line they are read as ``|``, so ``<∣im_start∣>`` is the token it imitates.
+_BARS = str.maketrans(dict.fromkeys("\u01c0\u05c0\u2223\u2502\u23fd\uffe8", "|"))
 
 
 def compact(line: str) -> str:
-    """``line`` as the imitation check compares it: NFKC, casefolded, without invisible format
-    characters, whitespace or markdown decoration."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", line)).casefold()
-    return _DECORATION.sub("", text).lstrip("-+\u2022\u00b7")
+    """``line`` as the imitation check compares it: normalised (``rewardkit.text``: NFKC, invisible
+    characters removed), without whitespace or markdown decoration, as a skeleton (case folded,
+    look-alike letters as the letters they imitate)."""
+    return skeleton(_DECORATION.sub("", normalise(line))).lstrip("-+\u2022\u00b7")
+
+
+def folded(text: str) -> str:
+    """``text`` as the control-token and label checks read it: look-alikes folded to ASCII, one
+    character for one (``rewardkit.text.fold_lookalikes``)."""
+    return fold_lookalikes(text).translate(_BARS)
 
 
 def header_keys(template: str, extra: Iterable[str] = ()) -> tuple[str, ...]:
@@ -191,7 +222,8 @@ def header_keys(template: str, extra: Iterable[str] = ()) -> tuple[str, ...]:
 
 
 def imitates(line: str, headers: Sequence[str], labels: bool) -> bool:
-    """Whether ``line`` looks like a fence line or a heading of the message (see the module doc)."""
+    """Whether ``line`` looks like a fence line, a heading of the message or (written with
+    look-alike or invisible characters, which no tokenizer reads as one) a control token."""
     key = compact(line)
     if _FENCE_LIKE.search(key):
         return True
@@ -200,7 +232,10 @@ def imitates(line: str, headers: Sequence[str], labels: bool) -> bool:
             len(key) == len(header) or not header[-1].isalnum() or not key[len(header)].isalnum()
         ):
             return True
-    return labels and _ANSWER_LABEL.match(_INVISIBLE.sub("", unicodedata.normalize("NFKC", line))) is not None
+    shown = folded(line)
+    if _SPECIAL_TOKENS.search(shown) is not None:
+        return True
+    return labels and _ANSWER_LABEL.match(shown) is not None
 
 
 def _break_token(match: re.Match[str]) -> str:
@@ -221,13 +256,15 @@ def neutralise(text: str, headers: Sequence[str], labels: bool) -> str:
     """``text`` with its imitating lines prefixed and its special-token shapes broken."""
     text = _SPECIAL_TOKENS.sub(_break_token, text)
     # One pass over the whole text first: a line can imitate only if the compacted text holds a
-    # header, "<data", "</data" or (for comparisons) an answer label; most answers hold none.
+    # header, "<data", "</data", (for comparisons) an answer label, or the folded text a control
+    # token the raw text did not spell; most answers hold none.
     whole = compact(text)
     if (
         "<data" not in whole
         and "</data" not in whole
         and not any(header in whole for header in headers)
         and not (labels and ("answer" in whole or "response" in whole))
+        and _SPECIAL_TOKENS.search(folded(text)) is None
     ):
         return text
     return "".join(

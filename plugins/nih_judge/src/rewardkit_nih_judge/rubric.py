@@ -6,19 +6,21 @@ The judge answers ``{"score": s, "rationale": "..."}`` on the scale ``[lo, hi]``
 score: terms and diagnostics have fixed names. The task and the answer reach the judge inside
 fences the candidate cannot close (``prompts``).
 
-A verdict that stays unreadable or off the scale after ``parse_retries`` re-asks, or a request the
-server refuses for its length, is charged to the candidate (score 0, the reason, diagnostic
-``verdict_unreadable``, ``off_scale`` or ``too_long_for_judge`` = 1) when the judge read another
-answer of the group, or a canary answer (``attribution``); otherwise, like a request that failed
-within the deadline, it is an ``error`` outcome with the reason (the spec's ``onError`` decides),
-never 0.
+A verdict that stays unreadable or off the scale after ``parse_retries`` re-asks, or that the judge
+refused for the content, is decided by reproduction (``attribution``): a canary (the same task with
+another answer of the group, drawn per request) is asked live, then the candidate once more alone;
+it fails again: charged (score 0, the reason, diagnostic ``verdict_unreadable``, ``off_scale`` or
+``verdict_refused`` = 1, the evidence in the ``reproduction`` note); it reads: that verdict is its
+score. A request refused for its length is charged (``too_long_for_judge``) once the canary shows
+the task fits. A canary that fails, like a request that failed within the deadline, makes an
+``error`` outcome with the reason (the spec's ``onError`` decides), never 0.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import partial
 from typing import Any
 
@@ -29,8 +31,9 @@ from rewardkit.contracts import (
     RewardGroupResult,
     RewardProviderResult,
 )
+from rewardkit.reproduction import CanaryFailed, Charged, Fault, RerunBudget, areproduce, rerun_budget
 from rewardkit_nih_judge import attribution, prompts
-from rewardkit_nih_judge.attribution import CHARGE_DIAGNOSTICS, Outcome
+from rewardkit_nih_judge.attribution import CHARGE_DIAGNOSTICS, WORST, Outcome
 from rewardkit_nih_judge.client import FORMAT_CODES, Exchange, Format, JudgeFailure, JudgeRunner
 from rewardkit_nih_judge.fence import FenceKey
 from rewardkit_nih_judge.params import JudgeParams, RubricParams, checked
@@ -38,7 +41,7 @@ from rewardkit_nih_judge.verdicts import Verdict, parse_score
 
 CALL_DIAGNOSTICS = ("judge_calls", "parse_retries", "cache_hit", "cache_miss", "structured_output")
 RUBRIC_DIAGNOSTICS = ("raw_score", *CALL_DIAGNOSTICS, *CHARGE_DIAGNOSTICS)
-WORST = {"score": 0.0}
+__all__ = ["RUBRIC_DIAGNOSTICS", "WORST", "RubricJudge", "make_rubric_judge"]
 
 
 Call = tuple[int, int, bool, Format | None]
@@ -107,7 +110,8 @@ class RubricJudge:
     def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
         deadline = time.monotonic() + self.settings.deadline_s
         self.fences.key()  # the secret is read (or made) here, before any question is asked
-        results = self.runner.run(lambda: self._judge_group(request, deadline), deadline)
+        budget = rerun_budget()  # the batch's, read in this thread: the loop's thread has no context
+        results = self.runner.run(lambda: self._judge_group(request, deadline, budget), deadline)
         return RewardGroupResult(
             request.group_id,
             tuple(
@@ -128,31 +132,80 @@ class RubricJudge:
         except JudgeFailure as failure:
             return failure
 
-    async def _judge_group(self, request: RewardGroupRequest, deadline: float) -> list[RewardProviderResult]:
+    async def _judge_group(
+        self, request: RewardGroupRequest, deadline: float, budget: RerunBudget
+    ) -> list[RewardProviderResult]:
         prompt = prompts.prompt_text(request.context.prompt)
-        outcomes = list(
-            await asyncio.gather(*(self._ask(prompt, c.completion, deadline) for c in request.candidates))
+        texts = [candidate.completion for candidate in request.candidates]
+        ids = [candidate.trajectory_id for candidate in request.candidates]
+        outcomes = list(await asyncio.gather(*(self._ask(prompt, text, deadline) for text in texts)))
+        clean = [index for index, outcome in enumerate(outcomes) if isinstance(outcome, Exchange)]
+        return list(
+            await asyncio.gather(
+                *(
+                    self._settle(index, prompt, texts, ids, outcomes, clean, deadline, budget)
+                    for index in range(len(texts))
+                )
+            )
         )
-        evidence = "the judge read other answers of the group"
-        proven = attribution.readable(outcomes)
-        if not proven and any(attribution.chargeable(outcome) for outcome in outcomes):
-            canary = await self._ask(prompt, attribution.CANARY_ANSWERS[0], deadline, use_cache=False)
-            proven = attribution.readable([canary])
-            evidence = "the judge read a canary answer to the same task"
-        return [self._result(outcome, evidence if proven else None) for outcome in outcomes]
 
-    def _result(self, outcome: Outcome, evidence: str | None) -> RewardProviderResult:
+    async def _settle(
+        self,
+        index: int,
+        prompt: str,
+        texts: list[str],
+        ids: list[str],
+        outcomes: list[Outcome],
+        clean: Collection[int],
+        deadline: float,
+        budget: RerunBudget,
+    ) -> RewardProviderResult:
+        """Candidate ``index``'s result: its verdict, or its failure decided by reproduction."""
+        outcome = outcomes[index]
+        if isinstance(outcome, Exchange):
+            return self._scored(outcome, [exchange_call(outcome)])
         cache = self.settings.cache_path is not None
-        if isinstance(outcome, JudgeFailure):
-            calls = call_diagnostics([failure_call(outcome)], cache)
-            if evidence is not None and attribution.chargeable(outcome):
-                return attribution.charge(outcome, calls, WORST, evidence)
-            return RewardProviderResult.fail(attribution.unproven(outcome.reason, [outcome]), calls)
-        verdict: Verdict = outcome.verdict
+        calls = [failure_call(outcome)]
+        if not attribution.chargeable(outcome):
+            return RewardProviderResult.fail(outcome.reason, call_diagnostics(calls, cache))
+        (canary,) = attribution.stand_ins(texts, ids, index, clean, 1, prompt)
+        name = f"{canary.name} to the same task"
+
+        async def ask_canary() -> str | None:
+            return attribution.why_failed([await self._ask(prompt, canary.text, deadline, use_cache=False)])
+
+        async def ask_again() -> Exchange | Fault:
+            second = await self._ask(prompt, texts[index], deadline, use_cache=False)
+            calls.append(exchange_call(second) if isinstance(second, Exchange) else failure_call(second))
+            failed_again = attribution.again([second])
+            if failed_again is not None:
+                return failed_again
+            assert isinstance(second, Exchange)
+            return second
+
+        fault = attribution.fault_of(outcome)
+        try:
+            if outcome.kind == "too_long":
+                decided: Exchange | Charged = await attribution.canary_decides(fault, name, ask_canary)
+            else:
+                decided = await areproduce(
+                    fault, canary_name=name, canary=ask_canary, rerun=ask_again, budget=budget
+                )
+        except CanaryFailed as failed:
+            return RewardProviderResult.fail(str(failed), call_diagnostics(calls, cache))
+        except JudgeFailure as failure:
+            reason = f"{outcome.reason}; asked again alone, the judge failed: {failure.reason}"
+            return RewardProviderResult.fail(reason, call_diagnostics(calls, cache))
+        if isinstance(decided, Charged):
+            return attribution.charge(decided, call_diagnostics(calls, cache))
+        return self._scored(decided, calls)  # the fault did not reproduce: the second verdict counts
+
+    def _scored(self, exchange: Exchange, calls: list[Call]) -> RewardProviderResult:
+        verdict: Verdict = exchange.verdict
         lo, hi = self._scale
         score = float(verdict.value)
-        calls = call_diagnostics([exchange_call(outcome)], cache)
-        diagnostics = (MetricContribution("raw_score", score), *calls, *attribution.uncharged())
+        found = call_diagnostics(calls, self.settings.cache_path is not None)
+        diagnostics = (MetricContribution("raw_score", score), *found, *attribution.uncharged())
         return RewardProviderResult(
             terms={"score": (score - lo) / (hi - lo)},
             diagnostics=diagnostics,

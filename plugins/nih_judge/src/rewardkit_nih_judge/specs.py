@@ -15,19 +15,27 @@ from rewardkit_nih_judge.params import CompareParams, RubricParams
 from rewardkit_nih_judge.rubric import RUBRIC_DIAGNOSTICS, make_rubric_judge
 
 FAILURE_POLICY = {
-    "unreadable": "asked again parse_retries times; then charged (verdict_unreadable, non-deterministic) "
-    "when the judge read another question of the group or a canary live, else an error outcome",
-    "off_scale": "asked again parse_retries times; then charged (off_scale, non-deterministic) on the same "
-    "evidence, else an error outcome",
-    "too_long": "a 413, or a 400/422 naming the context length: charged (too_long_for_judge, deterministic) "
-    "on the same evidence, else an error outcome",
-    "comparisons": "each candidate of a failed comparison is probed against a canary answer in both orders; "
-    "a charged candidate forfeits its comparisons",
+    "unreadable": "asked again parse_retries times; then decided by reproduction: a canary (the same task "
+    "with other answers of the group a verdict read, drawn per request) asked live, then the candidate once "
+    "more alone; unreadable again: charged (verdict_unreadable); read: that verdict counts",
+    "off_scale": "asked again parse_retries times; then decided by reproduction as unreadable (off_scale)",
+    "refused": "finish_reason content_filter, a message refusal, or a 400/422 naming a content filter or "
+    "policy: decided by reproduction as unreadable (verdict_refused)",
+    "too_long": "a 413, or a 400/422 naming the context length: charged (too_long_for_judge) once a canary "
+    "shows the task fits, without a rerun",
+    "comparisons": "each candidate of a failed comparison (listwise: of a failed two-answer ring comparison) "
+    "is compared again with another partner drawn per request, in both orders, after a canary comparison "
+    "of two other answers; a charged candidate forfeits its comparisons",
+    "canary": "a canary that fails is an error naming it; past the batch's reruns.per_batch the canary "
+    "alone decides",
     "transport": "retries on 408/429/5xx/connection errors within the group deadline, then an error outcome",
-    "never": "a failed verdict is never scored 0 without evidence that the candidate caused it",
+    "never": "a failed verdict is never scored 0 unless it reproduced beside a canary that passed",
 }
-FENCE = "HMAC-SHA256 markers per slot (key from identity material and a secret), <data-M> lines, "
-FENCE += "imitating lines prefixed [data], special-token shapes broken"
+FENCE = (
+    "HMAC-SHA256 markers per slot (key from identity material and a secret), <data-M> lines, imitating "
+    "lines prefixed [data] (compared as rewardkit.text skeletons), control tokens of chat-template "
+    "families broken, look-alike control tokens marked"
+)
 VERDICT = (
     "after a leading <think>...</think>: the one JSON object between the question's verdict lines "
     "(<verdict-T>, T an HMAC of its fence markers, stated in the system message only), text outside them "
@@ -45,7 +53,7 @@ RUBRIC = RewardProviderSpec(
     name="nih-rubric",
     factory=make_rubric_judge,
     needs=("prompt",),
-    revision="3",
+    revision="5",
     terms=("score",),
     diagnostics=RUBRIC_DIAGNOSTICS,
     semantic_identity={
@@ -63,7 +71,7 @@ COMPARE = RewardProviderSpec(
     name="nih-compare",
     factory=make_compare_judge,
     needs=("prompt",),
-    revision="3",
+    revision="5",
     terms=("score",),
     diagnostics=COMPARE_DIAGNOSTICS,
     semantic_identity={
