@@ -45,8 +45,8 @@ OPERATOR_ONLY = {
         "concurrency": ("resource", 100000),
         "isolation": ("isolation", "none"),
         "cgroup": ("isolation", "off"),
-        "starved_cpu_share": ("resource", 0.01),
-        "starved_wait_share": ("resource", 0.9),
+        # starved_cpu_share and starved_wait_share are deprecated and ignored (revision 4): a client
+        # setting one changes nothing, identity included, so it is not refused.
     },
     "math": {
         "timeout_s": ("resource", 60),
@@ -92,7 +92,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 def test_code_tests_and_math_declare_schemas_with_documented_maxima():
     catalog = resolve_catalog()
-    assert catalog.entry("code-tests").params_model is CodeTestsParams and REVISION == "3"
+    assert catalog.entry("code-tests").params_model is CodeTestsParams and REVISION == "4"
     assert catalog.entry("math").params_model is MathParams
     assert typing.get_args(CodeTestsParams.model_fields["compare"].annotation) == COMPARE_MODES
     for provider, model in (("code-tests", CodeTestsParams), ("math", MathParams)):

@@ -71,18 +71,21 @@ class CodeTestsParams(ParamsModel):
     compare: Literal["exact", "token", "float"] = Field("token", description="how stdout is compared")
     float_rel_tol: float = Field(1e-6, ge=0, le=1, description="relative tolerance of compare: float")
     float_abs_tol: float = Field(1e-6, ge=0, le=1, description="absolute tolerance of compare: float")
-    starved_cpu_share: float = Field(
-        0.5,
+    # Revision 3's starvation rule, removed (a candidate could game it): accepted so existing configs
+    # load, ignored (the provider warns), refused from 0.3. Left out of the identity (exclude).
+    starved_cpu_share: float | None = Field(
+        None,
         gt=0,
         le=1,
-        description="a timed-out run that used at least this share of its timeout in CPU is the program's",
+        exclude=True,
+        description="deprecated and ignored (removed in 0.3): timeouts are charged by reproduction",
         json_schema_extra=operator_only("resource"),
     )
-    starved_wait_share: float = Field(
-        0.25,
+    starved_wait_share: float | None = Field(
+        None,
         ge=0,
         le=1,
-        description="a timed-out run that waited longer than this share of its timeout for a CPU (and used "
-        "less CPU than starved_cpu_share) was starved by the machine: run again once, then an error",
+        exclude=True,
+        description="deprecated and ignored (removed in 0.3): timeouts are charged by reproduction",
         json_schema_extra=operator_only("resource"),
     )

@@ -1,26 +1,32 @@
 """The ``code-tests`` provider: run each candidate's program against the reference's tests.
 
-A candidate can only hurt itself. What its program causes is a verdict on it (every term 0, the
-reason set, a diagnostic = 1), never an error, but only on evidence that the run caused it: the
-runner saw it exit, crash, overflow its output, hit its rlimits, leave processes behind
-(``sandbox_broken_by_candidate``), or pass its deadline while it ran or slept on its own (its CPU
-time at least ``starved_cpu_share`` of the timeout, or its run-queue wait at most
-``starved_wait_share`` of it). A run that timed out starved of CPU by the machine is run again once
-(``starved_reruns``); starved twice, it is an infrastructure error. A host-level failure (a slot
-that does not start, a runner that stops answering) is an infrastructure error too, unless running
-the same candidate in a fresh slot fails again *and* a canary program then passes in a fresh slot:
-then the candidate broke the sandbox and is charged. Infrastructure errors are results with
-``status="error"``, which the composition's ``onError`` turns into a failed batch by default.
+A candidate can only hurt itself. What its program causes is a verdict on it (its failed cases
+count, the reason set, a diagnostic = 1), never an error. A program's own deterministic outcomes
+are charged as the runner reports them: its exit status or exception, a compile error, output over
+the cap, rlimit hits, processes left behind (``sandbox_broken_by_candidate``).
+
+A fault that *could* be the infrastructure's, a run that timed out or a slot that failed under it
+(a slot that did not start, a runner that stopped answering), is decided by reproduction
+(``rewardkit.reproduction``), never from figures the program controls: a canary program drawn for
+this fault (it adds two random numbers, so no candidate can recognise it) runs in the same slot with
+the same limits and timeout, then the faulting run is run once more, alone in that slot. It faults
+again: the candidate's (a timed-out case stays ``timeout``, a failed slot is
+``sandbox_broken_by_candidate``), with the evidence in the ``reproduction`` note. It does not: the
+second answer is the candidate's. The canary fails: an infrastructure error (``status="error"``,
+naming the canary), which the composition's ``onError`` turns into a failed batch by default. Past
+the batch's rerun budget (``reruns.per_batch`` of the spec) the canary alone decides.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import secrets
 import threading
+import warnings
 import weakref
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
 from rewardkit.cancellation import NEVER, CancelScope, current
@@ -31,6 +37,15 @@ from rewardkit.contracts import (
     RewardGroupRequest,
     RewardGroupResult,
     RewardProviderResult,
+)
+from rewardkit.reproduction import (
+    REPRODUCTION_NOTE,
+    CanaryFailed,
+    Charged,
+    Fault,
+    RerunBudget,
+    reproduce,
+    rerun_budget,
 )
 from rewardkit_rl.code.compare import COMPARE_MODES, CompareMode, outputs_match
 from rewardkit_rl.code.reference import TestPlan, parse_reference
@@ -48,16 +63,22 @@ DIAGNOSTICS = (
     "compile_error",
     "output_truncated",
     "sandbox_broken_by_candidate",
-    "starved_reruns",
+    "reruns",
 )
-# A program that must pass in any working sandbox; run after a candidate broke one twice.
-CANARY = "print(sum(range(10)))\n"
-CANARY_OUTPUT = "45"
+# Params of revision 3's starvation rule: accepted so existing configs load, ignored, refused in 0.3.
+DEPRECATED_PARAMS = ("starved_cpu_share", "starved_wait_share")
+CANARY_NAME = "a program adding two numbers drawn for this fault, run in the same slot with the same limits"
+_TIMED_OUT = "the program ran past its deadline"
+_LEFT_RUNNING = "the candidate left processes running that the sandbox had to be restarted to end"
 
 
 @dataclass(frozen=True)
 class CaseOutcome:
-    """The verdicts of one candidate: one status per case, plus what went wrong overall."""
+    """The verdicts of one candidate: one status per case, plus what went wrong overall.
+
+    ``charges`` are the faults that reproduced (their evidence goes in the reason and the
+    ``reproduction`` note); ``unreproduced`` says which faults did not (the note only);
+    ``reruns`` counts the candidate's runs made again to find out."""
 
     statuses: tuple[str, ...]
     compile_error: bool = False
@@ -65,17 +86,20 @@ class CaseOutcome:
     timeout: bool = False
     truncated: bool = False
     broken: str | None = None  # how the candidate broke the sandbox, when it did
-    starved_reruns: int = 0
+    reruns: int = 0
+    charges: tuple[Charged, ...] = ()
+    unreproduced: tuple[str, ...] = ()
 
     def result(self) -> RewardProviderResult:
         if self.broken is not None:
             statuses = tuple("fail:sandbox_broken" for _ in self.statuses)
-            return _result(statuses, self, f"code-tests: the candidate {self.broken}")
+            return _result(statuses, self, f"code-tests: {self.broken}")
         return _result(self.statuses, self, self._reason())
 
     def _reason(self) -> str | None:
         if self.timeout:
-            return "code-tests: the program ran past its deadline"
+            timed_out = [charge for charge in self.charges if charge.fault.kind == "timeout"]
+            return f"code-tests: {timed_out[0].reason if timed_out else _TIMED_OUT}"
         if self.compile_error:
             return "code-tests: the program does not compile"
         if self.truncated:
@@ -83,6 +107,15 @@ class CaseOutcome:
         if self.runtime_error:
             return "code-tests: the program failed while it ran"
         return None
+
+    def with_decisions(self, decided: list[_Decided]) -> CaseOutcome:
+        """This outcome with what reproducing the faults of ``decided`` (its runs) found."""
+        return replace(
+            self,
+            reruns=self.reruns + sum(run.reruns for run in decided),
+            charges=self.charges + tuple(run.charged for run in decided if run.charged is not None),
+            unreproduced=self.unreproduced + tuple(run.unreproduced for run in decided if run.unreproduced),
+        )
 
 
 def _result(statuses: tuple[str, ...], outcome: CaseOutcome, reason: str | None) -> RewardProviderResult:
@@ -101,13 +134,73 @@ def _result(statuses: tuple[str, ...], outcome: CaseOutcome, reason: str | None)
         ("compile_error", outcome.compile_error),
         ("output_truncated", outcome.truncated),
         ("sandbox_broken_by_candidate", outcome.broken is not None),
-        ("starved_reruns", outcome.starved_reruns),
+        ("reruns", outcome.reruns),
     )
+    evidence = [charge.evidence for charge in outcome.charges] + list(outcome.unreproduced)
     return RewardProviderResult(
         terms={"pass_rate": passed / total, "all_passed": float(passed == total)},
         diagnostics=tuple(MetricContribution(name, float(value)) for name, value in diagnostics),
         reason=reason if passed < total else None,
+        notes={REPRODUCTION_NOTE: "; ".join(evidence)} if evidence else None,
     )
+
+
+@dataclass(frozen=True)
+class RunFault(Fault):
+    """A fault of one run that could be the infrastructure's; ``response`` is the runner's answer
+    when there was one (a timed-out run), None when the slot failed under the run."""
+
+    response: dict[str, Any] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class _Decided:
+    """One run once its fault, if any, was decided: the answer to read (None when the candidate
+    broke the sandbox, ``broken`` saying how), the charge when the fault reproduced, what did not
+    reproduce, and how many times the run was made again."""
+
+    response: dict[str, Any] | None
+    broken: str | None = None
+    charged: Charged | None = None
+    unreproduced: str | None = None
+    reruns: int = 0
+
+
+@dataclass(frozen=True)
+class Canary:
+    """A program that passes in any working slot, drawn afresh for each fault (two random numbers
+    to add), so that no candidate can tell it from a real task or know its answer in advance."""
+
+    plan: TestPlan
+    program: str
+
+    @classmethod
+    def drawn(cls, mode: str) -> Canary:
+        first, second = secrets.randbelow(10**9), secrets.randbelow(10**9)
+        if mode == "io":
+            plan = parse_reference({"inputs": [f"{first} {second}\n"], "outputs": [str(first + second)]})
+            return cls(plan, "first, second = map(int, input().split())\nprint(first + second)\n")
+        name = f"add_{secrets.token_hex(4)}"
+        plan = parse_reference({"test_list": [f"assert {name}({first}, {second}) == {first + second}"]})
+        return cls(plan, f"def {name}(first, second):\n    return first + second\n")
+
+    def failure(self, response: dict[str, Any]) -> str | None:
+        """Why the runner's ``response`` to this canary is not a pass, or None."""
+        if response.get("left_running"):
+            return "it left processes running"
+        if response["timed_out"]:
+            return "it ran past its deadline"
+        if self.plan.mode == "io":
+            if response["program"] != "ok" or not outputs_match(
+                response["stdout"], self.plan.outputs[0], "token", 0.0, 0.0
+            ):
+                return f"it answered {response['program']} with {response['stdout'][:80]!r}"
+            return None
+        outcome = outcome_of_asserts(response, 1)
+        if not isinstance(outcome, CaseOutcome) or outcome.statuses != ("pass",):
+            shown = outcome.statuses if isinstance(outcome, CaseOutcome) else outcome.reason
+            return f"its test did not pass ({shown})"
+        return None
 
 
 def _verdict_lines(text: str, test_count: int) -> tuple[str, list[str], bool]:
@@ -169,8 +262,8 @@ class CodeTestsProvider:
         compare: str = "token",
         float_rel_tol: float = 1e-6,
         float_abs_tol: float = 1e-6,
-        starved_cpu_share: float = 0.5,
-        starved_wait_share: float = 0.25,
+        starved_cpu_share: float | None = None,
+        starved_wait_share: float | None = None,
     ) -> None:
         if compare not in COMPARE_MODES:
             raise ValueError(f"code-tests: compare must be one of {list(COMPARE_MODES)}, got {compare!r}")
@@ -178,6 +271,8 @@ class CodeTestsProvider:
             not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1
         ):
             raise ValueError(f"code-tests: concurrency must be a positive integer, got {concurrency!r}")
+        given = zip(DEPRECATED_PARAMS, (starved_cpu_share, starved_wait_share), strict=True)
+        warn_deprecated([name for name, value in given if value is not None])
         self.config = SandboxConfig(
             isolation=isolation,  # type: ignore[arg-type]
             timeout_s=timeout_s,
@@ -191,7 +286,6 @@ class CodeTestsProvider:
         self.concurrency = min(concurrency or USABLE_CPUS, USABLE_CPUS)
         self.compare: CompareMode = compare  # type: ignore[assignment]
         self.tolerances = (float_rel_tol, float_abs_tol)
-        self.starved_shares = (starved_cpu_share, starved_wait_share)
         self._pool: SandboxPool | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -219,10 +313,13 @@ class CodeTestsProvider:
     def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
         plan = parse_reference(request.context.reference)
         pool, executor = self._started()
-        # The request's scope, passed on by hand: this executor's threads do not see our context.
+        # The request's scope and its batch's rerun budget, passed on by hand: this executor's
+        # threads do not see our context.
         scope = current()
+        budget = rerun_budget()
         futures = [
-            executor.submit(self.score, pool, plan, candidate, scope) for candidate in request.candidates
+            executor.submit(self.score, pool, plan, candidate, scope, budget)
+            for candidate in request.candidates
         ]
         try:
             items = tuple(
@@ -240,109 +337,132 @@ class CodeTestsProvider:
         return RewardGroupResult(request.group_id, items)
 
     def score(
-        self, pool: SandboxPool, plan: TestPlan, candidate: RewardCandidate, scope: CancelScope = NEVER
+        self,
+        pool: SandboxPool,
+        plan: TestPlan,
+        candidate: RewardCandidate,
+        scope: CancelScope = NEVER,
+        budget: RerunBudget | None = None,
     ) -> RewardProviderResult:
-        """Score one candidate; a sandbox that cannot run it makes the result an error.
+        """Score one candidate; a slot whose canary fails makes the result an error.
 
-        When ``scope`` is cancelled, a case not started never starts and a running one is killed;
-        either raises the scope's error, since a killed program has no verdict.
+        ``budget``: the batch's reruns (this thread's ``rerun_budget()`` when None). When ``scope``
+        is cancelled, a case not started never starts and a running one is killed; either raises
+        the scope's error, since a killed program has no verdict.
         """
         scope.raise_if_cancelled()
+        budget = budget or rerun_budget()
         program = plan.program_from(candidate.completion)
         if plan.unsupported:
             return RewardProviderResult.skip(
                 f"code-tests: the tests cannot be judged here: {plan.unsupported}"
             )
         try:
-            if plan.mode == "asserts":
-                with pool.lease(scope) as slot:
-                    response = self._attributed(slot, self._request(plan, program))
-                if "broken" in response:
-                    return CaseOutcome(
-                        ("fail:sandbox_broken",) * plan.case_count, broken=response["broken"]
-                    ).result()
-                outcome = outcome_of_asserts(response, plan.case_count)
-                if isinstance(outcome, RewardProviderResult):
-                    return outcome
-                outcome = replace(outcome, starved_reruns=response["starved_reruns"])
-            else:
-                outcome = self._run_io(pool, plan, program, scope)
-        except SandboxError as error:
+            with pool.lease(scope) as slot:
+                if plan.mode == "asserts":
+                    outcome = self._run_asserts(slot, plan, program, budget)
+                else:
+                    outcome = self._run_io(slot, plan, program, budget)
+        except CanaryFailed as error:
+            scope.raise_if_cancelled()
+            return RewardProviderResult.fail(f"sandbox: {error}")
+        except SandboxError as error:  # the pool is closed or its uids are spent
             scope.raise_if_cancelled()
             return RewardProviderResult.fail(f"sandbox: {error}")
         scope.raise_if_cancelled()
-        return outcome.result()
+        return outcome if isinstance(outcome, RewardProviderResult) else outcome.result()
+
+    def _run_asserts(
+        self, slot: Slot, plan: TestPlan, program: str, budget: RerunBudget
+    ) -> CaseOutcome | RewardProviderResult:
+        decided = self._decided(slot, self._request(plan, program), budget)
+        if decided.response is None:
+            broken = ("fail:sandbox_broken",) * plan.case_count
+            return CaseOutcome(broken, broken=decided.broken).with_decisions([decided])
+        outcome = outcome_of_asserts(decided.response, plan.case_count)
+        if isinstance(outcome, RewardProviderResult):
+            return outcome
+        return outcome.with_decisions([decided])
+
+    def _run_io(self, slot: Slot, plan: TestPlan, program: str, budget: RerunBudget) -> CaseOutcome:
+        statuses: list[str] = []
+        flags = {"runtime": False, "timeout": False, "truncated": False}
+        decisions: list[_Decided] = []
+        for index, (given, expected) in enumerate(zip(plan.inputs, plan.outputs)):
+            decided = self._decided(slot, self._request(plan, program, stdin=given), budget)
+            decisions.append(decided)
+            if decided.response is None:
+                broken = ("fail:sandbox_broken",) * len(plan.inputs)
+                return CaseOutcome(broken, broken=decided.broken).with_decisions(decisions)
+            response = decided.response
+            if response["program"] == "compile_error":
+                # deterministic: no other case can do better
+                rest = ["fail:compile_error"] * (len(plan.inputs) - index)
+                outcome = CaseOutcome(tuple(statuses + rest), compile_error=True, **_io_flags(flags))
+                return outcome.with_decisions(decisions)
+            statuses.append(self._io_status(response, expected, flags))
+        return CaseOutcome(tuple(statuses), **_io_flags(flags)).with_decisions(decisions)
 
     # -- who caused it ---------------------------------------------------------------------------
 
-    def _starved(self, response: dict[str, Any]) -> bool:
-        """Timed out while the machine, not the program, held the time: little CPU, long run-queue
-        waits, and no more runnable threads than CPUs (a run with more, a fork bomb say, waited on
-        itself)."""
-        if not response.get("timed_out") or "cpu_s" not in response:
-            return False
-        cpu_share, wait_share = self.starved_shares
-        timeout = self.config.timeout_s
-        return (
-            response["cpu_s"] < cpu_share * timeout
-            and response["wait_s"] > wait_share * timeout
-            and response["runnable"] <= USABLE_CPUS
-        )
-
-    def _attributed(self, slot: Slot, request: dict[str, Any]) -> dict[str, Any]:
-        """One run, with its faults charged only on evidence (see the module docstring).
-
-        Returns the runner's answer (with ``starved_reruns``), or ``{"broken": why}`` when the
-        candidate broke the sandbox; raises ``SandboxError`` for an infrastructure failure.
-        """
-        reruns = 0
-        while True:
-            try:
-                response = slot.run(request)
-            except SandboxError as error:
-                return self._after_host_failure(slot, request, error)
-            if response.get("left_running"):
-                return {"broken": "left processes running that the sandbox had to be restarted to end"}
-            if not self._starved(response):
-                return {**response, "starved_reruns": reruns}
-            if reruns:
-                raise SandboxError(
-                    f"the program's run was starved of CPU twice (it ran {response['cpu_s']:.2f} s of "
-                    f"its {self.config.timeout_s:g} s and waited {response['wait_s']:.2f} s for a CPU): "
-                    "the machine is overloaded (a co-located trainer?); give the sandbox its own cores"
-                )
-            reruns += 1
-
-    def _after_host_failure(self, slot: Slot, request: dict[str, Any], error: SandboxError) -> dict[str, Any]:
-        slot.scope.raise_if_cancelled()  # a cancelled request's slot was killed on purpose
-        try:
-            response = slot.run(request)  # a fresh slot: the failure stopped the old one
-        except SandboxError as again:
-            slot.scope.raise_if_cancelled()
-            canary = self._canary_error(slot)
-            if canary is not None:
-                raise SandboxError(f"{error} (and a canary program failed too: {canary})") from again
-            return {"broken": f"broke the sandbox twice in fresh slots ({again}) where a canary passed"}
-        return {**response, "starved_reruns": 0}
-
-    def _canary_error(self, slot: Slot) -> str | None:
-        """Why a trivial program fails in a fresh slot, or None when it passes."""
-        config = self.config
-        request = {
-            "mode": "io",
-            "program": CANARY,
-            "stdin": "",
-            "timeout": config.timeout_s,
-            "limits": config.limits(),
-            "output_cap": config.output_limit_bytes,
-        }
+    def _attempt(self, slot: Slot, request: dict[str, Any]) -> dict[str, Any] | RunFault:
+        """One run in ``slot``: the runner's answer, or the fault that could be the infrastructure's."""
         try:
             response = slot.run(request)
         except SandboxError as error:
+            slot.scope.raise_if_cancelled()  # a cancelled request's slot was killed on purpose
+            return RunFault("sandbox_failure", f"the sandbox failed under the program ({error})")
+        # Processes the runner could not end are the run's own doing, whether or not it timed out.
+        if response["timed_out"] and not response.get("left_running"):
+            return RunFault("timeout", _TIMED_OUT, response)
+        return response
+
+    def _decided(self, slot: Slot, request: dict[str, Any], budget: RerunBudget) -> _Decided:
+        """One run, with a fault that could be the infrastructure's decided by reproduction (see the
+        module docstring); raises ``CanaryFailed`` when the slot fails its canary."""
+        first = self._attempt(slot, request)
+        if not isinstance(first, RunFault):
+            return _answered(first)
+        again: list[dict[str, Any] | RunFault] = []
+
+        def rerun() -> dict[str, Any] | RunFault:
+            again.append(self._attempt(slot, request))  # the slot is leased: the run is alone in it
+            return again[-1]
+
+        verdict = reproduce(
+            first,
+            canary_name=CANARY_NAME,
+            canary=lambda: self._canary_failure(slot, request["mode"]),
+            rerun=rerun,
+            budget=budget,
+        )
+        reruns = len(again)
+        if isinstance(verdict, Charged):
+            # A timed-out answer, the second's when there is one, says which cases had run.
+            answers = [fault.response for fault in (*again, first) if isinstance(fault, RunFault)]
+            response = next((answer for answer in answers if answer is not None), None)
+            if response is None:
+                broken = f"the candidate broke the sandbox: {verdict.reason}"
+                return _Decided(None, broken=broken, charged=verdict, reruns=reruns)
+            if verdict.fault.kind != "timeout":  # the slot failed first, then the run timed out
+                verdict = Charged(Fault("timeout", _TIMED_OUT), verdict.evidence, verdict.rerun)
+            return _Decided(response, charged=verdict, reruns=reruns)
+        unreproduced = (
+            f"not reproduced: {first.detail} on its first run; scored again alone after a canary "
+            "passed, it did not, and the second run counts"
+        )
+        return replace(_answered(verdict), unreproduced=unreproduced, reruns=reruns)
+
+    def _canary_failure(self, slot: Slot, mode: str) -> str | None:
+        """Why a canary drawn now fails in ``slot`` (restarted if a failure stopped it), or None."""
+        canary = Canary.drawn(mode)
+        try:
+            stdin = canary.plan.inputs[0] if canary.plan.inputs else None
+            response = slot.run(self._request(canary.plan, canary.program, stdin=stdin))
+        except SandboxError as error:
+            slot.scope.raise_if_cancelled()
             return str(error)
-        if response["program"] != "ok" or response["stdout"].strip() != CANARY_OUTPUT:
-            return f"it answered {response['program']} with {response['stdout'][:80]!r}"
-        return None
+        return canary.failure(response)
 
     def _request(self, plan: TestPlan, program: str, stdin: str | None = None) -> dict[str, Any]:
         config = self.config
@@ -360,25 +480,6 @@ class CodeTestsProvider:
             "output_cap": config.output_limit_bytes,
         }
 
-    def _run_io(self, pool: SandboxPool, plan: TestPlan, program: str, scope: CancelScope) -> CaseOutcome:
-        statuses: list[str] = []
-        flags = {"runtime": False, "timeout": False, "truncated": False}
-        reruns = 0
-        with pool.lease(scope) as slot:
-            for index, (given, expected) in enumerate(zip(plan.inputs, plan.outputs)):
-                response = self._attributed(slot, self._request(plan, program, stdin=given))
-                if "broken" in response:
-                    return CaseOutcome(("fail:sandbox_broken",) * len(plan.inputs), broken=response["broken"])
-                reruns += response["starved_reruns"]
-                if response["program"] == "compile_error":
-                    # deterministic: no other case can do better
-                    rest = ["fail:compile_error"] * (len(plan.inputs) - index)
-                    return CaseOutcome(
-                        tuple(statuses + rest), compile_error=True, starved_reruns=reruns, **_io_flags(flags)
-                    )
-                statuses.append(self._io_status(response, expected, flags))
-        return CaseOutcome(tuple(statuses), starved_reruns=reruns, **_io_flags(flags))
-
     def _io_status(self, response: dict[str, Any], expected: str, flags: dict[str, bool]) -> str:
         if response["timed_out"]:
             flags["timeout"] = True
@@ -393,6 +494,25 @@ class CodeTestsProvider:
         if outputs_match(response["stdout"], expected, self.compare, rel_tol, abs_tol):
             return "pass"
         return "fail:wrong_output"
+
+
+def _answered(response: dict[str, Any]) -> _Decided:
+    """A run the runner answered: its answer, or the charge for processes it left running."""
+    if response.get("left_running"):
+        return _Decided(None, broken=_LEFT_RUNNING)
+    return _Decided(response)
+
+
+def warn_deprecated(names: list[str]) -> None:
+    """Warn that the params ``names`` of the removed starvation rule are ignored (they still load)."""
+    if names:
+        warnings.warn(
+            f"code-tests: params {names} are deprecated and ignored: a timed-out run is charged only when "
+            "it times out again alone in its slot after a canary passed there (docs/code_rewards.md"
+            "#who-caused-it), never from its CPU figures; remove them, they are refused from 0.3",
+            FutureWarning,
+            stacklevel=3,
+        )
 
 
 class _IOFlags(TypedDict):
