@@ -1,7 +1,9 @@
 """Nothing of a code-sandbox run outlives it: a later run of the same slot can observe nothing.
 
 For each channel a run could leave state in (SysV shared memory, semaphores and message queues,
-POSIX message queues, files in ``/dev/shm`` and ``/tmp``, an abstract Unix socket, a kernel key),
+POSIX message queues, files in ``/dev/shm`` and ``/tmp``, an abstract Unix socket, a kernel key,
+and the slot's network namespace: a loopback TCP connection in ``TIME_WAIT``, inet and unix
+sockets a daemon holds, a unix socket that holds itself, all read from ``/proc/net``),
 a *writer* candidate tries to leave a note and a later *reader* candidate passes its test only if
 it reads that note. Both run in the one slot of a ``concurrency: 1`` pool, and the slot does not
 restart in between (a restart would hand the reader fresh namespaces and prove nothing). The
@@ -37,6 +39,26 @@ from rewardkit_rl.code import sandbox
 GROUP = 3  # writer or reader, beside one honest and one wrong sibling
 _KEYCTL = 250  # x86-64; aarch64 uses 219 (only for cleaning up after a failing run on old code)
 _KEYCTL_INVALIDATE = 21
+
+# Reads every socket table of the namespace (what `ss -a` and `netstat` list) for a note: a port
+# NOTE + PORT_OFFSET in the inet tables, or a unix socket named NAME-NOTE.
+READ_NET_TABLES = """
+for table in ("tcp", "tcp6", "udp", "udp6", "raw", "raw6"):
+    try:
+        with open("/proc/net/" + table) as handle:
+            rows = handle.read().splitlines()[1:]
+    except OSError:
+        continue
+    for row in rows:
+        for address in row.split()[1:3]:  # local and remote "address:port", the port in hex
+            port = int(address.rsplit(":", 1)[1], 16)
+            if 1000 <= port - PORT_OFFSET <= 31000:
+                note = str(port - PORT_OFFSET)
+with open("/proc/net/unix") as handle:
+    for row in handle:
+        if NAME + "-" in row:
+            note = row.split(NAME + "-", 1)[1].split("-")[0].split()[0]
+"""
 
 # Each channel: (code that leaves NOTE under NAME, code that sets `note` from it), both inside
 # a `try` so a refused call (OSError, ctypes' -1) is the program's own business. The programs
@@ -177,6 +199,93 @@ for serial in serials:
         break
 """,
     ),
+    # The slot's network namespace serves run after run: a writer leaves its note as a port
+    # (NOTE + PORT_OFFSET, below the ephemeral range) or a socket name that lingers there.
+    "tcp_time_wait": (
+        """
+import socket
+server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(NOTE) + PORT_OFFSET))
+server.listen()
+client = socket.create_connection(("127.0.0.1", int(NOTE) + PORT_OFFSET))
+connection, _ = server.accept()
+connection.close()  # the side that closes first keeps the connection in TIME_WAIT for a minute
+client.close()
+server.close()
+""",
+        READ_NET_TABLES,
+    ),
+    "tcp6_time_wait": (
+        """
+import socket
+server = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("::1", int(NOTE) + PORT_OFFSET))
+server.listen()
+client = socket.create_connection(("::1", int(NOTE) + PORT_OFFSET))
+connection, _ = server.accept()
+connection.close()
+client.close()
+server.close()
+""",
+        READ_NET_TABLES,
+    ),
+    "inet_daemons": (
+        """
+import socket
+held = []
+for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        try:
+            held.append(socket.socket(family, kind))
+            held[-1].bind((host, int(NOTE) + PORT_OFFSET))
+            if kind == socket.SOCK_STREAM:
+                held[-1].listen()
+        except OSError:
+            pass
+if os.fork() == 0:  # a daemon that keeps listening sockets open for as long as it lives
+    import time
+    os.setsid()
+    while True:
+        time.sleep(60)
+""",
+        READ_NET_TABLES,
+    ),
+    "unix_socket_names": (
+        """
+import socket
+named = NAME + "-" + NOTE
+held = []
+for address in ("\\0" + named, named):  # abstract, and a path in the run's own work dir
+    held.append(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+    held[-1].bind(address)
+    held[-1].listen()
+if os.fork() == 0:  # a daemon that keeps the named sockets open for as long as it lives
+    import time
+    os.setsid()
+    while True:
+        time.sleep(60)
+""",
+        READ_NET_TABLES,
+    ),
+    "unix_socket_cycle": (
+        # A socket that holds itself (its own descriptor in flight in its queue) has no owner
+        # once every descriptor is closed: only the kernel's unix garbage collector frees it, and
+        # that runs when some unix socket is released, anywhere on the host, after the cycle.
+        """
+import socket
+named = NAME + "-" + NOTE
+cycle = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+cycle.bind("\\0" + named)
+sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+sender.connect("\\0" + named)
+socket.send_fds(sender, [b"x"], [cycle.fileno()])
+sender.close()
+cycle.close()
+""",
+        READ_NET_TABLES,
+    ),
 }
 
 PRELUDE = """
@@ -185,6 +294,7 @@ LIBC = ctypes.CDLL(None, use_errno=True)
 LIBC.shmat.restype = ctypes.c_void_p
 NAME = {name!r}
 KEY = {key}
+PORT_OFFSET = 1024
 """
 
 
@@ -307,6 +417,22 @@ def test_a_later_run_in_the_same_slot_cannot_read_a_note_an_earlier_run_left(
     assert slot._used_uids > last_uids
     assert _finals(written) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}
     assert _finals(read) == {"subject": 0.0, "honest": 1.0, "wrong": 0.0}, f"{channel}: the note got through"
+
+
+def test_the_socket_table_reader_finds_unix_socket_names_left_in_its_own_run(reward: Any, name: str) -> None:
+    # The control for the unix channels above, which pass on the old sandbox too: within one run
+    # the reader finds the names the writer's daemon holds, so a later run that finds nothing
+    # found nothing because nothing was left, not because it is blind.
+    answer = 1000 + secrets.randbelow(30000)
+    leave, read = CHANNELS["unix_socket_names"]
+    program = (
+        PRELUDE.format(name=name, key=_sysv_key(name))
+        + f"NOTE = {str(answer)!r}\nnote = ''\n"
+        + f"try:\n{_indent(leave)}{_indent(read)}except Exception:\n    pass\n"
+        + "def answer():\n    return int(note) if note.strip().isdigit() else -1\n"
+    )
+    batch = reward.score([_group("same-run", program, answer)])
+    assert _finals(batch) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}
 
 
 LEAK_MIB = 96

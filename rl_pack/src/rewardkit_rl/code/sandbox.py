@@ -14,7 +14,8 @@ Isolation of one slot (``isolation="bwrap"``):
   candidate uid, and the tests in another child under a fresh test uid (so RLIMIT_NPROC binds,
   the candidate can signal neither the runner nor the tests, and nothing of one run can signal a
   later run's processes), with rlimits on address space, CPU, processes, file size and open
-  files, and a seccomp filter that refuses user namespaces and scheduling changes;
+  files, and a seccomp filter that refuses user namespaces, scheduling changes and sockets of
+  any family but ``AF_UNIX``;
 - the namespaces and ``/tmp`` belong to the slot, not to one run, so nothing a run makes may
   outlive it: its processes are killed and its work dirs removed before the runner answers, and
   ``/tmp`` and ``/dev/shm`` must then be empty (else the slot restarts); the filter refuses the

@@ -34,7 +34,8 @@ Nothing of a run outlives it. After the kill its work dirs are removed, and ``/t
 0711 and ``/dev/shm`` root's 0755); anything left there fails the request, and the host starts
 the slot afresh, so no later run sees it. Abstract Unix sockets and timers die with the processes
 that held them. Kernel objects that outlive every process (SysV IPC, POSIX message queues, keys)
-cannot be made at all (``rk_seccomp``).
+cannot be made at all, nor can sockets of any family but ``AF_UNIX``, whose state (a TCP
+connection in ``TIME_WAIT``) would outlive the run in the slot's network namespace (``rk_seccomp``).
 
 Protocol with the host on fds 0 and 1: ``rk_wire`` frames both ways. The first frame the runner
 writes is ``{"ready": true}``.

@@ -1,4 +1,4 @@
-"""A seccomp-BPF filter for the sandbox: refuse the namespace, scheduling, IPC and keyring calls.
+"""A seccomp-BPF filter for the sandbox: refuse namespace, scheduling, IPC, keyring and inet calls.
 
 Standard library only (``ctypes``); loaded as the top-level module ``rk_seccomp`` under
 ``python -I -S``. ``install()`` puts the filter on every thread of the calling process (the
@@ -30,6 +30,19 @@ Rules, on x86-64 and aarch64 only:
   runs), a uid's keyring as long as the host's user namespace (forever, whatever uid a run had).
   A run could leave a note for a later run, or memory no rlimit counts and no kill frees. Python
   needs none of them (``multiprocessing`` uses files in ``/dev/shm``);
+- ``socket`` and ``socketpair`` answer ``EAFNOSUPPORT`` (as on a kernel built without the
+  family) for every address family but ``AF_UNIX``. The slot's network namespace serves run after
+  run, and inet sockets leave state in it that outlives them: a closed TCP connection stays in
+  ``TIME_WAIT`` (listed in ``/proc/net/tcp``) for a minute, and ephemeral port choice and the
+  TCP metrics cache carry over too. Other families reach past the namespace altogether
+  (``AF_VSOCK`` is not namespaced, and reaches the hypervisor on a VM) or need capabilities a run
+  never has. Unix sockets (path and abstract) die with the processes that hold them, so
+  ``socketpair``, ``multiprocessing.Pipe``, subprocess pipes and asyncio's event loop keep
+  working; an honest test program needs no other family (the namespace has no network beyond
+  loopback). On x86-64 and aarch64 ``socketcall`` does not exist for 64-bit programs, and the
+  32-bit ABIs that have it end the process (the arch rule above);
+- ``io_uring_setup``, ``io_uring_enter`` and ``io_uring_register`` answer ``ENOSYS``: io_uring
+  runs operations (``IORING_OP_SOCKET`` among them) that no syscall filter sees;
 - everything else is allowed.
 """
 
@@ -57,6 +70,7 @@ _OFF_ARCH = 4
 _OFF_ARG0_LOW = 16  # both arches are little-endian, so the low 32 bits of args[0] come first
 
 _CLONE_NEWUSER = 0x10000000
+_AF_UNIX = 1  # the one address family a run may make sockets of (see the module docstring)
 _X32_SYSCALL_BIT = 0x40000000
 
 _PR_SET_SECCOMP = 22
@@ -73,6 +87,8 @@ _OUTLIVING_CALLS = (
     *("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"),
     *("add_key", "request_key", "keyctl"),
 )
+# io_uring performs socket(), open() and more from the kernel's side, where no filter looks.
+_IO_URING_CALLS = ("io_uring_setup", "io_uring_enter", "io_uring_register")
 
 # Per machine: audit arch and syscall numbers (x86-64: asm/unistd_64.h; aarch64: asm-generic/unistd.h).
 _ARCHES: dict[str, dict[str, int]] = {
@@ -109,6 +125,11 @@ _ARCHES: dict[str, dict[str, int]] = {
         "add_key": 248,
         "request_key": 249,
         "keyctl": 250,
+        "socket": 41,
+        "socketpair": 53,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
     },
     "aarch64": {
         "audit_arch": 0xC00000B7,
@@ -143,6 +164,11 @@ _ARCHES: dict[str, dict[str, int]] = {
         "add_key": 217,
         "request_key": 218,
         "keyctl": 219,
+        "socket": 198,
+        "socketpair": 199,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
     },
 }
 
@@ -175,6 +201,18 @@ def _refuse_newuser(nr: int) -> list[bytes]:
     ]
 
 
+def _unix_sockets_only(nr: int) -> list[bytes]:
+    # args[0] is the address family (an int, so its low 32 bits are all of it). Like the clone
+    # block, loading it replaces nr in the accumulator, so this block must end in returns.
+    return [
+        _op(_JEQ_K, nr, 0, 4),
+        _op(_LD_W_ABS, _OFF_ARG0_LOW),
+        _op(_JEQ_K, _AF_UNIX, 0, 1),
+        _op(_RET_K, _RET_ALLOW),
+        _errno(errno.EAFNOSUPPORT),
+    ]
+
+
 def program(machine: str) -> bytes:
     """The filter for ``machine`` (an ``os.uname().machine`` value) as packed ``sock_filter``s."""
     nrs = _ARCHES.get(machine)
@@ -194,8 +232,10 @@ def program(machine: str) -> bytes:
     code += _refuse(nrs["setns"], errno.EPERM)
     for name in ("setpriority", "sched_setparam", "sched_setscheduler", "sched_setattr", "sched_setaffinity"):
         code += _refuse(nrs[name], errno.EPERM)
-    for name in _OUTLIVING_CALLS:
+    for name in (*_OUTLIVING_CALLS, *_IO_URING_CALLS):
         code += _refuse(nrs[name], errno.ENOSYS)
+    code += _unix_sockets_only(nrs["socket"])
+    code += _unix_sockets_only(nrs["socketpair"])
     code += _refuse_newuser(nrs["clone"])
     code += _refuse_newuser(nrs["unshare"])
     code.append(_op(_RET_K, _RET_ALLOW))
