@@ -46,7 +46,8 @@ def _to_fraction(match: re.Match[str]) -> Fraction | None:
         return None
     value = Fraction(digits)
     if denominator is not None:
-        if decimals is not None or int(denominator) == 0:
+        # int() refuses more than 4,300 digits: a longer denominator would raise, not read as none.
+        if decimals is not None or len(denominator) > MAX_DIGITS or int(denominator) == 0:
             return None
         value /= int(denominator)
     return -value if match.group("sign") == "-" else value

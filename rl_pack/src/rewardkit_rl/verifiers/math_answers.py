@@ -3,19 +3,30 @@
 Most answers are plain integers or fractions that match the reference character for character
 after light normalisation; those are decided here in microseconds. Only the rest go to the
 worker pool.
+
+Everything here reads candidate text in the calling process, outside every worker timeout, so
+every reader runs in linear time on any input: each pattern below is either anchored to a short
+token (no quantifier that can re-read what another one read) or replaced by a scan that moves
+forward only (``_Forward``), and no search is started again over text an earlier one covered.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from fractions import Fraction
 
 from rewardkit.builtin.answers import last_answer_tag, last_boxed
 
 _FINAL_ANSWER = re.compile(r"final\s+answer(?:\s+is)?[ \t]*[:：]?[ \t]*(?P<span>[^\n]+)", re.IGNORECASE)
-_HOPE = re.compile(r"\.?\s*I hope it is correct\.?\s*$", re.IGNORECASE)
-_INLINE_MATH = re.compile(r"\$(?P<math>[^$]+)\$|\\\((?P<paren>.+?)\\\)")
+# Minerva's closing sentence, read at the end of a final-answer line (``_without_hope``).
+_HOPE = re.compile(r"I hope it is correct", re.IGNORECASE)
+_HOPE_CHARS = len("I hope it is correct")
+_INLINE_OPENER = re.compile(r"\$|\\\(")
 _SPACING = re.compile(r"\\left|\\right|\\displaystyle|\\[!,;: ]|\s+")
+# Longer numbers are not read as exact values: ``int()`` refuses more than 4,300 digits (a
+# ValueError a completion could raise at will), and none is an answer a reference can equal.
+MAX_EXACT_DIGITS = 4000
 _INTEGER = re.compile(r"-?\d+")
 _DECIMAL = re.compile(r"-?\d+\.\d+")
 _SLASH = re.compile(r"(-?\d+)/(\d+)")
@@ -76,11 +87,14 @@ _INNER_BOX = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z])")
 # transparent) ink shows nothing on the white page a reader sees. ``\textcolor{c}{..}`` colours its
 # argument; ``\color{c}`` is a switch, to the end of the enclosing group (or, outside any group, of
 # the maths span).
-_INVISIBLE = re.compile(
-    r"\\(?P<command>[hv]?phantom|textcolor|mathcolor|color)(?![a-zA-Z])\s*"
-    r"(?:\[(?P<model>[^\]{}]*)\]\s*)?(?:\{(?P<colour>[^{}]*)\}\s*)?"
-)
-_BRACE_OR_COMMAND = re.compile(r"\\(?:[hv]?phantom|textcolor|mathcolor|color)(?![a-zA-Z])|[{}]")
+# A command is read as ``\\name`` (not followed by a letter), spaces, an optional ``[model]`` (no
+# ``]``, ``{`` or ``}`` inside), spaces, an optional ``{colour}`` (no brace inside), spaces
+# (``_read_command``). The ends of ``[model]`` and ``{colour}`` are found by forward searches
+# (``_Forward``): a regex ``[^\]{}]*`` per command would read the same text again for every
+# ``\\color[`` that never closes (quadratic).
+_BRACE_OR_COMMAND = re.compile(r"\\(?P<command>[hv]?phantom|textcolor|mathcolor|color)(?![a-zA-Z])|[{}]")
+_SPACES = re.compile(r"\s*")
+_MODEL_END = re.compile(r"[\]{}]")
 _NEXT_TOKEN = re.compile(r"\s*(?:\\[a-zA-Z]+|\\?.)", re.DOTALL)
 _MATH_END = re.compile(r"(?<!\\)\$|\\\)|\\\]")
 _WHITE_NAMES = frozenset(
@@ -112,6 +126,59 @@ def _invisible_colour(model: str | None, colour: str) -> bool:
     return accepted is not None and all(part in accepted for part in spec.split(","))
 
 
+class _Forward:
+    """The first match of ``pattern`` in ``text`` at or after a position, asked for positions that
+    never go back. A search that found its match at ``m`` answers every later question from a
+    position up to ``m`` (nothing matches in between), and one that found none answers every
+    later question: the text is searched once, however many questions are asked."""
+
+    __slots__ = ("_found", "_pattern", "_searched_from", "_text")
+
+    def __init__(self, pattern: re.Pattern[str], text: str) -> None:
+        self._pattern = pattern
+        self._text = text
+        self._searched_from = len(text) + 1  # no search yet
+        self._found: re.Match[str] | None = None
+
+    def next_from(self, position: int) -> re.Match[str] | None:
+        found = self._found
+        if self._searched_from <= position and (found is None or position <= found.start()):
+            return found
+        self._searched_from = position
+        self._found = self._pattern.search(self._text, position)
+        return self._found
+
+
+@dataclass(frozen=True, slots=True)
+class _Command:
+    """One ``\\phantom``/``\\textcolor``/``\\mathcolor``/``\\color`` and its bracket groups."""
+
+    name: str
+    start: int
+    end: int  # after the groups and the spaces after them
+    model: str | None  # what ``[...]`` holds (None: no such group)
+    colour: str | None  # what ``{...}`` holds (None: no such group)
+    colour_start: int  # where the text of ``colour`` starts (-1 without one)
+
+
+def _read_command(text: str, name: re.Match[str], model_ends: _Forward, colour_ends: _Forward) -> _Command:
+    """The command whose name ``name`` matched, with its groups (see ``_BRACE_OR_COMMAND``)."""
+    position = _SPACES.match(text, name.end()).end()  # type: ignore[union-attr]  # \s* always matches
+    model = colour = None
+    colour_start = -1
+    if text.startswith("[", position):
+        closer = model_ends.next_from(position + 1)
+        if closer is not None and closer.group() == "]":
+            model = text[position + 1 : closer.start()]
+            position = _SPACES.match(text, closer.end()).end()  # type: ignore[union-attr]
+    if text.startswith("{", position):
+        closer = colour_ends.next_from(position + 1)
+        if closer is not None and closer.group() == "}":
+            colour, colour_start = text[position + 1 : closer.start()], position + 1
+            position = _SPACES.match(text, closer.end()).end()  # type: ignore[union-attr]
+    return _Command(name.group("command"), name.start(), position, model, colour, colour_start)
+
+
 def visible(text: str) -> str:
     """``text`` with what does not render blanked: the argument of ``\\phantom``/``\\hphantom``/
     ``\\vphantom``, of ``\\textcolor{white}`` (and ``\\mathcolor``), and what follows a
@@ -124,16 +191,21 @@ def visible(text: str) -> str:
     stack: list[int] = []
     hidden: list[tuple[int, int]] = []
     switches: list[tuple[int, int | None]] = []  # (where a white \color switch is, its group's opening)
-    commands = {match.start(): match for match in _INVISIBLE.finditer(text)}
+    commands: list[_Command] = []
+    model_ends, colour_ends = _Forward(_MODEL_END, text), _Forward(_BRACE, text)
+    read_up_to = 0  # a command inside the groups of the one before is part of them, not a command
     for brace in _BRACE_OR_COMMAND.finditer(text):
         index = brace.start()
         token = brace.group()
         if token.startswith("\\"):
-            match = commands.get(index)
-            if match is not None and match.group("command") == "color":
-                colour = match.group("colour")
-                if colour is not None and _invisible_colour(match.group("model"), colour):
-                    switches.append((match.start(), stack[-1] if stack else None))
+            if index < read_up_to:
+                continue
+            command = _read_command(text, brace, model_ends, colour_ends)
+            read_up_to = command.end
+            commands.append(command)
+            colour = command.colour
+            if command.name == "color" and colour is not None and _invisible_colour(command.model, colour):
+                switches.append((command.start, stack[-1] if stack else None))
             continue
         if _escaped_at(text, index):
             continue
@@ -141,26 +213,26 @@ def visible(text: str) -> str:
             stack.append(index)
         elif stack:
             closing[stack.pop()] = index
-    for match in commands.values():
-        command, colour = match.group("command"), match.group("colour")
-        if command == "color":
+    for command in commands:
+        if command.name == "color":
             continue
-        if command in ("textcolor", "mathcolor"):
-            if colour is None or not _invisible_colour(match.group("model"), colour):
+        if command.name in ("textcolor", "mathcolor"):
+            if command.colour is None or not _invisible_colour(command.model, command.colour):
                 continue
-            argument = match.end()
+            argument = command.end
         else:  # a phantom: what was read as its colour is its argument
-            argument = match.end() if colour is None else match.start("colour") - 1
+            argument = command.end if command.colour is None else command.colour_start - 1
         if argument < len(text) and text[argument] == "{":
-            hidden.append((match.start(), closing.get(argument, len(text) - 1) + 1))
+            hidden.append((command.start, closing.get(argument, len(text) - 1) + 1))
         else:  # an argument of one token: ``\\phantom4``
             following = _NEXT_TOKEN.match(text, argument)
-            hidden.append((match.start(), argument if following is None else following.end()))
+            hidden.append((command.start, argument if following is None else following.end()))
+    math_ends = _Forward(_MATH_END, text)  # switches come in order: one search over the text
     for start, group in switches:
         if group is not None:
             end = closing.get(group, len(text))
         else:
-            found = _MATH_END.search(text, start)
+            found = math_ends.next_from(start)
             end = len(text) if found is None else found.start()
         hidden.append((start, end))
     if not hidden:
@@ -181,9 +253,14 @@ def all_boxes(text: str) -> list[str]:
     """The contents of every outermost ``\\boxed{}``/``\\fbox{}`` whose braces balance (``\\{`` and
     ``\\}`` read as escaped), in order, with box commands nested inside taken off
     (``\\boxed{\\boxed{4}}`` states 4). Linear time on any input."""
+    # Braces before the first box command decide nothing: a brace's match depends only on what
+    # follows it. Boxes close the text, so the one pass starts there and reads a few braces.
+    first = min((found for found in map(text.find, _BOX_COMMANDS) if found >= 0), default=-1)
+    if first < 0:
+        return []
     spans: list[tuple[int, int]] = []
     stack: list[tuple[int, bool]] = []  # (where the content starts, whether a box opened it)
-    for token in _BRACE_OR_BOX.finditer(text):
+    for token in _BRACE_OR_BOX.finditer(text, first):
         index = token.start()
         if token.group() == "}":
             if _escaped_at(text, index) or not stack:
@@ -212,7 +289,9 @@ def _distinct(answers: list[str]) -> list[str]:
     for answer in dict.fromkeys(answer.strip() for answer in answers):  # the same text: once
         form = normalise(answer)
         value = exact_value(form)
-        key = ("value", value[0]) if value is not None else ("form", form)
+        # The value's numerator and denominator, not the Fraction: hashing a Fraction computes a
+        # modular inverse (about 10 µs), more than the rest of the extraction together.
+        key = ("value", value[0].numerator, value[0].denominator) if value is not None else ("form", form)
         if key not in seen:
             seen.add(key)
             kept.append(answer)
@@ -242,13 +321,52 @@ def stated_answers(text: str) -> tuple[list[str], str] | None:
         span = match.group("span")
     if span is None:
         return None
-    span = _HOPE.sub("", span)
-    inline = [found.group("math") or found.group("paren") for found in _INLINE_MATH.finditer(span)]
-    stated = _distinct([item for item in inline if item.strip()])
+    span = _without_hope(span)
+    stated = _distinct([item for item in _inline_maths(span) if item.strip()])
     if stated:
         return stated, "final-answer"
     span = span.strip().rstrip(".").strip()
     return ([span], "final-answer") if span else None
+
+
+def _without_hope(line: str) -> str:
+    """``line`` less a closing "I hope it is correct" (Minerva's format), with the full stop and
+    the spaces around it: what the regex ``\\.?\\s*I hope it is correct\\.?\\s*$`` removes, read
+    from the end (that regex, searched, reads a line of spaces again from every space)."""
+    tail = line.rstrip()
+    if tail.endswith("."):
+        tail = tail[:-1]
+    sentence = len(tail) - _HOPE_CHARS
+    if sentence < 0 or _HOPE.fullmatch(tail, sentence) is None:
+        return line
+    head = tail[:sentence].rstrip()
+    return head[:-1] if head.endswith(".") else head
+
+
+def _inline_maths(line: str) -> list[str]:
+    """The inline maths of one line, in order: ``$...$`` (one character or more, no ``$``) and
+    ``\\(...\\)`` (one character or more, up to the first ``\\)``), as the regex
+    ``\\$([^$]+)\\$|\\\\\\((.+?)\\\\\\)`` reads them from left to right; a closer found missing is not
+    searched for again from a later opener (that regex does, from each one: quadratic)."""
+    found: list[str] = []
+    dollars_close = parens_close = True  # False once no closer is left after some opener
+    position = 0
+    while (opener := _INLINE_OPENER.search(line, position)) is not None:
+        start = opener.start()
+        position = start + 1
+        if opener.group() == "$":
+            closer = line.find("$", start + 1) if dollars_close else -1
+            dollars_close = closer >= 0
+            if closer > start + 1:
+                found.append(line[start + 1 : closer])
+                position = closer + 1
+        else:
+            closer = line.find("\\)", start + 3) if parens_close else -1
+            parens_close = closer >= 0
+            if closer >= 0:
+                found.append(line[start + 2 : closer])
+                position = closer + 2
+    return found
 
 
 def joined(answers: list[str]) -> str:
@@ -271,7 +389,10 @@ def normalise(answer: str) -> str:
 
 
 def exact_value(normalised: str) -> tuple[Fraction, bool] | None:
-    """``(value, is_decimal)`` when the answer is a plain integer, decimal or simple fraction."""
+    """``(value, is_decimal)`` when the answer is a plain integer, decimal or simple fraction (of
+    at most ``MAX_EXACT_DIGITS`` characters)."""
+    if len(normalised) > MAX_EXACT_DIGITS:
+        return None
     if _INTEGER.fullmatch(normalised):
         return Fraction(int(normalised)), False
     if _DECIMAL.fullmatch(normalised):

@@ -59,8 +59,10 @@ from rewardkit_rl.verifiers.pool import KillablePool, Outcome
 # general solutions with free constants, ``\\ne`` exclusions) and scores a verbatim answer only
 # once its reference is verified; 5 reads every box (several different ones state a list, not the
 # last one), every inline maths of a final-answer phrase, and only text that renders (not inside
-# ``\\phantom``, nor white). For ``verifiers/__init__.py`` to register (``revision=``).
-REVISION = "5"
+# ``\\phantom``, nor white); 6 scores an infinite, undefined or NaN answer 0 against an approximation
+# (revision 5 paid ``\\infty`` for ``\\cos(e) \\approx -0.912``, issue 41). For ``verifiers/__init__.py``
+# to register (``revision=``).
+REVISION = "6"
 MATH_DIAGNOSTICS = (
     "extracted",
     "fast_path",

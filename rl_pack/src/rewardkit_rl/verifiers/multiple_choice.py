@@ -53,9 +53,13 @@ _WORD_AFTER = re.compile(r"\s+[A-Za-z]")
 def _patterns(letters: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     group = f"[{re.escape(letters)}]"
     bare = re.compile(rf"^\W*\(?(?P<letter>{group})\)?\W*$", re.IGNORECASE)
+    # The spaces after "option", "option is" and "correct answer" are each read once (atomic, as
+    # above): followed by ``[\s*:]*``, a plain ``\s+`` let a run of spaces be split between the two
+    # in every way (quadratic in the run, 250 s for 100 KiB of spaces after "option").
     phrased = re.compile(
-        r"(?:answer\s*(?:is|:|：)|correct\s+(?:answer|option|choice)\s*(?:is|:)?|"
-        r"(?:option|choice)\s+(?:is\s+)?|I\s+(?:choose|pick|select))"
+        r"(?:answer\s*(?:is|:|：)|correct\s+(?:answer|option|choice)(?=(?P<gap>\s*))(?P=gap)(?:is|:)?|"
+        r"(?:option|choice)(?=(?P<space>\s+))(?P=space)(?:is(?=(?P<after_is>\s+))(?P=after_is))?|"
+        r"I\s+(?:choose|pick|select))"
         rf"[\s*:]*(?:\\text\{{)?[(\[]?(?P<letter>{group})[)\]]?(?![\w])",
         re.IGNORECASE,
     )

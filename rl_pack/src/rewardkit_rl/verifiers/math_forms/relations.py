@@ -248,7 +248,10 @@ def approximation_target(
 def close_enough(target: tuple[Decimal, Decimal, sympy.Expr | None, str | None], answer: Leaf) -> bool:
     """Whether a value answers an approximate reference. A decimal answer must be at least as
     precise as the reference and round to it (to the exact value when the reference states
-    one); an exact answer must lie within half a unit of the reference's last place."""
+    one); an exact answer must lie within half a unit of the reference's last place. The
+    reference's value is a finite decimal: an infinite, undefined or NaN answer (``\\infty``,
+    ``\\frac{1}{0}``, ``\\frac{0}{0}``) approximates no such value and is refused here, before any
+    tolerance is applied (issue 41)."""
     reference, unit, exact, _ = target
     written = values.plain_decimal(answer.latex)
     if written is not None:
@@ -262,9 +265,12 @@ def close_enough(target: tuple[Decimal, Decimal, sympy.Expr | None, str | None],
     if exact is not None:
         if not values.is_closed_form(answer.latex):
             return False
+        stated = values.number(answer.latex)
+        if stated is not None and not values.is_finite_number(stated):
+            return False
         return values.same_number(values.value(answer.latex), exact) is True
     stated = values.number(answer.latex)
-    if stated is None or not stated.is_real:
+    if stated is None or not stated.is_real or not values.is_finite_number(stated):
         return False
     return distance(stated, reference) <= unit / 2
 

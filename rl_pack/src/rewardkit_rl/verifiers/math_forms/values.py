@@ -186,11 +186,26 @@ def _is_zero(number: sympy.Expr) -> bool:
     )
 
 
+_NOT_FINITE = (sympy.S.Infinity, sympy.S.NegativeInfinity, sympy.S.ComplexInfinity, sympy.S.NaN)
+_REAL_INFINITIES = (sympy.S.Infinity, sympy.S.NegativeInfinity)
+
+
+def is_finite_number(number: sympy.Expr) -> bool:
+    """Whether an evaluated number is finite: no infinity (real or complex, ``\\frac{1}{0}``), no
+    NaN (``\\frac{0}{0}``) anywhere in it (``\\infty i`` is not finite either)."""
+    return number.is_finite is not False and not number.has(*_NOT_FINITE)
+
+
 def same_number(first: sympy.Expr, second: sympy.Expr) -> bool | None:
     """Two closed-form numbers that agree to a relative 1e-12 (or whose difference is zero);
-    None when they cannot be evaluated."""
+    None when they cannot be evaluated. An infinity equals only the same real infinity, and NaN
+    and complex infinity equal nothing: "within 1e-12 of the larger" would hold between an
+    infinity and every number, the scale being infinite too (issue 41)."""
     try:
         first, second = _evaluated(first), _evaluated(second)
+        first_number, second_number = sympy.N(first, _PRECISION), sympy.N(second, _PRECISION)
+        if not (is_finite_number(first_number) and is_finite_number(second_number)):
+            return first_number in _REAL_INFINITIES and first_number == second_number
         difference = sympy.N(first - second, _PRECISION)
         if _is_zero(difference):
             return True
