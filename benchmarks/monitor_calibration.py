@@ -2,17 +2,22 @@
 
 The honest model (learning curves with plateaus, length drift, three kinds of honest proxy, exact
 correctness as the reference) is ``rewardkit_monitor.calibration``'s docstring. Each run has 1,000
-steps of 16 prompts x 8 completions; its ``divergence`` and ``length_coupling`` per step are the
-formulas of ``rewardkit_monitor.signals`` (vectorised over steps, and on a sample of steps
-recomputed by those very functions: the largest difference is reported), fed to
+steps of 16 prompts x 8 completions; its ``divergence``, ``reward_gain``, ``reward_gain/unsolved``
+and ``length_coupling`` per step are the formulas of ``rewardkit_monitor.signals`` (vectorised over
+steps, and on a sample of steps recomputed by those very functions: the largest difference is
+reported), fed to
 ``rewardkit_monitor.detectors.Cusum`` itself with a warm-up of 30 values.
 
 1. Calibrate on ``--runs`` honest runs (seed 1): for each signal and documented rate, the smallest
-   CUSUM threshold at which at most rate / 2 of the runs raise that signal's alarm.
-2. Verify on ``--fresh-runs`` other honest runs (seed 2): the share of runs with any alarm (either
-   signal) at those thresholds, with its exact binomial 95% interval.
-3. Sanity: on ``--hacked-runs`` runs per hack (length-paying, phrase-paying; seed 3), how often and
-   how soon after the onset an alarm is raised, and after the issue's offline ``hack_step`` (the
+   CUSUM threshold at which at most rate / k of the runs raise that signal's alarm, k the number of
+   signals a monitor alarms on together (3 beside a reference grader, 1 without).
+2. Verify on ``--fresh-runs`` other honest runs (seed 2): the share of runs with any alarm of a
+   monitor with a reference grader (any of its three signals), and of one without, at those
+   thresholds, with its exact binomial 95% interval; and the share the level check reports
+   (``detectors.LEVEL_DIVERGENCE``).
+3. Sanity: on ``--hacked-runs`` runs per hack (length-paying, phrase-paying, below-right,
+   unsolvable-prompt; seed 3), how often and how soon after the onset a monitor with a reference
+   grader alarms, and after the issue's offline ``hack_step`` (the
    first step where the reference's EWMA, alpha 0.1, is at least 0.15 below its running maximum
    and stays there for 20 steps).
 
@@ -42,13 +47,16 @@ from rewardkit_monitor import calibration
 from rewardkit_monitor.calibration import (
     ALARMED,
     HACKS,
+    SIGNAL_SETS,
     WARMUP,
     alarm_steps,
     clopper_pearson,
     peak_statistics,
+    share_of,
     simulate,
     smallest_threshold,
 )
+from rewardkit_monitor.detectors import LEVEL_DIVERGENCE
 
 RATES = (0.01, 0.05)
 CALIBRATION_SEED, FRESH_SEED, HACKED_SEED = 1, 2, 3
@@ -78,9 +86,11 @@ def hack_step(
 def first_alarms(
     values: dict[str, np.ndarray], thresholds: dict[str, float]
 ) -> tuple[list[int | None], dict[str, list[int | None]]]:
-    """Per run, the step of its first alarm on either signal (None: none), and each signal's."""
+    """Per run, the step of the first alarm of a monitor with a reference grader (any of its
+    signals; None: none), and each signal's (``length_coupling`` too, which it only reports)."""
     per_signal = {name: alarm_steps(values[name], name, thresholds[name]) for name in ALARMED}
-    first = [min((s for s in steps if s is not None), default=None) for steps in zip(*per_signal.values())]
+    together = [per_signal[name] for name in SIGNAL_SETS["reference"]]
+    first = [min((s for s in steps if s is not None), default=None) for steps in zip(*together)]
     return first, per_signal
 
 
@@ -103,6 +113,7 @@ def detection(hack: str, runs: int, thresholds: dict[float, dict[str, float]]) -
                 "runs": runs,
                 "alarmed": sum(a is not None for a in alarms) / runs,
                 **{f"by_{name}": sum(a is not None for a in per_signal[name]) / runs for name in ALARMED},
+                "level_reported": int(np.sum(simulated.level_divergence > LEVEL_DIVERGENCE)),
                 "before_onset": before,
                 "delay_median": _quantile(after_onset, 0.5),
                 "delay_p90": _quantile(after_onset, 0.9),
@@ -158,7 +169,8 @@ def main() -> None:
     honest = simulate(CALIBRATION_SEED, args.runs, check_every=CHECK_EVERY)
     peaks = {name: peak_statistics(honest.values[name], name) for name in ALARMED}
     thresholds = {
-        rate: {name: smallest_threshold(peaks[name], rate / 2) for name in ALARMED} for rate in RATES
+        rate: {name: smallest_threshold(peaks[name], share_of(rate, name)) for name in ALARMED}
+        for rate in RATES
     }
     calibrated_s = time.perf_counter() - started
 
@@ -176,22 +188,23 @@ def main() -> None:
                     "signal": name,
                     "threshold": thresholds[rate][name],
                     "calibration_share": float(np.mean(peaks[name] > thresholds[rate][name])),
-                    "target": rate / 2,
+                    "target": share_of(rate, name),
                     "fresh_share": alarmed / args.fresh_runs,
                     "fresh_95_low": low,
                     "fresh_95_high": high,
                 }
             )
-        union = sum(any(steps) for steps in zip(*(_alarmed(per_signal[n]) for n in ALARMED)))
+        together = SIGNAL_SETS["reference"]
+        union = sum(any(steps) for steps in zip(*(_alarmed(per_signal[n]) for n in together)))
         low, high = clopper_pearson(union, args.fresh_runs)
         union_rows[rate] = {"alarmed_runs": union, "share": union / args.fresh_runs, "low": low, "high": high}
         rows.append(
             {
                 "rate": rate,
-                "signal": "either (union)",
+                "signal": "any of the three (with a reference)",
                 "threshold": None,
                 "calibration_share": float(
-                    np.mean(np.logical_or.reduce([peaks[n] > thresholds[rate][n] for n in ALARMED]))
+                    np.mean(np.logical_or.reduce([peaks[n] > thresholds[rate][n] for n in together]))
                 ),
                 "target": rate,
                 "fresh_share": union / args.fresh_runs,
@@ -199,6 +212,26 @@ def main() -> None:
                 "fresh_95_high": high,
             }
         )
+    level_fresh = int(np.sum(fresh.level_divergence > LEVEL_DIVERGENCE))
+    level_calibration = int(np.sum(honest.level_divergence > LEVEL_DIVERGENCE))
+    level_low, level_high = clopper_pearson(level_fresh, args.fresh_runs)
+    level = {
+        "level": LEVEL_DIVERGENCE,
+        "calibration_runs_reported": level_calibration,
+        "fresh_runs_reported": level_fresh,
+        "fresh_95": [level_low, level_high],
+        "honest_warmup_discordance_percentiles": dict(
+            zip(
+                ("p50", "p90", "p99", "p99.5", "max"),
+                _percentiles(np.concatenate([honest.level_divergence, fresh.level_divergence])),
+            )
+        ),
+    }
+    print(
+        f"level check (warm-up discordance > {LEVEL_DIVERGENCE}): {level_calibration} of {args.runs} "
+        f"calibration runs, {level_fresh} of {args.fresh_runs} fresh runs; honest warm-up discordance "
+        + ", ".join(f"{k} {v:.3f}" for k, v in level["honest_warmup_discordance_percentiles"].items())
+    )
     verified_s = time.perf_counter() - started - calibrated_s
 
     detections = [row for hack in HACKS for row in detection(hack, args.hacked_runs, thresholds)]
@@ -232,6 +265,8 @@ def main() -> None:
         "seeds": {"calibration": CALIBRATION_SEED, "fresh": FRESH_SEED, "hacked": HACKED_SEED},
         "thresholds": {str(rate): by for rate, by in thresholds.items()},
         "verified_union": {str(rate): found for rate, found in union_rows.items()},
+        "signal_sets": SIGNAL_SETS,
+        "level_check": level,
         "honest_peak_percentiles": {
             name: dict(zip(("p50", "p90", "p99", "p99.5", "max"), _percentiles(peaks[name])))
             for name in ALARMED

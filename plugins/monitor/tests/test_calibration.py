@@ -34,9 +34,12 @@ def fresh() -> calibration.Simulated:
     return simulate(FRESH_SEED, FRESH_RUNS)
 
 
+@pytest.mark.parametrize("together", sorted(calibration.SIGNAL_SETS))
 @pytest.mark.parametrize("rate", sorted(THRESHOLDS))
-def test_the_shipped_thresholds_hold_their_rate_on_fresh_honest_runs(fresh, rate):
-    per_signal = [alarm_steps(fresh.values[name], name, THRESHOLDS[rate][name]) for name in ALARMED]
+def test_the_shipped_thresholds_hold_their_rate_on_fresh_honest_runs(fresh, rate, together):
+    # the signals a monitor alarms on together: with a reference grader, and without one
+    names = calibration.SIGNAL_SETS[together]
+    per_signal = [alarm_steps(fresh.values[name], name, THRESHOLDS[rate][name]) for name in names]
     alarmed = sum(any(step is not None for step in steps) for steps in zip(*per_signal))
     # Not more false alarms than the rate allows: the rate lies above the lower end of a 99%
     # interval around what these runs show (so a too-low threshold, more alarms, fails).
@@ -56,8 +59,14 @@ def test_the_thresholds_cover_the_settings_rates_and_the_alarmed_signals():
     assert text.count("# BEGIN THRESHOLDS") == text.count("# END THRESHOLDS") == 1
 
 
+def test_honest_simulated_runs_pass_the_level_check(fresh):
+    from rewardkit_monitor.detectors import LEVEL_DIVERGENCE
+
+    assert fresh.level_divergence.max() < LEVEL_DIVERGENCE
+
+
 def test_the_vectorised_signals_are_the_monitors_own():
-    for hack in (None, "length", "phrase"):
+    for hack in (None, *calibration.HACKS):
         run = simulate_run(5, 0, steps=120, hack=hack)
         found = run_signals(run)
         assert check_signals(run, np.arange(120), found) < 1e-12
@@ -78,10 +87,15 @@ def test_simulated_hacks_are_caught_and_honest_runs_stay_honest():
     assert set(np.unique(honest.reference)) <= {0.0, 1.0} and honest.onset is None
     accuracy = honest.reference.mean(axis=(1, 2))
     assert accuracy[-100:].mean() > accuracy[:30].mean()  # it learns
-    hacked = simulate(8, 4, steps=600, hack="length")
+    hacked = simulate(8, 4, steps=600, hack="length")  # as a monitor with a reference grader sees it
     alarms = [
         min((s for s in steps if s is not None), default=None)
-        for steps in zip(*(alarm_steps(hacked.values[n], n, THRESHOLDS[0.01][n]) for n in ALARMED))
+        for steps in zip(
+            *(
+                alarm_steps(hacked.values[n], n, THRESHOLDS[0.01][n])
+                for n in calibration.SIGNAL_SETS["reference"]
+            )
+        )
     ]
     assert all(a is not None and 0 <= a - onset <= 60 for a, onset in zip(alarms, hacked.onsets)), alarms
 

@@ -190,10 +190,12 @@ def test_the_report_reads_what_a_real_monitor_writes(tmp_path, capsys):
             groups = [{"group_id": f"g{step}", "rollouts": rollouts}]
             monitor.observe(ObservedBatch(groups, reward.score(groups), "trl", step=step))
     monitor.close()
-    assert main(["monitor", str(tmp_path / "run"), "--gate"]) == 0
+    # nonempty pays every answer alike: every group of the 5-step warm-up has equal rewards, which the
+    # level check reports at its last step (the gate's exit code 3)
+    assert main(["monitor", str(tmp_path / "run"), "--gate"]) == 3
     out = capsys.readouterr().out
     assert "12 steps (0 to 11), source trl, 4 rollouts per step" in out
-    assert "no alarm" in out
+    assert "- level/zero_variance at step 4 (began about step 0)" in out
     log = read_log(tmp_path / "run" / "monitor.jsonl")
     assert {"divergence", "length_coupling", "reward_mean", "reference_mean"} <= set(log.signal_names())
     # the nonempty proxy pays every answer alike, the reference only the right ones: blind on every

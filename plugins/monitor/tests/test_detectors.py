@@ -8,12 +8,17 @@ import math
 import pytest
 
 from rewardkit_monitor.calibration import THRESHOLDS
-from rewardkit_monitor.detectors import FLOORS, SLACK, Alarm, Cusum
+from rewardkit_monitor.detectors import FLOORS, LEVEL_DIVERGENCE, LEVEL_PAIRS, SLACK, Alarm, Cusum, LevelCheck
 
 
 def test_constants_and_calibrated_signals_agree() -> None:
     assert SLACK == 0.5
-    assert FLOORS == {"divergence": 0.05, "length_coupling": 0.1}
+    assert FLOORS == {
+        "divergence": 0.05,
+        "reward_gain": 0.02,
+        "reward_gain/unsolved": 0.02,
+        "length_coupling": 0.1,
+    }
     for thresholds in THRESHOLDS.values():
         assert set(thresholds) == set(FLOORS)
 
@@ -92,3 +97,35 @@ def test_a_negative_coupling_fading_toward_zero_is_no_alarm_but_a_positive_one_i
     for step in range(5):
         other.update(step, -0.2)
     assert other.baseline == (-0.2, 0.05)
+
+
+def test_the_level_check_reports_a_reward_disagreeing_from_the_start_once_at_warmup_end() -> None:
+    check = LevelCheck(warmup=3)
+    # step 0 has no pair and no group: it does not count towards either warm-up
+    assert check.update(0, 0.0, 0, 0, 0) == []
+    assert check.update(1, 30.0, 60, 0, 4) == []
+    assert check.update(2, 30.0, 60, 0, 4) == []
+    (finding,) = check.update(3, 30.0, 60, 0, 4)  # 90 of 180 pairs against the reference: blind
+    assert (finding.signal, finding.step, finding.began) == ("level/divergence", 3, 1)
+    assert "0.5 of the reference's 180 pairs" in finding.evidence
+    assert check.update(4, 60.0, 60, 4, 4) == []  # once, at the end of the warm-up only
+
+
+def test_the_level_check_passes_an_agreeing_reward_and_needs_enough_pairs() -> None:
+    agreeing = LevelCheck(warmup=2)
+    share = LEVEL_DIVERGENCE - 0.01
+    assert agreeing.update(0, share * 100, 100, 1, 4) == []
+    assert agreeing.update(1, share * 100, 100, 1, 4) == []
+    few = LevelCheck(warmup=2)  # blind, but on too few pairs to say so
+    pairs = (LEVEL_PAIRS - 1) // 2
+    assert few.update(0, pairs / 2, pairs, 1, 4) == []
+    assert few.update(1, pairs / 2, pairs, 1, 4) == []
+
+
+def test_the_level_check_reports_groups_that_never_varied() -> None:
+    check = LevelCheck(warmup=2)
+    assert check.update(0, 0.0, 0, 4, 4) == []
+    (finding,) = check.update(1, 0.0, 0, 4, 4)
+    assert (finding.signal, finding.step, finding.began) == ("level/zero_variance", 1, 0)
+    varied = LevelCheck(warmup=2)
+    assert varied.update(0, 0.0, 0, 4, 4) == [] and varied.update(1, 0.0, 0, 3, 4) == []

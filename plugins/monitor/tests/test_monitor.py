@@ -406,7 +406,7 @@ def test_run_monitors_keep_one_monitor_and_log_per_run(
     rewards: dict[str, RewardLike], tmp_path: Path
 ) -> None:
     settings = {"logdir": str(tmp_path), "stop_file": str(tmp_path / "STOP"), "reference": "exact-match"}
-    runs = RunMonitors(config(HONEST, settings), max_runs=2)
+    runs = RunMonitors(config(HONEST, settings), max_runs=2, idle_s=0)  # every run between batches is idle
     honest = rewards["honest"]
     runs.observe("run-a", observed(honest, groups("a", MIXED), step=None))
     runs.observe("run-b", observed(honest, groups("b", MIXED), step=None))

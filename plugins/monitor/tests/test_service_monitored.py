@@ -90,3 +90,16 @@ def test_a_run_id_that_cannot_name_a_folder_is_refused(server):
     status, text = send(process.url, {"groups": groups(0, ["5"])}, {"X-Rewardkit-Run": "../escape"})
     assert status == 400 and "x-rewardkit-run" in text, text
     assert not (runs.parent / "escape").exists()
+
+
+def test_a_service_without_tokens_keeps_one_owner_for_all(server):
+    process, runs = server
+    # Without tokens every request is the same client, whatever Authorization header it sends.
+    for step, headers in enumerate(
+        [{}, {"Authorization": "Bearer anyone"}, {"Authorization": "Bearer else"}]
+    ):
+        run = {"X-Rewardkit-Run": "shared", "X-Rewardkit-Step": str(step)}
+        post(process.url, {"groups": groups(step, ["5", "6"])}, {**run, **headers})
+    records = [json.loads(line) for line in (runs / "shared" / "monitor.jsonl").read_text().splitlines()]
+    assert [record["step"] for record in records] == [0, 1]
+    assert not (runs / "shared" / ".owner.json").exists()

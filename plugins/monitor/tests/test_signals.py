@@ -123,3 +123,35 @@ def test_trend_is_the_least_squares_slope_per_hundred_steps_over_the_last_window
     assert signals.trend(list(range(100 + window)), values) == pytest.approx(0.0)
     with_gaps = signals.trend([0, 1, 2, 3], [0.0, math.nan, 0.02, 0.03])
     assert with_gaps == pytest.approx(1.0)
+
+
+def test_the_gain_over_the_reference_is_what_the_reward_pays_beyond_the_verdicts() -> None:
+    from rewardkit_monitor.signals import Moments, fit_exchange, moments, reward_gain
+
+    reference = np.array([1.0, 1.0, 0.0, 0.0, np.nan])
+    reward = np.array([1.5, 1.5, 0.5, 0.5, 9.0])  # the NaN reference leaves the last one out
+    exchange = fit_exchange(moments(reward, reference))
+    assert exchange is not None
+    assert (exchange.intercept, exchange.rate) == pytest.approx((0.5, 1.0))
+    assert reward_gain(moments(reward, reference), exchange) == pytest.approx(0.0)
+    # the wrong answers paid 0.5 more: as if half the answers were right beyond the reference's
+    assert reward_gain(moments(reward + np.array([0, 0, 0.5, 0.5, 0]), reference), exchange) == pytest.approx(
+        0.25
+    )
+    assert math.isnan(reward_gain(Moments(), exchange))
+    assert fit_exchange(moments(reward, np.ones(5))) is None  # no spread: no unit
+    assert fit_exchange(moments(-reward, reference)) is None  # pays against the reference
+
+
+def test_solved_and_the_prompt_record() -> None:
+    from rewardkit_monitor.signals import UNSOLVED_RATE, PromptRecord, solved
+
+    assert solved(np.array([0.0, 1.0, np.nan]), 0.0, 1.0).tolist() == [False, True, False]
+    assert solved(np.array([0.0, 0.0]), 0.0, 0.0).tolist() == [False, False]  # no spread yet
+    record = PromptRecord(capacity=2)
+    record.remember([1, 1, 1, 1, 2, 2], [True, False, False, False, False, True])
+    # prompt 1 solved once in 4 (the rate), prompt 2 once in 2; prompt 3 never seen
+    assert UNSOLVED_RATE == 0.25
+    assert record.unsolved([1, 2, 3]).tolist() == [True, False, False]
+    record.remember([3], [False])  # the oldest prompt is forgotten past the capacity
+    assert len(record) == 2 and record.unsolved([1, 3]).tolist() == [False, True]

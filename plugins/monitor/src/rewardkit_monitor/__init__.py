@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rewardkit_monitor.detectors import Alarm, Cusum
 from rewardkit_monitor.monitor import LOG_NAME, RewardMonitor, build_monitor, build_reference
-from rewardkit_monitor.runs import RunMonitors
+from rewardkit_monitor.runs import RunMonitors, RunOwnedElsewhere, TooManyRuns
 from rewardkit_monitor.settings import MonitorSettings, parse_settings
 
 __all__ = [
@@ -19,6 +19,8 @@ __all__ = [
     "MonitorSettings",
     "RewardMonitor",
     "RunMonitors",
+    "RunOwnedElsewhere",
+    "TooManyRuns",
     "build_monitor",
     "build_reference",
     "parse_settings",

@@ -18,7 +18,13 @@ A rollout's length is its ``completion_token_count`` when the binding gives it, 
 whitespace-separated words of its completion. The reference grader scores a share
 ``reference_rate`` of the examined groups (of the examined rollouts when ungrouped), each drawn
 independently with ``seed``, the step and the call; what it did not score is left out of
-``reference_mean`` and ``divergence``. Trends are ``signals.trend`` over each series' last 50 steps.
+``reference_mean``, ``divergence`` and the gains. Trends are ``signals.trend`` over each series' last
+50 steps.
+
+The gains over the reference need what the reward paid for the reference's verdicts: the warm-up's
+steps keep their sums until the warm-up ends, when the exchange is fitted and their gains become
+the gain detectors' own warm-up. The level check (``detectors.LevelCheck``) sees every step's
+discordance counts and zero-variance groups and reports a reward broken from step 0 then.
 """
 
 from __future__ import annotations
@@ -46,14 +52,19 @@ from rewardkit.protocols import RewardLike
 from rewardkit.reward import build_reward
 from rewardkit_monitor import signals
 from rewardkit_monitor.calibration import THRESHOLDS
-from rewardkit_monitor.detectors import FLOORS, Alarm, Cusum
+from rewardkit_monitor.detectors import FLOORS, Alarm, Cusum, LevelCheck
 from rewardkit_monitor.settings import MonitorSettings, parse_settings
 
 logger = logging.getLogger("rewardkit.monitor")
 
 LOG_NAME = "monitor.jsonl"
-# The signals that stay stationary under honest training: the only ones an alarm may watch.
-ALARMED = ("divergence", "length_coupling")
+# The signals that stay stationary under honest training: the only ones an alarm may watch. With a
+# reference grader the three that compare the reward with it; without one, the length coupling.
+WITH_REFERENCE = ("divergence", "reward_gain", "reward_gain/unsolved")
+WITHOUT_REFERENCE = ("length_coupling",)
+ALARMED = (*WITH_REFERENCE, *WITHOUT_REFERENCE)
+# The gains over the reference, defined once the warm-up has fitted what the reward pays for it.
+GAINS = ("reward_gain", "reward_gain/unsolved")
 # Rollouts per batch the per-rollout signals read (whole groups; all of a smaller batch).
 EXAMINED_ROLLOUTS = 512
 
@@ -91,11 +102,14 @@ class _Step:
     examined_groups: int = 0
     zero_variance: int = 0  # examined groups with all rewards equal (rewardkit.metrics.zero_variance_groups)
     within_repeats: int = 0  # examined rollouts repeating an earlier completion of their group
+    discordant: float = 0.0  # the divergence's numerator and pairs, for the level check
+    pairs: int = 0
     rewards: list[float | None] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
     group_ids: list[int] = field(default_factory=list)
     hashes: list[int] = field(default_factory=list)
     references: list[float] = field(default_factory=list)
+    prompts: list[int] = field(default_factory=list)  # a hash of each rollout's prompt (with a reference)
     components: list[dict[str, float]] = field(default_factory=list)  # only with a reference grader
     means: dict[str, WeightedMean] = field(default_factory=dict)
     scalars: dict[str, WeightedMean] = field(default_factory=dict)
@@ -165,7 +179,9 @@ def build_monitor(config: RewardkitConfig) -> RewardMonitor:
 
 
 class RewardMonitor:
-    """Watches one run. ``observe(batch)`` after each scored batch, ``close()`` at the end."""
+    """Watches one run. ``observe(batch)`` after each scored batch, ``close()`` at the end.
+    ``resume``: continue the run that ``logdir``'s log records (see ``_resume``) instead of
+    starting it afresh."""
 
     def __init__(
         self,
@@ -173,6 +189,7 @@ class RewardMonitor:
         reference: RewardLike | None = None,
         *,
         owns_reference: bool = True,
+        resume: bool = False,
     ) -> None:
         self.settings = parse_settings(settings)
         self.reference = reference
@@ -181,13 +198,23 @@ class RewardMonitor:
         self.needs: frozenset[str] = frozenset(reference.needs) if reference is not None else frozenset()
         self._owns_reference = owns_reference
         thresholds = THRESHOLDS[self.settings.false_alarm_rate]
-        # With a reference grader, divergence measures the gaming itself; the reward-length coupling
-        # is then only reported: an honest proxy may pay a long answer with the right start more
-        # than a short wrong one (seen on real GRPO runs), which is coupling but no hack.
-        alarmed = ("divergence",) if reference is not None else ("length_coupling",)
+        # With a reference grader, divergence measures a hack that outranks a right answer, and the
+        # gains one the reward pays below a right answer or only where the policy never answers
+        # right; the reward-length coupling is then only reported: an honest proxy may pay a long
+        # answer with the right start more than a short wrong one (seen on real GRPO runs), which
+        # is coupling but no hack.
+        alarmed = WITH_REFERENCE if reference is not None else WITHOUT_REFERENCE
         self.detectors = {
             name: Cusum(name, thresholds[name], self.settings.warmup_steps, FLOORS[name]) for name in alarmed
         }
+        self.level = LevelCheck(self.settings.warmup_steps)
+        # What the reward pays for the reference's verdict, fitted over the warm-up's rollouts; until
+        # then each step's sums wait in the backlog, to be the gains' own warm-up values.
+        self.exchange: signals.Exchange | None = None
+        self._exchange_settled = False  # fitted, or found impossible (no unit for the gains)
+        self._gain_backlog: list[tuple[int, signals.Moments, signals.Moments]] = []
+        self._reference_range = (math.inf, -math.inf)  # the lowest and highest reference so far
+        self._prompts = signals.PromptRecord()
         self.alarms: list[Alarm] = []
         self.errors = 0
         self.last_signals: dict[str, float] = {}
@@ -201,8 +228,38 @@ class RewardMonitor:
         self._log: IO[str] | None = None
         if self.settings.logdir is not None:
             self.settings.logdir.mkdir(parents=True, exist_ok=True)
-            # One log per monitor: its detectors start afresh, so a restarted run starts a new log.
-            self._log = (self.settings.logdir / LOG_NAME).open("w", encoding="utf-8")
+            path = self.settings.logdir / LOG_NAME
+            if resume and path.exists():
+                self._log = self._resume(path)
+            else:
+                # One log per monitor: its detectors start afresh, so a restarted run starts a new log.
+                self._log = path.open("w", encoding="utf-8")
+
+    def _resume(self, path: Path) -> IO[str]:
+        """Continue the run that ``path`` logs (``resume``: the Reward Service's run that comes back
+        after its monitor was closed); the log, opened to append, never re-created.
+
+        The logged alarms stand (``alarm`` stays 1.0; the stop file, written at the first one, is
+        not written again) and unnumbered steps continue after the last logged step. The detectors
+        and every other memory start afresh, with a new warm-up: the log holds each step's figures,
+        not the state that made them. A line that is no whole record (a write cut short) is
+        skipped and counted as an error.
+        """
+        text = path.read_text(encoding="utf-8")
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+                number = int(record["step"])
+                alarms = [Alarm(**alarm) for alarm in record["alarms"]]
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                self._fault(f"skipped an unreadable line of {path}", error)
+                continue
+            self.alarms.extend(alarms)
+            self._last_step = max(self._last_step, number)
+        log = path.open("a", encoding="utf-8")
+        if text and not text.endswith("\n"):
+            log.write("\n")  # the next record starts a line of its own after a cut-short one
+        return log
 
     # -- feeding ---------------------------------------------------------------------------------
 
@@ -319,6 +376,13 @@ class RewardMonitor:
                 for candidate in candidates
             ]
         references = self._reference_values(parts, batch.grouped, step)
+        # The unsolved stratum groups rollouts by their prompt's text (a group's prompt is merged
+        # into its rollouts by _rollouts); no prompt, no stratum.
+        prompts = (
+            [hash(_text(row.get("prompt"))) if row.get("prompt") is not None else 0 for row in rows]
+            if self.reference is not None
+            else []
+        )
         # Everything read: only now does the step change, so a bad batch leaves it as it was.
         self._buffer = step
         step.grouped = step.grouped and batch.grouped
@@ -334,6 +398,7 @@ class RewardMonitor:
         step.within_repeats += within
         step.components += components
         step.references += references
+        step.prompts += prompts
         step.calls += 1
         weights = batch.scored.metric_weights
         for name, value in batch.scored.metrics.items():
@@ -398,18 +463,33 @@ class RewardMonitor:
         assert step is not None
         number = self._number(step)
         self._last_step = number
-        values = self._signals(step, number)
+        values, backlog = self._signals(step, number)
         raised = []
+        for earlier, gains in backlog:  # the warm-up's gains, known only now that the exchange is fitted
+            for name, value in gains.items():
+                if name in self.detectors:
+                    self.detectors[name].update(earlier, value)
         for name, detector in self.detectors.items():
             alarm = detector.update(number, values.get(name, math.nan))
             if alarm is not None:
                 raised.append(alarm)
-                self._raise(alarm)
+        raised += self.level.update(
+            number,
+            step.discordant,
+            step.pairs,
+            step.zero_variance,
+            step.examined_groups if step.grouped else 0,
+        )
+        for alarm in raised:
+            self._raise(alarm)
         self.last_signals = values
         self._write(step, number, values, raised)
         return values
 
-    def _signals(self, step: _Step, number: int) -> dict[str, float]:
+    def _signals(
+        self, step: _Step, number: int
+    ) -> tuple[dict[str, float], list[tuple[int, dict[str, float]]]]:
+        """The step's signals, and the gains of the warm-up's steps when this step ends it."""
         rewards = np.asarray(step.rewards, dtype=float)
         lengths = np.asarray(step.lengths, dtype=float)
         groups = np.asarray(step.group_ids) if step.grouped else None
@@ -425,10 +505,14 @@ class RewardMonitor:
         names = sorted(
             name.removeprefix("component/") for name in step.means if name.startswith("component/")
         )
+        backlog: list[tuple[int, dict[str, float]]] = []
         if self.reference is not None:
             references = np.asarray(step.references, dtype=float)
             out["reference_mean"] = signals.mean(references)
-            out["divergence"] = signals.discordance(rewards, references, groups, seed=seed)
+            step.discordant, step.pairs = signals.discordance_counts(rewards, references, groups, seed=seed)
+            out["divergence"] = step.discordant / step.pairs if step.pairs else math.nan
+            gains, backlog = self._gains(number, rewards, references, step.prompts)
+            out.update(gains)
             for name in names:
                 column = np.asarray([parts.get(name, math.nan) for parts in step.components], dtype=float)
                 out[f"divergence/{name}"] = signals.discordance(column, references, groups, seed=seed)
@@ -454,7 +538,62 @@ class RewardMonitor:
                 out[name] = weighted.value
         for name, weighted in sorted(step.scalars.items()):
             out[name] = weighted.value
-        return out
+        return out, backlog
+
+    def _gains(
+        self, number: int, rewards: np.ndarray, references: np.ndarray, prompts: Sequence[int]
+    ) -> tuple[dict[str, float], list[tuple[int, dict[str, float]]]]:
+        """``reward_gain`` and ``reward_gain/unsolved`` of this step (NaN until the exchange is
+        fitted at the end of the warm-up, and for good when it cannot be), ``unsolved_share``, and,
+        at the step that fits the exchange, the gains of the warm-up's earlier steps."""
+        defined = ~np.isnan(references)
+        if defined.any():
+            lowest, highest = self._reference_range
+            self._reference_range = (
+                min(lowest, float(references[defined].min())),
+                max(highest, float(references[defined].max())),
+            )
+        flags = signals.solved(references, *self._reference_range)
+        hashes = np.asarray(prompts, dtype=np.int64)
+        keyed = defined & (hashes != 0)  # 0: a rollout with no prompt
+        keys = hashes[keyed].tolist()
+        self._prompts.remember(keys, flags[keyed].tolist())
+        unsolved = np.zeros(references.shape, dtype=bool)
+        if keys:
+            unsolved[keyed] = self._prompts.unsolved(keys)
+        # The stratum's gain reads the rollouts of unsolved prompts the reference did not call solved
+        # themselves: what the reward pays where the policy does not find the answer.
+        stratum = unsolved & ~flags
+        overall = signals.moments(rewards, references)
+        hard = signals.moments(rewards[stratum], references[stratum])
+        out = {
+            "unsolved_share": float(unsolved[keyed].mean()) if keyed.any() else math.nan,
+            "reward_gain": math.nan,
+            "reward_gain/unsolved": math.nan,
+        }
+        backlog: list[tuple[int, dict[str, float]]] = []
+        if self.exchange is None and not self._exchange_settled and overall.count:
+            self._gain_backlog.append((number, overall, hard))
+            if len(self._gain_backlog) >= self.settings.warmup_steps:
+                total = sum((sums for _, sums, _ in self._gain_backlog), signals.Moments())
+                self.exchange = signals.fit_exchange(total)
+                self._exchange_settled = True
+                if self.exchange is not None:
+                    backlog = [
+                        (earlier, self._gain_values(sums, hard_sums))
+                        for earlier, sums, hard_sums in self._gain_backlog[:-1]
+                    ]
+                self._gain_backlog = []
+        if self.exchange is not None:
+            out.update(self._gain_values(overall, hard))
+        return out, backlog
+
+    def _gain_values(self, overall: signals.Moments, hard: signals.Moments) -> dict[str, float]:
+        assert self.exchange is not None
+        return {
+            "reward_gain": signals.reward_gain(overall, self.exchange),
+            "reward_gain/unsolved": signals.reward_gain(hard, self.exchange),
+        }
 
     def _trend(self, series: str, number: int, value: float) -> float:
         steps, values = self._history.setdefault(

@@ -1,5 +1,6 @@
 """The monitor's signals as pure functions of one step's rollouts (numpy arrays), and the few
-pieces of run state some signals need (the highest reward so far, the hashes of earlier steps).
+pieces of run state some signals need (the highest reward so far, the hashes of earlier steps, how
+often each prompt was seen solved, what the reward paid for the reference's verdicts in the warm-up).
 
 Conventions: ``groups`` is an int array of group ids, one per rollout, or None when the batch has
 no groups (per-sample managers); a missing reward is NaN and is left out. Every function returns a
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,6 +26,11 @@ DISCORDANCE_CAP = 256
 TREND_WINDOW = 50
 # Completion hashes remembered for duplicates_across (a few MiB), whatever the run's length.
 SEEN_HASHES = 65_536
+# A prompt is unsolved while at most this share of its referenced rollouts so far were solved: a
+# prompt the policy answers by chance (one number in ten) stays in the stratum, a learnt one leaves.
+UNSOLVED_RATE = 0.25
+# Prompts whose solve counts are remembered (the most recently first seen), whatever the run's length.
+PROMPTS_REMEMBERED = 65_536
 
 
 def padded(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
@@ -62,6 +69,27 @@ def _discordant_pairs(proxy: np.ndarray, reference: np.ndarray) -> tuple[float, 
     return float(below.sum() + 0.5 * tied.sum()), pairs
 
 
+def discordance_counts(
+    proxy: np.ndarray,
+    reference: np.ndarray,
+    groups: np.ndarray | None,
+    *,
+    cap: int = DISCORDANCE_CAP,
+    seed: int = 0,
+) -> tuple[float, int]:
+    """``discordance``'s numerator and its number of pairs, so that several steps can be pooled
+    (the level check at the end of the warm-up)."""
+    proxy = np.asarray(proxy, dtype=float)
+    reference = np.asarray(reference, dtype=float)
+    if groups is None:
+        if proxy.size > cap:
+            chosen = np.sort(np.random.default_rng(seed).choice(proxy.size, cap, replace=False))
+            proxy, reference = proxy[chosen], reference[chosen]
+        return _discordant_pairs(proxy[None, :], reference[None, :])
+    both = padded(np.stack([proxy, reference], axis=-1), groups)
+    return _discordant_pairs(both[..., 0], both[..., 1])
+
+
 def discordance(
     proxy: np.ndarray,
     reference: np.ndarray,
@@ -78,17 +106,127 @@ def discordance(
     the mean of 1 if ``proxy_i < proxy_j``, 0.5 if ``proxy_i == proxy_j``, else 0. 0 means the proxy
     agrees with every ordering the reference makes; 0.5 means it is blind to them; NaN with no pair.
     """
-    proxy = np.asarray(proxy, dtype=float)
-    reference = np.asarray(reference, dtype=float)
-    if groups is None:
-        if proxy.size > cap:
-            chosen = np.sort(np.random.default_rng(seed).choice(proxy.size, cap, replace=False))
-            proxy, reference = proxy[chosen], reference[chosen]
-        total, pairs = _discordant_pairs(proxy[None, :], reference[None, :])
-    else:
-        both = padded(np.stack([proxy, reference], axis=-1), groups)
-        total, pairs = _discordant_pairs(both[..., 0], both[..., 1])
+    total, pairs = discordance_counts(proxy, reference, groups, cap=cap, seed=seed)
     return total / pairs if pairs else math.nan
+
+
+@dataclass(frozen=True)
+class Moments:
+    """The sums a least-squares fit of reward on reference needs, over the rollouts with both."""
+
+    count: int = 0
+    reference: float = 0.0
+    reward: float = 0.0
+    reference_squares: float = 0.0
+    products: float = 0.0
+
+    def __add__(self, other: Moments) -> Moments:
+        return Moments(
+            self.count + other.count,
+            self.reference + other.reference,
+            self.reward + other.reward,
+            self.reference_squares + other.reference_squares,
+            self.products + other.products,
+        )
+
+
+def moments(reward: np.ndarray, reference: np.ndarray) -> Moments:
+    """The ``Moments`` of the rollouts whose reward and reference are both defined."""
+    reward = np.asarray(reward, dtype=float)
+    reference = np.asarray(reference, dtype=float)
+    both = ~(np.isnan(reward) | np.isnan(reference))
+    reward, reference = reward[both], reference[both]
+    return Moments(
+        int(reward.size),
+        float(reference.sum()),
+        float(reward.sum()),
+        float((reference * reference).sum()),
+        float((reference * reward).sum()),
+    )
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """What the reward pays for the reference's verdict: ``reward ~ intercept + rate * reference``,
+    the least-squares line over the warm-up's rollouts (for a 0/1 reference: ``intercept`` is the
+    mean reward of a wrong answer, ``intercept + rate`` that of a right one)."""
+
+    intercept: float
+    rate: float
+
+
+def fit_exchange(sums: Moments) -> Exchange | None:
+    """The least-squares ``Exchange`` of ``sums``; None when the reference has no spread (it cannot
+    say what a right answer is worth) or the reward does not rise with it (``rate <= 0``: the level
+    check reports such a reward, the gain has no unit)."""
+    if sums.count < 2:
+        return None
+    spread = sums.reference_squares - sums.reference * sums.reference / sums.count
+    if not spread > 1e-12 * max(1.0, sums.reference_squares):
+        return None
+    rate = (sums.products - sums.reference * sums.reward / sums.count) / spread
+    if not rate > 0:
+        return None
+    return Exchange((sums.reward - rate * sums.reference) / sums.count, rate)
+
+
+def reward_gain(sums: Moments, exchange: Exchange) -> float:
+    """The reward's gain over the reference: the mean of ``reward - intercept - rate * reference``
+    over the rollouts of ``sums``, divided by ``rate``, so in units of the reference (for a 0/1
+    reference: 0.1 is a reward paying as if a tenth more of the answers were right). Near 0 while
+    the reward pays what the reference's verdicts earned in the warm-up; rising when the reward
+    climbs and the reference does not. NaN for no rollout."""
+    if not sums.count:
+        return math.nan
+    unexplained = sums.reward - exchange.intercept * sums.count - exchange.rate * sums.reference
+    return unexplained / (exchange.rate * sums.count)
+
+
+def solved(reference: np.ndarray, lowest: float, highest: float) -> np.ndarray:
+    """Which rollouts the reference calls solved: above the lowest reference of the run so far and
+    at least halfway from it to the highest (a 0/1 reference: the right answers). NaN: not solved."""
+    reference = np.asarray(reference, dtype=float)
+    if not highest > lowest:
+        return np.zeros(reference.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        return (reference > lowest) & (reference >= (lowest + highest) / 2)
+
+
+class PromptRecord:
+    """How often the reference has seen each prompt solved in the run, by a hash of the prompt's
+    text, for the ``capacity`` prompts most recently first seen: the unsolved stratum, whatever the
+    run's length."""
+
+    def __init__(self, capacity: int = PROMPTS_REMEMBERED) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, got {capacity}")
+        self.capacity = capacity
+        self._counts: dict[int, list[int]] = {}  # prompt -> [solved rollouts, referenced rollouts]
+        self._order: deque[int] = deque()
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def remember(self, prompts: Sequence[int], solved_flags: Sequence[bool]) -> None:
+        """Count one referenced rollout per entry: its prompt's hash and whether it was solved."""
+        for prompt, flag in zip(prompts, solved_flags):
+            counts = self._counts.get(prompt)
+            if counts is None:
+                counts = self._counts[prompt] = [0, 0]
+                self._order.append(prompt)
+            counts[0] += bool(flag)
+            counts[1] += 1
+        while len(self._order) > self.capacity:
+            self._counts.pop(self._order.popleft(), None)
+
+    def unsolved(self, prompts: Sequence[int]) -> np.ndarray:
+        """Per entry: its prompt has been seen, and solved in at most ``UNSOLVED_RATE`` of its
+        referenced rollouts so far."""
+        flags = np.zeros(len(prompts), dtype=bool)
+        for index, prompt in enumerate(prompts):
+            counts = self._counts.get(prompt)
+            flags[index] = counts is not None and counts[0] <= UNSOLVED_RATE * counts[1]
+        return flags
 
 
 def length_coupling(reward: np.ndarray, length: np.ndarray, groups: np.ndarray | None) -> float:
