@@ -36,7 +36,13 @@ from rewardkit.errors import (
     RewardkitError,
     UnknownNameError,
 )
-from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
+from rewardkit.extensions import (
+    CatalogSpec,
+    ConfigSectionSpec,
+    RewardBackendSpec,
+    ServingStrategySpec,
+    TrainerBindingSpec,
+)
 from rewardkit.function_providers import provider
 from rewardkit.hookspecs import hookimpl
 from rewardkit.moved import install as _install_moved_paths
@@ -52,9 +58,9 @@ def __getattr__(name: str) -> Any:
     # ``rewardkit.audit`` lives in the rewardkit-audit distribution: reached on first use, with the
     # one-line install hint when it is missing (the core imports no distribution).
     if name == "audit":
-        from rewardkit.extras import import_optional
+        from rewardkit.extras import import_from
 
-        return import_optional("rewardkit_audit", "audit", "rewardkit.audit")
+        return import_from("rewardkit-audit", "audit", "rewardkit.audit")
     raise AttributeError(f"module 'rewardkit' has no attribute {name!r}")
 
 
@@ -62,8 +68,10 @@ __all__ = [
     "DEFAULT_PLUGINS",
     "BoundProvider",
     "Catalog",
+    "CatalogSpec",
     "CompositionError",
     "ConfigError",
+    "ConfigSectionSpec",
     "CredentialRef",
     "DataError",
     "IdentityMismatchError",
@@ -74,6 +82,7 @@ __all__ = [
     "ProviderError",
     "RegistrationError",
     "Reward",
+    "RewardBackendSpec",
     "RewardCandidate",
     "RewardCandidateResult",
     "RewardContext",

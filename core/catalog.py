@@ -20,7 +20,13 @@ from pydantic import BaseModel
 from rewardkit.bound_provider import BoundProvider
 from rewardkit.contracts import CANDIDATE_NEEDS, KNOWN_NEEDS, RewardProviderSpec, check_name
 from rewardkit.errors import PreflightError, RegistrationError
-from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
+from rewardkit.extensions import (
+    CatalogSpec,
+    ConfigSectionSpec,
+    RewardBackendSpec,
+    ServingStrategySpec,
+    TrainerBindingSpec,
+)
 from rewardkit.frozen import NotJSONError
 from rewardkit.identity import (
     callables_behind,
@@ -334,13 +340,22 @@ def catalog_factories(manager: PluginManager | None = None) -> Registry[Callable
         registry: Registry[Callable[[], Any]] = Registry("catalog", object)
 
         def registrar(owner: PluginInfo) -> CatalogRegistrar:
-            def register(name: str, factory: CatalogFactory) -> None:
-                check_name("catalog", name)
-                if not callable(factory):
-                    raise RegistrationError(f"{owner_label(owner)}: catalog {name!r} factory is not callable")
-                registry.add(name, factory, owner, manager.override_refuser(owner))
+            def register(spec: CatalogSpec | str, factory: CatalogFactory | None = None) -> None:
+                # ``register(name, factory)`` is the 0.1 form, kept for plugins written against it.
+                if isinstance(spec, str):
+                    check_name("catalog", spec)
+                    if not callable(factory):
+                        raise RegistrationError(
+                            f"{owner_label(owner)}: catalog {spec!r} factory is not callable"
+                        )
+                    spec = CatalogSpec(spec, factory)
+                elif not isinstance(spec, CatalogSpec) or factory is not None:
+                    raise RegistrationError(
+                        f"{owner_label(owner)} registered {spec!r} as a catalog; expected a CatalogSpec"
+                    )
+                registry.add(spec.name, spec.factory, owner, manager.override_refuser(owner))
 
-            return register
+            return register  # type: ignore[return-value]  # one function serves both overloads
 
         _call_recording(manager, "register_catalogs", registry, registrar)
         return registry
@@ -358,6 +373,23 @@ def trainer_bindings(manager: PluginManager | None = None) -> Registry[TrainerBi
     return _spec_registry(
         manager, "bindings", "trainer binding", TrainerBindingSpec, "register_trainer_bindings"
     )
+
+
+def reward_backends(manager: PluginManager | None = None) -> Registry[RewardBackendSpec]:
+    return _spec_registry(
+        manager, "backends", "reward backend", RewardBackendSpec, "register_reward_backends"
+    )
+
+
+def config_sections(manager: PluginManager | None = None) -> Registry[ConfigSectionSpec]:
+    manager = manager or load_plugins()
+
+    def build() -> Registry[ConfigSectionSpec]:
+        registry: Registry[ConfigSectionSpec] = Registry("config section", ConfigSectionSpec)
+        _collect(manager, "register_config_sections", registry, lambda spec: spec.path)
+        return registry
+
+    return _cached(manager, "config_sections", build)
 
 
 def resolve_catalog(ref: str | None = None, manager: PluginManager | None = None) -> Catalog:

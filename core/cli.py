@@ -9,13 +9,22 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rewardkit.catalog import installed_providers, resolve_catalog, serving_strategies, trainer_bindings
-from rewardkit.errors import RewardkitError
-from rewardkit.extras import import_optional, install_line, missing_extra
-from rewardkit.plugins import load_plugins
+from rewardkit.catalog import (
+    config_sections,
+    installed_providers,
+    resolve_catalog,
+    reward_backends,
+    serving_strategies,
+    trainer_bindings,
+)
+from rewardkit.errors import NameConflictError, RegistrationError, RewardkitError
+from rewardkit.extras import KNOWN_VERBS, Known, install_line, missing_extra
+from rewardkit.plugins import PluginInfo, import_module_attribute, load_plugins
+from rewardkit.protocols import CommandRegistrar, CommandRunner
+from rewardkit.registry import owner_label
 from rewardkit.tables import format_table
 
-Command = Callable[[argparse.Namespace], int]
+Command = CommandRunner
 _COMMANDS: dict[str, Command] = {}
 
 
@@ -99,10 +108,18 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     # For each plugin name: the providers, serving strategies and bindings it registered. Built before
     # ``describe`` so that registrations refused while building them are listed.
     contributions: dict[str, dict[str, list[str]]] = {}
-    registries = (("providers", installed_providers()), ("serving", serving_strategies()))
-    for kind, registry in (*registries, ("bindings", trainer_bindings())):
+    registries = (
+        ("providers", installed_providers()),
+        ("serving", serving_strategies()),
+        ("bindings", trainer_bindings()),
+        ("backends", reward_backends()),
+        ("sections", config_sections()),
+    )
+    for kind, registry in registries:
         for entry in registry:
             contributions.setdefault(entry.owner.name, {}).setdefault(kind, []).append(entry.name)
+    for verb, owner in _VERB_OWNERS.items():
+        contributions.setdefault(owner.name, {}).setdefault("commands", []).append(verb)
     rows = manager.describe()
     for row in rows:
         row["provides"] = contributions.get(str(row["name"]), {})
@@ -163,23 +180,6 @@ def cmd_score(args: argparse.Namespace) -> int:
     )
 
 
-def _lazy_command(name: str, module: str, extra: str | None = None) -> None:
-    """Register ``name`` as ``module.run_<name>``, imported only when it runs: the verb lives in its own
-    distribution (the core imports none). Its options are declared in ``build_parser`` so ``--help``
-    works in every install; a missing distribution is one line saying how to install it."""
-
-    def run(args: argparse.Namespace) -> int:
-        return int(import_optional(module, f"run_{name}", f"`rewardkit {name}`", extra=extra)(args))
-
-    _COMMANDS[name] = run
-
-
-_lazy_command("serve", "rewardkit_service.cli", extra="server")
-_lazy_command("audit", "rewardkit_audit.cli")
-_lazy_command("checkpoints", "rewardkit_checkpoints.cli")
-_lazy_command("monitor", "rewardkit_monitor.cli")
-
-
 class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """argparse's "(default: ...)" after each option's help, except where the default is ``None``
     (the help text says what happens then) or the help already states it."""
@@ -190,15 +190,108 @@ class _DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-SERVER_INSTALL = install_line("rewardkit-service", "server")
-SERVE_MAX_BODY_HELP = "largest request body accepted (default: 67108864, 64 MiB)"
-
-
 def _version() -> str:
     try:
         return importlib.metadata.version("rewardkit-core")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
         return "(not installed)"
+
+
+class _Registrar:
+    """What ``register_commands`` is handed, bound to one plugin: adds its verbs to the sub-parsers."""
+
+    def __init__(
+        self, sub: argparse._SubParsersAction[Any], owner: PluginInfo, owners: dict[str, PluginInfo]
+    ):
+        self._sub = sub
+        self._owner = owner
+        self._owners = owners  # verb -> the plugin that added it, for every plugin's verbs
+        self.added: list[str] = []
+
+    def add(
+        self,
+        name: str,
+        run: CommandRunner | str,
+        *,
+        about: str,
+        description: str | None = None,
+        show_defaults: bool = False,
+    ) -> argparse.ArgumentParser:
+        if not name or not all(part.isalnum() for part in name.split("-")):
+            raise RegistrationError(
+                f"{owner_label(self._owner)}: verb {name!r} is not a word (letters, digits, -)"
+            )
+        if not (callable(run) or (isinstance(run, str) and ":" in run)):
+            raise RegistrationError(
+                f"{owner_label(self._owner)}: verb {name!r}: run must be callable or 'module:function'"
+            )
+        holder = self._owners.get(name)
+        if name in self._sub.choices and holder is None:
+            raise NameConflictError(
+                f"{owner_label(self._owner)} adds the verb {name!r}, which is the core's own; "
+                "choose another name"
+            )
+        if holder is not None:
+            raise NameConflictError(
+                f"verb {name!r} is added twice: by {owner_label(holder)} and by {owner_label(self._owner)}; "
+                "uninstall or disable one of them (REWARDKIT_DISABLE_PLUGINS)"
+            )
+        parser = self._sub.add_parser(
+            name,
+            help=about,
+            description=description or about,
+            formatter_class=_DefaultsFormatter if show_defaults else argparse.HelpFormatter,
+        )
+        parser.set_defaults(_run=run)
+        self._owners[name] = self._owner
+        self.added.append(name)
+        return parser
+
+    def withdraw(self) -> None:
+        """Forget the verbs this plugin added (its hook failed part-way)."""
+        for name in self.added:
+            self._sub.choices.pop(name, None)
+            self._sub._choices_actions[:] = [a for a in self._sub._choices_actions if a.dest != name]
+            self._owners.pop(name, None)
+
+
+# Each verb a plugin added -> that plugin, as the last parser built found them (``rewardkit plugins``).
+_VERB_OWNERS: dict[str, PluginInfo] = {}
+_REGISTRAR_IS_A_COMMAND_REGISTRAR: type[CommandRegistrar] = _Registrar  # checked by the type checker
+
+
+def _add_plugin_commands(sub: argparse._SubParsersAction[Any]) -> dict[str, PluginInfo]:
+    """Every plugin's verbs (``register_commands``), then a stand-in for each known verb whose
+    distribution is missing: ``rewardkit --help`` lists it, running it is one install line."""
+    owners: dict[str, PluginInfo] = {}
+    registrars: dict[str, _Registrar] = {}
+
+    def make(owner: PluginInfo) -> _Registrar:
+        registrars[owner.name] = _Registrar(sub, owner, owners)
+        return registrars[owner.name]
+
+    load_plugins().call_each(
+        "register_commands", make, lambda owner: registrars[owner.name].withdraw(), handed_as="cli"
+    )
+    for name, known in KNOWN_VERBS.items():
+        if name not in sub.choices:
+            install = install_line(known.distribution, known.extra)
+            stand_in = sub.add_parser(
+                name,
+                help=f"{known.about} (needs {known.distribution}: {install})",
+                description=f"{known.about[:1].upper()}{known.about[1:]}; needs {known.distribution}, "
+                f"which is not installed: {install}",
+            )
+            stand_in.add_argument("words", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+            stand_in.set_defaults(_run=_missing_verb(name, known))
+    return owners
+
+
+def _missing_verb(name: str, known: Known) -> CommandRunner:
+    def run(args: argparse.Namespace) -> int:
+        raise known.missing(f"`rewardkit {name}`")
+
+    return run
 
 
 class _Parser(argparse.ArgumentParser):
@@ -240,19 +333,6 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         sub.add_parser(name, help=about).add_argument("--json", action="store_true")
 
-    checkpoints = sub.add_parser("checkpoints", help="evaluate checkpoints as a model trains")
-    checkpoints.add_argument("action", choices=("watch", "curve"))
-    checkpoints.add_argument(
-        "target", help="watch: a configuration with a checkpoints section; curve: its log_dir"
-    )
-    checkpoints.add_argument(
-        "overrides", nargs="*", metavar="key=value", help="configuration overrides (watch)"
-    )
-    checkpoints.add_argument("--once", action="store_true", help="watch: one scan, then exit")
-    checkpoints.add_argument("--timeout", type=float, help="watch: stop scanning after this many seconds")
-    checkpoints.add_argument("--plot", help="curve: write a PNG plot here (needs matplotlib)")
-    checkpoints.add_argument("--json", action="store_true", help="curve: print JSON rows")
-
     score = sub.add_parser("score", help="score a JSONL file of rollouts (the main job)")
     score.add_argument("config", help="YAML or TOML configuration")
     score.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
@@ -283,88 +363,18 @@ def build_parser() -> argparse.ArgumentParser:
         "matplotlib: the core's plot extra)",
     )
 
-    audit = sub.add_parser(
-        "audit",
-        help="red-team the configured reward with every installed attack family (docs/audit.md)",
-        description="Red-team the configured reward: attack completions scored as training would "
-        "score them, against honest baselines; exit 4 when an attack leaks or errors, 5 when a component "
-        "had no attack tried on it, 2 when nothing could run.",
-        formatter_class=_DefaultsFormatter,
-    )
-    audit.add_argument("config", nargs="?", help="YAML or TOML configuration, as for `rewardkit score`")
-    audit.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
-    audit.add_argument("--rows", type=int, default=12, help="rows sampled from the configured data")
-    audit.add_argument("--family", help="run only this attack family, against every provider")
-    audit.add_argument("--json", metavar="OUT", help="write every candidate's score and reason here")
-    audit.add_argument(
-        "--max-calls", type=int, default=1000, help="most candidates scored by a judge or reward model"
-    )
-    audit.add_argument(
-        "--margin", type=float, default=0.05, help="share of the observed range of finals an attack may gain"
-    )
-    audit.add_argument(
-        "--allow-unsandboxed",
-        action="store_true",
-        help="send destructive payloads to providers that do not declare a sandbox",
-    )
-    audit.add_argument(
-        "--allow-untested",
-        action="store_true",
-        help="exit 0 rather than 5 when a component had no attack tried on it (docs/audit.md)",
-    )
-    audit.add_argument("--seed", type=int, default=0, help="seed of the row sample")
-    audit.add_argument("--list", action="store_true", help="list the installed attack families and exit")
-    audit.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-
-    monitor = sub.add_parser(
-        "monitor",
-        help="report the reward monitor's signals and alarms of a training run (docs/monitor.md)",
-        description="Report what the reward monitor (rl.monitor) logged: its signals, and each alarm "
-        "with the step its change began.",
-    )
-    monitor.add_argument("logdir", help="the run's rl.monitor.logdir (holds monitor.jsonl)")
-    monitor.add_argument("--plot", metavar="FILE", help="draw the signals over steps, alarms marked (PNG)")
-    monitor.add_argument("--gate", action="store_true", help="exit non-zero when an alarm was raised")
-
-    # Every option says its default; where it is None ("from the configuration", "no limit") in words.
-    serve = sub.add_parser(
-        "serve",
-        help="run the Reward Service (HTTP/JSON)",
-        description=f"Run the Reward Service (HTTP/JSON); needs {SERVER_INSTALL}.",
-        formatter_class=_DefaultsFormatter,
-    )
-    serve.add_argument("config", help="YAML or TOML configuration")
-    serve.add_argument("overrides", nargs="*", metavar="key=value", help="configuration overrides")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed at start)")
-    serve.add_argument(
-        "--tokens-file",
-        help="bearer tokens, one per line (also REWARDKIT_TOKENS) (default: none: loopback only, "
-        "unless --insecure-no-auth)",
-    )
-    serve.add_argument("--max-body-bytes", type=int, help=SERVE_MAX_BODY_HELP)
-    serve.add_argument(
-        "--max-rollouts-per-call",
-        type=int,
-        help="most rollouts one request may carry (default: rewards.max_inflight)",
-    )
-    serve.add_argument(
-        "--drain-timeout",
-        type=float,
-        help="seconds to drain in-flight requests on SIGTERM (default: no limit, all of them)",
-    )
-    serve.add_argument(
-        "--insecure-no-auth",
-        action="store_true",
-        help="listen on a non-loopback address with no token configured (an open service, on purpose)",
-    )
+    _VERB_OWNERS.clear()
+    _VERB_OWNERS.update(_add_plugin_commands(sub))
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return _COMMANDS[args.command](args)
+        run: CommandRunner | str = getattr(args, "_run", None) or _COMMANDS[args.command]
+        if isinstance(run, str):  # a plugin's verb, imported now that it runs
+            run = _import_runner(run, args.command)
+        return int(run(args))
     except RewardkitError as error:
         print(f"rewardkit: error: {error}", file=sys.stderr)
         return 2
@@ -377,6 +387,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+
+
+def _import_runner(path: str, verb: str) -> CommandRunner:
+    try:
+        run = import_module_attribute(path)
+    except ImportError:
+        raise  # main turns a missing module into its install line
+    except AttributeError as error:
+        raise RewardkitError(f"`rewardkit {verb}` runs {path}, which does not exist: {error}") from error
+    if not callable(run):
+        raise RewardkitError(f"`rewardkit {verb}` runs {path}, which is not callable")
+    return run  # type: ignore[return-value]  # a callable taking the parsed arguments, by the hook's contract
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import re
 import sys
 import types
 import typing
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -29,11 +30,14 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
 
 from rewardkit.errors import ConfigError, nearest
+from rewardkit.extensions import LOCAL_BACKEND, ConfigSectionSpec
+from rewardkit.moved import REMOVED_IN
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -44,38 +48,37 @@ __all__ = [
     "ConfigError",
     "DataConfig",
     "RLConfig",
-    "RayConfig",
     "RewardSelection",
     "RewardkitConfig",
     "RewardsConfig",
     "ScoreJobConfig",
-    "ServiceAllow",
-    "ServiceConfig",
+    "Section",
     "ValidationConfig",
     "known_keys",
     "load_config",
     "parse_override",
+    "schema",
 ]
 
 _DOTTED_CALLABLE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
-# Keys holding local file paths; resolved against the config file's folder.
-_PATH_KEYS: tuple[tuple[str, ...], ...] = (
-    ("rl", "data", "path"),
-    ("rl", "data", "rollouts_path"),
-    ("checkpoints", "dir"),
-    ("checkpoints", "log_dir"),
-    ("checkpoints", "base"),
-    ("checkpoints", "prompts", "path"),
-    ("checkpoints", "gate", "stop_file"),
-)
+# The core's keys holding local file paths; resolved against the config file's folder (a plugin's
+# section adds its own: ``ConfigSectionSpec.path_keys``).
+_PATH_KEYS: tuple[tuple[str, ...], ...] = (("rl", "data", "path"), ("rl", "data", "rollouts_path"))
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
+    """The base of every section, the core's and the plugins': unknown keys are errors (with the nearest
+    known one), and types are strict."""
+
     # strict: "8" is not silently an int; overrides are YAML-typed, so users get real types anyway.
     model_config = ConfigDict(extra="forbid", strict=True, validate_default=True)
 
 
-def _non_empty(value: str | None, what: str) -> str | None:
+_Section = Section
+
+
+def non_empty(value: str | None, what: str) -> str | None:
+    """``value`` unless it is blank (a validator's helper: ``ValueError`` saying ``what`` is empty)."""
     if value is not None and not value.strip():
         raise ValueError(f"{what} must not be empty")
     return value
@@ -101,7 +104,7 @@ class DataConfig(_Section):
     @field_validator("path", "prompt_column", "response_column", "reference_column", "split", "rollouts_path")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
-        return _non_empty(value, "the value")
+        return non_empty(value, "the value")
 
     @field_validator("items_fn")
     @classmethod
@@ -150,7 +153,7 @@ class RewardSelection(_Section):
     @field_validator("provider", "catalog", "term")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
-        return _non_empty(value, "the value")
+        return non_empty(value, "the value")
 
     @field_validator("service")
     @classmethod
@@ -190,7 +193,7 @@ class ValidationConfig(_Section):
     @classmethod
     def _not_blank(cls, value: str | RewardSelection | None) -> str | RewardSelection | None:
         if isinstance(value, str):
-            _non_empty(value, "the provider name")
+            non_empty(value, "the provider name")
         return value
 
 
@@ -206,47 +209,9 @@ class RLConfig(_Section):
     advantage_eps: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     reward: RewardSelection
     validation: ValidationConfig | None = None
-    # The reward monitor's settings, validated by rewardkit-monitor when a binding builds it.
+    # The reward monitor's settings, validated by rewardkit-monitor when a binding builds it. Left here
+    # until that distribution registers the section itself (``register_config_sections``).
     monitor: dict[str, Any] | None = None
-
-
-class RayConfig(_Section):
-    """``rewards.ray``: where the Ray cluster is and how many reward actors to start."""
-
-    address: str | None = None
-    num_actors: int = Field(default=2, ge=1)
-
-
-SpecField = Literal["floor", "onError", "clip", "weight", "gate", "threshold"]
-
-
-class AllowedProvider(_Section):
-    """``rewards.service.allow.providers.<name>``: the params a client may set on this provider."""
-
-    params: list[str] = Field(default_factory=list)
-
-    @field_validator("params")
-    @classmethod
-    def _distinct(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
-            raise ValueError(f"params are listed twice: {sorted({v for v in value if value.count(v) > 1})}")
-        return value
-
-
-class ServiceAllow(_Section):
-    """``rewards.service.allow``: what a Reward Service client may select beyond the configured reward
-    (``rl.reward`` or ``rl.validation.reward``); empty, the default, allows nothing else."""
-
-    providers: dict[str, AllowedProvider] = Field(default_factory=dict)
-    spec_fields: list[SpecField] = Field(default_factory=list)
-    # "fixed": a client keeps the configured components (none dropped, added or renamed); "any": it need not.
-    components: Literal["fixed", "any"] = "fixed"
-
-
-class ServiceConfig(_Section):
-    """``rewards.service``: the Reward Service's policy for what clients may choose."""
-
-    allow: ServiceAllow = Field(default_factory=ServiceAllow)
 
 
 MAX_DEADLINE_S = 86_400.0  # a day: the longest a scoring call may wait (rewards.deadline_s)
@@ -272,9 +237,19 @@ class RewardsConfig(_Section):
     # call fails with RequestTimeout (504 from the service). None: no bound but deadline_s's.
     request_timeout_s: float | None = Field(default=None, gt=0)
     concurrency: int | None = Field(default=None, ge=1)
-    backend: Literal["local", "ray"] = "local"
-    ray: RayConfig = Field(default_factory=RayConfig)
-    service: ServiceConfig = Field(default_factory=ServiceConfig)
+    # "local" (this process) or a backend a plugin registers (``register_reward_backends``).
+    backend: str = LOCAL_BACKEND
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        names = backend_names()
+        if value not in names:
+            shown = (
+                ", ".join(map(repr, names[:-1])) + f" or {names[-1]!r}" if len(names) > 1 else repr(names[0])
+            )
+            raise ValueError(f"Input should be {shown} (got {value!r})")
+        return value
 
     @field_validator("deadline_s", "request_timeout_s")
     @classmethod
@@ -309,98 +284,141 @@ class ScoreJobConfig(_Section):
         return value
 
 
-class PromptsConfig(DataConfig):
-    """``checkpoints.prompts``: the evaluation prompts, a data section read as ``rl.data`` is, plus the
-    columns naming each record and its cluster. Without it, checkpoint evaluation reads ``rl.data``."""
-
-    SECTION: ClassVar[str] = "checkpoints.prompts"
-
-    path: str
-    id_column: str | None = None
-    cluster_column: str | None = None
-
-    @field_validator("id_column", "cluster_column")
-    @classmethod
-    def _column_not_blank(cls, value: str | None) -> str | None:
-        return _non_empty(value, "the column")
-
-    @model_validator(mode="after")
-    def _prompts_only(self) -> PromptsConfig:
-        if self.rollouts_path is not None:
-            raise ValueError("checkpoints.prompts holds prompts; rollouts_path belongs to rl.data")
-        return self
-
-
-class GenerationConfig(_Section):
-    """``checkpoints.generation``: how each served checkpoint is asked (OpenAI-compatible)."""
-
-    mode: Literal["completions", "chat"] = "completions"
-    temperature: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    top_p: float = Field(default=1.0, gt=0, le=1)
-    max_tokens: int = Field(default=256, ge=1)
-    n: int = Field(default=1, ge=1, le=64)
-    seed: int | None = 0
-    concurrency: int = Field(default=8, ge=1, le=256)
-    timeout_s: float = Field(default=120.0, gt=0, le=3600)
-    deadline_s: float = Field(default=3600.0, gt=0, le=86_400)
-
-
-class ServingChoice(_Section):
-    """``checkpoints.serving``: a serving strategy by name and its params."""
-
-    strategy: str = "vllm-serve"
-    params: dict[str, Any] = Field(default_factory=dict)
-
-
-class GateConfig(_Section):
-    """``checkpoints.gate``: the regression gate (see rewardkit.stats.gate)."""
-
-    tolerance: float = Field(default=0.01, ge=0, allow_inf_nan=False)
-    alpha: float = Field(default=0.05, gt=0, lt=1)
-    horizon: int = Field(default=20, ge=1)
-    method: Literal["t", "bootstrap"] = "t"
-    level: float = Field(default=0.95, gt=0, lt=1)
-    stop_file: str | None = None
-
-
-class CheckpointsConfig(_Section):
-    """``checkpoints``: the run spec of checkpoint evaluation (``rewardkit checkpoints watch``)."""
-
-    dir: str
-    log_dir: str
-    base: str | None = None
-    prompts: PromptsConfig | None = None  # None: the prompts of rl.data
-    generation: GenerationConfig = Field(default_factory=GenerationConfig)
-    serving: ServingChoice = Field(default_factory=ServingChoice)
-    metric: Literal["mean", "pass@k"] = "mean"
-    k: int = Field(default=1, ge=1)
-    success_threshold: float = Field(default=1.0, allow_inf_nan=False)
-    gate: GateConfig = Field(default_factory=GateConfig)
-    settle_s: float = Field(default=10.0, ge=0)
-    scan_interval_s: float = Field(default=10.0, gt=0)
-    max_attempts: int = Field(default=3, ge=1)
-
-    @model_validator(mode="after")
-    def _k_fits(self) -> CheckpointsConfig:
-        if self.metric == "pass@k" and self.k > self.generation.n:
-            raise ValueError(f"pass@k needs k <= generation.n; k is {self.k}, n is {self.generation.n}")
-        return self
-
-
 class RewardkitConfig(_Section):
-    """A whole run configuration. ``source_path`` is the file it was read from, absolute (``None`` for a
-    mapping)."""
+    """A whole run configuration: the core's sections here, a plugin's in the subclass ``schema()``
+    builds. ``source_path`` is the file it was read from, absolute (``None`` for a mapping)."""
 
     rl: RLConfig
     rewards: RewardsConfig = Field(default_factory=RewardsConfig)
     score: ScoreJobConfig = Field(default_factory=ScoreJobConfig)
-    checkpoints: CheckpointsConfig | None = None
 
     _source_path: Path | None = PrivateAttr(default=None)
 
     @property
     def source_path(self) -> Path | None:
         return self._source_path
+
+    def section(self, path: str, model: type[SectionT]) -> SectionT | None:
+        """A plugin's section (``config.section("rewards.ray", RayConfig)``): ``None`` when it is not
+        configured. A section kept unchecked (its plugin was not loaded when this configuration was read)
+        is validated now, with the same messages."""
+        node: Any = self
+        for part in path.split("."):
+            node = getattr(node, part, None)
+            if node is None:
+                return None
+        if isinstance(node, model):
+            return node
+        if isinstance(node, Mapping):
+            try:
+                return model.model_validate(dict(node))
+            except ValidationError as error:
+                raise _validation_error(error, None, model, path.split(".")) from None
+        raise TypeError(f"section {path} holds {type(node).__name__}, not {model.__name__}")
+
+
+SectionT = typing.TypeVar("SectionT", bound=BaseModel)
+
+
+def backend_names() -> list[str]:
+    """What ``rewards.backend`` takes: ``local``, then the installed backends and the known ones of this
+    repository's distributions (which fail with their install line when used), sorted."""
+    from rewardkit.catalog import reward_backends
+    from rewardkit.extras import KNOWN_BACKENDS
+
+    installed = {entry.name for entry in reward_backends() if not entry.value.by_service_url}
+    return [LOCAL_BACKEND, *sorted(installed | set(KNOWN_BACKENDS))]
+
+
+def schema() -> type[RewardkitConfig]:
+    """The configuration's model: the core's sections and every installed plugin's (built once per set of
+    plugins). A known section whose distribution is missing is kept as given, unchecked."""
+    return _schema_and_path_keys()[0]
+
+
+def _schema_and_path_keys() -> tuple[type[RewardkitConfig], tuple[tuple[str, ...], ...]]:
+    from rewardkit.catalog import config_sections
+    from rewardkit.plugins import load_plugins
+
+    manager = load_plugins()
+    built = manager.cache.get("config_schema")
+    if built is None:
+        specs = [entry.value for entry in config_sections(manager)]
+        built = manager.cache["config_schema"] = (_build_schema(specs), _path_keys(specs))
+    return built  # type: ignore[return-value]  # the pair stored just above
+
+
+def _path_keys(specs: Sequence[ConfigSectionSpec]) -> tuple[tuple[str, ...], ...]:
+    owned = tuple((*spec.path.split("."), *key.split(".")) for spec in specs for key in spec.path_keys)
+    return _PATH_KEYS + owned
+
+
+def _build_schema(specs: Sequence[ConfigSectionSpec]) -> type[RewardkitConfig]:
+    from rewardkit.extras import KNOWN_SECTIONS
+
+    bases: dict[str, type[BaseModel]] = {"": RewardkitConfig, "rl": RLConfig, "rewards": RewardsConfig}
+    fields: dict[str, dict[str, Any]] = {parent: {} for parent in bases}
+    for path in KNOWN_SECTIONS.keys() - {spec.path for spec in specs}:
+        parent, _, name = path.rpartition(".")
+        fields[parent][name] = (dict[str, Any] | None, None)
+    for spec in specs:
+        parent, _, name = spec.path.rpartition(".")
+        if name in bases[parent].model_fields:
+            raise ConfigError(f"a plugin registers the section {spec.path}, which is the core's own")
+        default = Field(default_factory=spec.schema) if spec.always else None
+        fields[parent][name] = (spec.schema if spec.always else spec.schema | None, default)
+    if not any(fields.values()):
+        return RewardkitConfig
+    rl = create_model("RLConfig", __base__=RLConfig, __module__=__name__, **fields["rl"])
+    rewards = create_model("RewardsConfig", __base__=RewardsConfig, __module__=__name__, **fields["rewards"])
+    return create_model(
+        "RewardkitConfig",
+        __base__=RewardkitConfig,
+        __module__=__name__,
+        rl=(rl, ...),
+        rewards=(rewards, Field(default_factory=rewards)),
+        **fields[""],
+    )
+
+
+# Models of sections that moved to the distribution owning them in 0.2 (``rewardkit.config.RayConfig``).
+_MOVED_MODELS = frozenset(
+    {"AllowedProvider", "CheckpointsConfig", "GateConfig", "GenerationConfig", "PromptsConfig"}
+    | {"RayConfig", "ServiceAllow", "ServiceConfig", "ServingChoice"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    # A moved model is found among the installed plugins' section models, with a warning until 0.3.
+    from rewardkit.catalog import config_sections
+
+    if name not in _MOVED_MODELS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    for entry in config_sections():
+        for model in _models_below(entry.value.schema):
+            if model.__name__ == name:
+                warnings.warn(
+                    f"rewardkit.config.{name} moved to {model.__module__}.{name} (the distribution owning "
+                    f"{entry.value.path}); the old path is removed in rewardkit {REMOVED_IN}",
+                    DeprecationWarning,
+                    stacklevel=2,
+                )
+                return model
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _models_below(model: type[BaseModel]) -> list[type[BaseModel]]:
+    """``model`` and every section model inside it (``dict[str, Model]`` values included)."""
+    found = [model]
+    for info in model.model_fields.values():
+        annotation = info.annotation
+        values = typing.get_args(annotation)[-1] if typing.get_origin(annotation) is dict else None
+        for inner in (_model_in(annotation), _model_in(values)):
+            for below in _models_below(inner) if inner is not None else []:
+                if below not in found:
+                    found.append(below)
+    return found
 
 
 # The key tree, derived from the models so it can never drift from them.
@@ -423,8 +441,9 @@ def _is_free_mapping(annotation: Any) -> bool:
     return union and any(_is_free_mapping(member) for member in typing.get_args(annotation))
 
 
-def known_keys(model: type[BaseModel] = RewardkitConfig, prefix: str = "") -> list[str]:
+def known_keys(model: type[BaseModel] | None = None, prefix: str = "") -> list[str]:
     """Every dotted key the configuration accepts, sections included, in declaration order."""
+    model = model or schema()
     keys: list[str] = []
     for name, info in model.model_fields.items():
         sub = _model_in(info.annotation)
@@ -607,13 +626,13 @@ def _put_item(
     return items
 
 
-def _nest(raw: object, source: str | None) -> dict[str, Any]:
+def _nest(raw: object, source: str | None, root: type[RewardkitConfig]) -> dict[str, Any]:
     """A raw mapping with dotted and nested keys as one nested tree of known keys."""
     if not isinstance(raw, Mapping | None):
         raise ConfigError(f"the top level must be a mapping of keys, got {type(raw).__name__}", source=source)
     tree: dict[str, Any] = {}
     for key, value in (raw or {}).items():
-        _put(tree, RewardkitConfig, [], _split_key(key, [], source), value, replace=False, source=source)
+        _put(tree, root, [], _split_key(key, [], source), value, replace=False, source=source)
     return tree
 
 
@@ -680,8 +699,8 @@ def _read_file(path: Path) -> object:
         raise ConfigError(f"invalid YAML: {error}", source=str(path)) from error
 
 
-def _resolve_paths(tree: dict[str, Any], base: Path) -> None:
-    for keys in _PATH_KEYS:
+def _resolve_paths(tree: dict[str, Any], base: Path, path_keys: Sequence[tuple[str, ...]]) -> None:
+    for keys in path_keys:
         node: Any = tree
         for key in keys[:-1]:
             node = node.get(key) if isinstance(node, dict) else None
@@ -693,10 +712,10 @@ def _resolve_paths(tree: dict[str, Any], base: Path) -> None:
 # Validation errors in the user's words.
 
 
-def _dotted_loc(loc: Sequence[int | str]) -> str:
+def _dotted_loc(loc: Sequence[int | str], root: type[BaseModel]) -> str:
     """A pydantic error location as the user's dotted key (union member tags dropped)."""
     parts: list[str] = []
-    model: type[BaseModel] | None = RewardkitConfig
+    model: type[BaseModel] | None = root
     free = False
     for item in loc:
         if free:
@@ -717,9 +736,9 @@ _MISSING_HINTS = {
 }
 
 
-def _section_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
+def _section_at(loc: Sequence[int | str], root: type[BaseModel]) -> type[BaseModel] | None:
     """The section model at ``loc``, following ``dict[str, Model]`` values; ``None`` if free."""
-    model: type[BaseModel] | None = RewardkitConfig
+    model: type[BaseModel] | None = root
     values: type[BaseModel] | None = None
     for item in loc:
         if values is not None:
@@ -736,9 +755,9 @@ def _section_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
     return None if values is not None else model
 
 
-def _describe(error: Mapping[str, Any]) -> str:
+def _describe(error: Mapping[str, Any], root: type[BaseModel], prefix: Sequence[str]) -> str:
     if error["type"] == "extra_forbidden":
-        parent = _section_at(error["loc"][:-1])
+        parent = _section_at(error["loc"][:-1], root)
         if parent is not None:
             wrong = str(error["loc"][-1])
             close = nearest(wrong, parent.model_fields)
@@ -746,7 +765,8 @@ def _describe(error: Mapping[str, Any]) -> str:
             return f"unknown key {wrong!r}{hint} (known keys: {', '.join(parent.model_fields)})"
     message = str(error["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
     if error["type"] == "missing":
-        return "required key is missing" + _MISSING_HINTS.get(_dotted_loc(error["loc"]), "")
+        dotted = ".".join([*prefix, _dotted_loc(error["loc"], root)])
+        return "required key is missing" + _MISSING_HINTS.get(dotted, "")
     if error["type"] not in ("value_error", "assertion_error") and "input" in error:
         shown = repr(error["input"])
         shown = shown if len(shown) <= 80 else shown[:77] + "..."
@@ -754,11 +774,17 @@ def _describe(error: Mapping[str, Any]) -> str:
     return message
 
 
-def _validation_error(error: ValidationError, source: str | None) -> ConfigError:
+def _validation_error(
+    error: ValidationError, source: str | None, root: type[BaseModel], prefix: Sequence[str] = ()
+) -> ConfigError:
+    """``error`` of validating ``root`` (the whole configuration, or the section at ``prefix``) in the
+    user's words, each problem under its dotted key."""
     by_key: dict[str, list[str]] = {}
     for item in error.errors():
-        key = _dotted_loc(item["loc"])
-        text = _describe(item)
+        key = (
+            ".".join([*prefix, _dotted_loc(item["loc"], root)]) if prefix else _dotted_loc(item["loc"], root)
+        )
+        text = _describe(item, root, prefix)
         if text not in by_key.setdefault(key, []):
             by_key[key].append(text)
     if len(by_key) == 1:
@@ -768,15 +794,16 @@ def _validation_error(error: ValidationError, source: str | None) -> ConfigError
     return ConfigError("invalid configuration:\n  " + "\n  ".join(lines), source=source)
 
 
-# Sections whose reference column has two names (see DataConfig).
-_TWO_NAMED = {("rl", "data"), ("checkpoints", "prompts")}
+# The two names of the reference column of a data section (see DataConfig).
 _REFERENCE_NAMES = ("response_column", "reference_column")
 
 
-def _drop_other_name(tree: dict[str, Any], parts: Sequence[str]) -> None:
-    """An override of one name of the reference column replaces the file's value under either name."""
+def _drop_other_name(tree: dict[str, Any], parts: Sequence[str], root: type[BaseModel]) -> None:
+    """An override of one name of the reference column replaces the file's value under either name, in
+    every data section (``rl.data`` and a plugin's ``DataConfig`` subclass alike)."""
     section, name = tuple(parts[:-1]), parts[-1]
-    if section not in _TWO_NAMED or name not in _REFERENCE_NAMES:
+    model = _section_at(section, root) if section else None
+    if name not in _REFERENCE_NAMES or model is None or not issubclass(model, DataConfig):
         return
     node: Any = tree
     for key in section:
@@ -794,23 +821,24 @@ def load_config(
         raise ConfigError("overrides must be a sequence of 'key=value' strings, not one string")
     source_path: Path | None = None
     label: str | None = None
+    root, path_keys = _schema_and_path_keys()
     if isinstance(source, Mapping):
-        tree = _nest(source, label)
+        tree = _nest(source, label, root)
     else:
         source_path = Path(source).expanduser().resolve()
         label = str(source_path)
-        tree = _nest(_read_file(source_path), label)
-        _resolve_paths(tree, source_path.parent)
+        tree = _nest(_read_file(source_path), label, root)
+        _resolve_paths(tree, source_path.parent, path_keys)
     for text in overrides:
         key, value = parse_override(text)
         origin = f"override {text!r}"
         parts = _split_key(key, [], origin)
-        _drop_other_name(tree, parts)
-        _put(tree, RewardkitConfig, [], parts, value, replace=True, source=origin)
+        _drop_other_name(tree, parts, root)
+        _put(tree, root, [], parts, value, replace=True, source=origin)
     try:
-        config = RewardkitConfig.model_validate(tree)
+        config = root.model_validate(tree)
     except ValidationError as error:
         where = label if not overrides else f"{label or 'config'} (with overrides)"
-        raise _validation_error(error, where) from None
+        raise _validation_error(error, where, root) from None
     config._source_path = source_path
     return config

@@ -1,8 +1,9 @@
 """What to install when something optional is missing: the one-line hint, in the user's install mode.
-The core imports the distributions holding verbs and backends (``rewardkit serve`` in
-``rewardkit-service``, ``rewards.backend: ray`` in ``rewardkit-ray``, ...) only when they are used.
-A missing one, or a module one needs from an extra, ends in one line naming what needed it, the
-module and the install line, instead of a ``ModuleNotFoundError`` traceback.
+Distributions bring their verbs, config sections and backends through hooks; the core names none of
+their modules. For the subsystems of this repository it keeps a small table of what each one brings
+(``KNOWN_VERBS``, ``KNOWN_BACKENDS``, ``KNOWN_SECTIONS``: a name -> the distribution and extra), so a
+missing one, or a module one needs from an extra, ends in one line naming what needed it, the module
+and the install line, instead of an unknown-verb error or a ``ModuleNotFoundError`` traceback.
 
 From a checkout (editable, ``pip install .``, or a source tree on ``sys.path``) the install line
 names local folders (``pip install ./plugins/service``), from an index names (``pip install
@@ -23,8 +24,15 @@ from rewardkit.errors import RewardkitError
 __all__ = [
     "CORE_DISTRIBUTION",
     "DISTRIBUTIONS",
+    "KNOWN_BACKENDS",
+    "KNOWN_SECTIONS",
+    "KNOWN_SERVICE_BACKEND",
+    "KNOWN_VERBS",
     "MODULES",
+    "SERVICE_BACKEND",
+    "Known",
     "MissingExtraError",
+    "import_from",
     "import_optional",
     "install_line",
     "missing_extra",
@@ -40,6 +48,12 @@ class Distribution:
     name: str
     folder: str
 
+    @property
+    def package(self) -> str:
+        """The import name of the distribution's package: its name with ``_`` for ``-``, the convention
+        every subsystem distribution of this repository follows (the core's, ``rewardkit``, aside)."""
+        return self.name.replace("-", "_")
+
 
 DISTRIBUTIONS: dict[str, Distribution] = {
     dist.name: dist
@@ -54,21 +68,56 @@ DISTRIBUTIONS: dict[str, Distribution] = {
     )
 }
 
-# top-level module -> (the distribution that brings it, the extra of that distribution, or None)
+# top-level module -> (the distribution that brings it, the extra of that distribution, or None): each
+# subsystem distribution's own package, and the libraries some of their extras bring
 MODULES: dict[str, tuple[str, str | None]] = {
-    "rewardkit_service": ("rewardkit-service", None),
+    **{dist.package: (dist.name, None) for dist in DISTRIBUTIONS.values() if dist.name != CORE_DISTRIBUTION},
     "orjson": ("rewardkit-service", None),
     "starlette": ("rewardkit-service", "server"),
     "uvicorn": ("rewardkit-service", "server"),
     "prometheus_client": ("rewardkit-service", "server"),
-    "rewardkit_ray": ("rewardkit-ray", None),
     "ray": ("rewardkit-ray", None),
-    "rewardkit_checkpoints": ("rewardkit-checkpoints", None),
     "matplotlib": ("rewardkit-checkpoints", "plot"),
-    "rewardkit_media": ("rewardkit-media", None),
-    "rewardkit_audit": ("rewardkit-audit", None),
-    "rewardkit_monitor": ("rewardkit-monitor", None),
     "pytest": (CORE_DISTRIBUTION, "testing"),
+}
+
+
+@dataclass(frozen=True)
+class Known:
+    """Something a subsystem distribution of this repository brings through a hook: named here only to
+    answer "install X" when it is missing (``needs`` says what installing it gives)."""
+
+    distribution: str
+    extra: str | None
+    about: str
+
+    def missing(self, needed_for: str) -> MissingExtraError:
+        """The one-line error: ``needed_for`` needs the distribution's package, with its install line."""
+        package = DISTRIBUTIONS[self.distribution].package
+        install = install_line(self.distribution, self.extra)
+        return MissingExtraError(f"{needed_for} needs {package}, which is not installed: {install}")
+
+
+# Verbs of ``rewardkit`` (``register_commands``) whose distribution may not be installed.
+KNOWN_VERBS: dict[str, Known] = {
+    "serve": Known("rewardkit-service", "server", "run the Reward Service (HTTP/JSON)"),
+    "audit": Known("rewardkit-audit", None, "red-team the configured reward (docs/audit.md)"),
+    "checkpoints": Known("rewardkit-checkpoints", None, "evaluate checkpoints as a model trains"),
+    "monitor": Known("rewardkit-monitor", None, "report the reward monitor's signals and alarms"),
+}
+# Reward backends (``register_reward_backends``) that ``rewards.backend`` names.
+KNOWN_BACKENDS: dict[str, Known] = {
+    "ray": Known("rewardkit-ray", None, "score on reward actors of a Ray cluster"),
+}
+# The backend a Reward Service URL selects (``rl.reward.service``), named ``service`` in the registry.
+SERVICE_BACKEND = "service"
+KNOWN_SERVICE_BACKEND = Known("rewardkit-service", None, "score in a Reward Service")
+# Configuration sections (``register_config_sections``). Without their distribution a section is kept
+# as given, unchecked: what reads it is missing too, and fails with this install line when used.
+KNOWN_SECTIONS: dict[str, Known] = {
+    "checkpoints": Known("rewardkit-checkpoints", None, "checkpoint evaluation"),
+    "rewards.ray": Known("rewardkit-ray", None, "the Ray backend"),
+    "rewards.service": Known("rewardkit-service", None, "the Reward Service's policy"),
 }
 
 
@@ -99,6 +148,12 @@ def import_optional(module: str, attribute: str, needed_for: str, *, extra: str 
         if missing is not None:
             raise missing from error
         raise
+
+
+def import_from(distribution: str, attribute: str, needed_for: str) -> Any:
+    """``attribute`` of the package of ``distribution`` (a subsystem of this repository, reached by its
+    distribution name: ``DISTRIBUTIONS``), or the one-line install error naming ``needed_for``."""
+    return import_optional(DISTRIBUTIONS[distribution].package, attribute, needed_for)
 
 
 def install_line(distribution: str, extra: str | None = None) -> str:

@@ -1,6 +1,7 @@
 """rewardkit's extension points: the pluggy markers and the hook specifications, nothing else.
 Every hook has the shape ``register_<things>(register)``: rewardkit calls it once per plugin while
-it builds its registries, and the plugin calls ``register`` once per thing it contributes.
+it builds its registries, and the plugin calls ``register`` once per thing it contributes (the one
+exception, ``register_commands(cli)``, is handed a registrar object: a verb is a parser to fill).
 ``register`` checks types and refuses a name that another plugin already registered, naming both;
 its type for each hook is a protocol of ``rewardkit.protocols`` (``ProviderRegistrar``, ...).
 Implementations are called through pluggy by argument name, so one may leave out parameters and a
@@ -16,8 +17,11 @@ import pluggy
 if TYPE_CHECKING:
     from rewardkit.protocols import (
         CatalogRegistrar,
+        CommandRegistrar,
+        ConfigSectionRegistrar,
         ProviderRegistrar,
         RewardAttackRegistrar,
+        RewardBackendRegistrar,
         ServingStrategyRegistrar,
         TrainerBindingRegistrar,
     )
@@ -32,7 +36,10 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "register_catalogs",
+    "register_commands",
+    "register_config_sections",
     "register_reward_attacks",
+    "register_reward_backends",
     "register_reward_providers",
     "register_serving_strategies",
     "register_trainer_bindings",
@@ -50,10 +57,10 @@ def register_reward_providers(register: ProviderRegistrar) -> None:
 @hookspec
 def register_catalogs(register: CatalogRegistrar) -> None:
     """Contribute named run-bound catalogs. Called once per plugin when a configuration or command selects
-    a catalog by name (``rl.reward.catalog``). ``register(name, factory)`` takes a zero-argument factory
-    that returns an iterable of ``RewardProviderSpec``; it must be deterministic, light, CPU-only and free
-    of side effects. A catalog adds provider names; it can never override a built-in. Return value:
-    ignored. Since 0.1."""
+    a catalog by name (``rl.reward.catalog``). ``register(spec)`` takes a ``rewardkit.CatalogSpec`` whose
+    zero-argument factory returns an iterable of ``RewardProviderSpec``; it must be deterministic, light,
+    CPU-only and free of side effects. A catalog adds provider names; it can never override a built-in.
+    Return value: ignored. Since 0.1; the spec object in 0.2 (``register(name, factory)`` still works)."""
 
 
 @hookspec
@@ -76,7 +83,35 @@ def register_trainer_bindings(register: TrainerBindingRegistrar) -> None:
 @hookspec
 def register_reward_attacks(register: RewardAttackRegistrar) -> None:
     """Contribute attack families for ``rewardkit audit`` (red-teaming a reward before training). Called
-    once per plugin when an audit first looks up the families (``rewardkit audit``,
-    ``rewardkit_audit.audit``, ``rewardkit attacks``). ``register(item)`` takes a
+    once per plugin when an audit first looks up the families (``rewardkit audit``, ``rewardkit.audit``,
+    ``rewardkit attacks``). ``register(item)`` takes a
     ``rewardkit.attacks.AttackFamily`` (the baselines) or a ``rewardkit.attacks.AttackSpec`` (one attack
     of a family, which any plugin may register). Return value: ignored. Since 0.2."""
+
+
+@hookspec
+def register_commands(cli: CommandRegistrar) -> None:
+    """Contribute verbs of the ``rewardkit`` command (``rewardkit serve``, ``rewardkit audit``). Called
+    once per plugin each time the command line is parsed, before any verb runs (``rewardkit --help``
+    included). ``cli.add(name, run, about=...)`` returns the verb's ``argparse`` parser for the plugin to
+    add its arguments to; ``run(args) -> int`` (or its ``module:function`` path, imported only when the
+    verb runs) is its exit status. Return value: ignored. Since 0.2."""
+
+
+@hookspec
+def register_config_sections(register: ConfigSectionRegistrar) -> None:
+    """Contribute configuration sections (``checkpoints``, ``rl.monitor``, ``rewards.ray``). Called once
+    per plugin when a configuration is first validated. ``register(spec)`` takes a
+    ``rewardkit.ConfigSectionSpec``: the section's dotted key (top level, ``rl.*`` or ``rewards.*``) and
+    the pydantic model that validates it, with the core's messages (an unknown key names the nearest
+    known one). A plugin reads its section with ``config.section(path, Model)``. Return value: ignored.
+    Since 0.2."""
+
+
+@hookspec
+def register_reward_backends(register: RewardBackendRegistrar) -> None:
+    """Contribute places to score a reward other than this process (``rewards.backend: ray``, a Reward
+    Service URL). Called once per plugin when a configuration is validated or a reward is built
+    (``rewardkit.load``, the trainer bindings, ``rewardkit score``). ``register(spec)`` takes a
+    ``rewardkit.RewardBackendSpec``; its ``target`` is imported only when a reward is built there.
+    Return value: ignored. Since 0.2."""

@@ -15,22 +15,31 @@ import warnings
 from collections.abc import Sequence
 from types import ModuleType
 
-from rewardkit.extras import MODULES, install_line
+from rewardkit.extras import DISTRIBUTIONS, MODULES, install_line
 
 __all__ = ["MOVED", "REMOVED_IN", "install"]
 
 REMOVED_IN = "0.3"
 
+# old dotted path -> (the distribution it moved to, the module inside that distribution's package, ""
+# for the package itself): the core names distributions, never their modules (``Distribution.package``)
+MOVED_OUT: dict[str, tuple[str, str]] = {
+    "rewardkit.remote": ("rewardkit-service", "client"),
+    "rewardkit.service.process": ("rewardkit-service", "testing"),
+    "rewardkit.service": ("rewardkit-service", ""),
+    "rewardkit.distributed.ray": ("rewardkit-ray", "backend"),
+    "rewardkit.distributed": ("rewardkit-ray", ""),
+    "rewardkit.checkpoints": ("rewardkit-checkpoints", ""),
+    "rewardkit.media.reference": ("rewardkit-media", "testing"),
+    "rewardkit.media": ("rewardkit-media", ""),
+}
+
 # old dotted path (a module or a package prefix) -> new dotted path; the longest prefix wins
 MOVED: dict[str, str] = {
-    "rewardkit.remote": "rewardkit_service.client",
-    "rewardkit.service.process": "rewardkit_service.testing",
-    "rewardkit.service": "rewardkit_service",
-    "rewardkit.distributed.ray": "rewardkit_ray.backend",
-    "rewardkit.distributed": "rewardkit_ray",
-    "rewardkit.checkpoints": "rewardkit_checkpoints",
-    "rewardkit.media.reference": "rewardkit_media.testing",
-    "rewardkit.media": "rewardkit_media",
+    **{
+        old: ".".join(filter(None, (DISTRIBUTIONS[distribution].package, module)))
+        for old, (distribution, module) in MOVED_OUT.items()
+    },
     # renamed inside the core, so that no two modules' names say the same thing
     "rewardkit.binding": "rewardkit.bound_provider",
     "rewardkit.serving": "rewardkit.checkpoint_serving",

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rewardkit.config import RewardkitConfig
-from rewardkit.extras import import_optional
+from rewardkit.extras import import_from
 from rewardkit.scored import ScoredBatch
 
 
@@ -44,6 +44,6 @@ def observer_for(config: RewardkitConfig) -> BatchObserver | None:
     """The observer ``rl.monitor`` configures, or None when it is unset."""
     if config.rl.monitor is None:
         return None
-    build = import_optional("rewardkit_monitor", "build_monitor", "`rl.monitor`")
+    build = import_from("rewardkit-monitor", "build_monitor", "`rl.monitor`")
     observer: BatchObserver = build(config)
     return observer

@@ -186,22 +186,24 @@ class PluginManager:
     def call_each(
         self,
         hook_name: str,
-        make_register: Callable[[PluginInfo], Callable[..., None]],
+        make_register: Callable[[PluginInfo], object],
         on_failure: Callable[[PluginInfo], object] | None = None,
         arguments: Mapping[str, object] | None = None,
+        handed_as: str = "register",
     ) -> None:
         """Call every implementation of a ``register_*`` hook alone, with a ``register`` bound to its owner,
         so a registry can name the plugin behind every entry (and both owners of a duplicate); ``arguments``
         are the spec's arguments beyond ``register`` (pluggy passes each implementation those it names, so a
         spec may grow). A hook that raises fails its plugin alone: ``on_failure(owner)`` withdraws what it
-        registered; the failure is logged and listed by ``describe``. A ``NameConflictError`` is fatal."""
+        registered; the failure is logged and listed by ``describe``. A ``NameConflictError`` is fatal.
+        ``handed_as``: the spec's name for what ``make_register`` makes (``cli`` in ``register_commands``)."""
         plugins = self.pm.get_plugins()
         for owner, impl in self.impls(hook_name):
             if self.tracing:
                 sys.stderr.write(f"rewardkit-trace: {hook_name} -> {owner.name} ({owner.distribution})\n")
             alone = self.pm.subset_hook_caller(hook_name, plugins - {impl.plugin})
             try:
-                alone(register=make_register(owner), **(arguments or {}))
+                alone(**{handed_as: make_register(owner)}, **(arguments or {}))
             except NameConflictError:
                 raise
             except Exception as error:

@@ -3,15 +3,16 @@
 Each ``register_*`` hook receives a ``register`` callback of the registrar type named in its spec
 (``ProviderRegistrar`` for ``register_reward_providers``, ...); a plugin may annotate with them.
 ``RewardLike`` is the surface the backends share (``rewardkit.Reward``, the Reward Service's
-``RemoteReward``, ``rewardkit_ray``'s ``RayReward``): the score job and the trainer bindings use
+``RemoteReward``, rewardkit-ray's ``RayReward``): the score job and the trainer bindings use
 nothing else, so a fourth backend needs only to implement it.
 """
 
 from __future__ import annotations
 
+import argparse
 import inspect
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Generic, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, overload, runtime_checkable
 
 if TYPE_CHECKING:
     from rewardkit.attacks import AttackFamily, AttackSpec
@@ -19,14 +20,24 @@ if TYPE_CHECKING:
     from rewardkit.composition import RewardSpec
     from rewardkit.config import RewardkitConfig, RewardSelection
     from rewardkit.contracts import RewardProviderSpec
-    from rewardkit.extensions import ServingStrategySpec, TrainerBindingSpec
+    from rewardkit.extensions import (
+        CatalogSpec,
+        ConfigSectionSpec,
+        RewardBackendSpec,
+        ServingStrategySpec,
+        TrainerBindingSpec,
+    )
     from rewardkit.provenance import ProviderRecord
     from rewardkit.worker import GroupLike, ScoredBatch
 
 __all__ = [
     "CatalogRegistrar",
+    "CommandRegistrar",
+    "CommandRunner",
+    "ConfigSectionRegistrar",
     "ProviderRegistrar",
     "RewardAttackRegistrar",
+    "RewardBackendRegistrar",
     "RewardLike",
     "ServingStrategyRegistrar",
     "TrainerBindingRegistrar",
@@ -41,8 +52,13 @@ class ProviderRegistrar(Protocol):
 
 
 class CatalogRegistrar(Protocol):
-    """``register`` of ``register_catalogs``: a name and a zero-argument factory of provider specs."""
+    """``register`` of ``register_catalogs``: one ``CatalogSpec`` per catalog. The 0.1 form, a name and a
+    zero-argument factory of provider specs, is still taken."""
 
+    @overload
+    def __call__(self, spec: CatalogSpec, /) -> None: ...
+
+    @overload
     def __call__(self, name: str, factory: Callable[[], Iterable[RewardProviderSpec]], /) -> None: ...
 
 
@@ -62,6 +78,42 @@ class RewardAttackRegistrar(Protocol):
     """``register`` of ``register_reward_attacks``: one call per attack family or attack."""
 
     def __call__(self, item: AttackFamily | AttackSpec, /) -> None: ...
+
+
+class ConfigSectionRegistrar(Protocol):
+    """``register`` of ``register_config_sections``: one call per section the plugin owns."""
+
+    def __call__(self, spec: ConfigSectionSpec, /) -> None: ...
+
+
+class RewardBackendRegistrar(Protocol):
+    """``register`` of ``register_reward_backends``: one call per backend."""
+
+    def __call__(self, spec: RewardBackendSpec, /) -> None: ...
+
+
+# What a verb runs: its parsed arguments in, the exit status out.
+CommandRunner = Callable[[argparse.Namespace], int]
+
+
+class CommandRegistrar(Protocol):
+    """``cli`` of ``register_commands``: adds verbs to the ``rewardkit`` command (argparse)."""
+
+    def add(
+        self,
+        name: str,
+        run: CommandRunner | str,
+        *,
+        about: str,
+        description: str | None = None,
+        show_defaults: bool = False,
+    ) -> argparse.ArgumentParser:
+        """Add ``rewardkit NAME`` and return its parser, to which the plugin adds its arguments.
+        ``run`` is the function or its ``module:function`` path, imported only when the verb runs (so
+        ``rewardkit --help`` imports nothing heavy); ``about`` is its line in ``rewardkit --help``;
+        ``show_defaults`` appends each option's default to its help. A name taken by the core or by
+        another plugin is refused, naming both owners."""
+        ...
 
 
 @runtime_checkable

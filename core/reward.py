@@ -24,12 +24,13 @@ from rewardkit.advantages import EPSILON
 from rewardkit.backpressure import InflightLimiter
 from rewardkit.cancellation import CancelScope, current, entered, run_bounded
 from rewardkit.capacity import usable_cpus
-from rewardkit.catalog import Catalog, resolve_catalog
+from rewardkit.catalog import Catalog, resolve_catalog, reward_backends
 from rewardkit.composition import RewardSpec, RewardSpecError
 from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline, load_config
 from rewardkit.contracts import IN_PROCESS_NEEDS, KNOWN_NEEDS
 from rewardkit.errors import ConfigError, PreflightError, RewardkitError
-from rewardkit.extras import import_optional
+from rewardkit.extensions import LOCAL_BACKEND
+from rewardkit.extras import KNOWN_BACKENDS, KNOWN_SERVICE_BACKEND, SERVICE_BACKEND, Known, import_optional
 from rewardkit.protocols import RewardLike
 from rewardkit.provenance import ProviderRecord, check_resume_all
 from rewardkit.worker import GroupLike, RewardWorker, ScoredBatch, as_batch
@@ -295,16 +296,19 @@ def build_reward(
 ) -> RewardLike:
     """The reward for ``selection`` (default ``rl.reward``) on the configured backend, the one dispatch, for
     ``load`` and every trainer binding: the selection's ``service`` or ``rl.reward.service`` scores in that
-    Reward Service (``RemoteReward``), ``rewards.backend: ray`` on reward actors (``RayReward``), else in this
-    process. Nothing falls back: a missing distribution is ``MissingExtraError`` with its install line, an
+    Reward Service (the backend registered as ``service``), ``rewards.backend: NAME`` on the backend
+    registered as NAME (``register_reward_backends``: ``ray``'s reward actors), else in this process.
+    Nothing falls back: a missing distribution is ``MissingExtraError`` with its install line, an
     unreachable service or cluster fails here, ``runtime`` with either is a ``PreflightError``."""
     selection = selection or config.rl.reward
     service = selection.service or config.rl.reward.service
+    known: Known | None
     if service is not None:
-        where, module, name = "rl.reward.service", "rewardkit_service.client", "RemoteReward"
+        where, name, known = "rl.reward.service", SERVICE_BACKEND, KNOWN_SERVICE_BACKEND
     else:
-        where, module, name = "rewards.backend: ray", "rewardkit_ray.backend", "RayReward"
-    remote = service is not None or config.rewards.backend == "ray"
+        name = config.rewards.backend
+        where, known = f"rewards.backend: {name}", KNOWN_BACKENDS.get(name)
+    remote = name != LOCAL_BACKEND
     if runtime is not None and remote:
         raise PreflightError(
             f"runtime objects {sorted(runtime)} live in this process and cannot travel to {where}; "
@@ -312,8 +316,22 @@ def build_reward(
         )
     if not remote:
         return Reward(config, selection, group_size=group_size, runtime=runtime)
-    backend: Callable[..., RewardLike] = import_optional(module, name, where)
+    backend = _backend_class(name, where, known)
     return backend(config, selection, group_size=group_size)
+
+
+def _backend_class(name: str, where: str, known: Known | None) -> Callable[..., RewardLike]:
+    """The class of backend ``name`` (``register_reward_backends``), imported now; a known one whose
+    distribution is missing is its one-line install error, nothing falls back to scoring here."""
+    backends = reward_backends()
+    if name not in backends and known is not None:
+        raise known.missing(where)
+    target = backends.get(name).value.target
+    if not isinstance(target, str):
+        return target
+    module, _, attribute = target.partition(":")
+    backend: Callable[..., RewardLike] = import_optional(module, attribute, where)
+    return backend
 
 
 def load(

@@ -275,11 +275,11 @@ class RewardProviderTests:
 def assert_attacks_hold(config: Any, overrides: Sequence[str] = (), **options: Any) -> Any:
     """Audit the reward ``config`` selects (``rewardkit audit``, from ``rewardkit-audit``) and fail unless
     every attack holds, for a provider package's tests: runs every installed attack family that applies
-    (``options`` as for ``rewardkit_audit.audit``: ``rows``, ``family``...) and raises ``AssertionError``
+    (``options`` as for ``rewardkit.audit``: ``rows``, ``family``...) and raises ``AssertionError``
     naming each attack that leaks or errors, with its worst row; returns the report."""
-    from rewardkit.extras import import_optional
+    from rewardkit.extras import import_from
 
-    audit = import_optional("rewardkit_audit", "audit", "rewardkit.testing.assert_attacks_hold")
+    audit = import_from("rewardkit-audit", "audit", "rewardkit.testing.assert_attacks_hold")
     report = audit(config, overrides, **options)
     failed = [
         f"{unit.family}/{attack.name}: {attack.verdict} (worst row {attack.worst_row}, "

@@ -161,7 +161,8 @@ def register_reward_providers(register):
 
 @pytest.mark.parametrize("hook", hook_names())
 def test_each_hook_types_register_with_a_registrar_protocol_the_docs_list(hook: str) -> None:
-    annotation = inspect.signature(getattr(hookspecs, hook)).parameters["register"].annotation
+    (parameter,) = inspect.signature(getattr(hookspecs, hook)).parameters.values()  # register, or cli
+    annotation = parameter.annotation
     registrar = getattr(protocols, annotation)
     assert getattr(registrar, "_is_protocol", False) and annotation in protocols.__all__
-    assert f"| `{hook}` | `{annotation}` |" in DOCS.read_text()
+    assert f"| `{hook}` | `{annotation}`" in DOCS.read_text()

@@ -1,4 +1,5 @@
-"""Meta-tests: every hookspec is documented, tested, and shaped ``register_<things>(register)``."""
+"""Meta-tests: every hookspec is documented, tested, and shaped ``register_<things>(register)`` (or
+``register_commands(cli)``, handed a registrar object)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,17 @@ HOOKS = sorted(
 )
 
 
-def test_there_are_five_extension_points():
+# The one argument each hook is handed: ``register`` everywhere but the verbs' registrar.
+HANDED = {"register_commands": "cli"}
+
+
+def test_there_are_eight_extension_points():
     assert HOOKS == [
         "register_catalogs",
+        "register_commands",
+        "register_config_sections",
         "register_reward_attacks",
+        "register_reward_backends",
         "register_reward_providers",
         "register_serving_strategies",
         "register_trainer_bindings",
@@ -29,9 +37,10 @@ def test_there_are_five_extension_points():
 @pytest.mark.parametrize("hook", HOOKS)
 def test_hook_is_shaped_and_documented_in_code(hook: str):
     function = getattr(hookspecs, hook)
-    assert list(inspect.signature(function).parameters) == ["register"]
+    handed = HANDED.get(hook, "register")
+    assert list(inspect.signature(function).parameters) == [handed]
     doc = inspect.getdoc(function) or ""
-    assert "Called" in doc and "register(" in doc and "Since" in doc, (
+    assert "Called" in doc and "Since" in doc and (f"{handed}(" in doc or f"{handed}." in doc), (
         f"{hook} must say when, how and since when"
     )
     assert hook in hookspecs.__all__
@@ -45,8 +54,9 @@ def test_hook_has_a_section_in_the_plugin_docs(hook: str):
 
 @pytest.mark.parametrize("hook", HOOKS)
 def test_hook_is_exercised_by_a_test(hook: str):
-    """A hook counts as tested when a test module registers an implementation of it."""
-    sources = "\n".join(
-        path.read_text() for path in (ROOT / "tests").glob("test_*.py") if path.name != Path(__file__).name
-    )
-    assert f"def {hook}(register)" in sources, f"no test implements {hook}"
+    """A hook counts as tested when a test module, or the test distribution the core's tests install
+    (``tests/seam_plugin``), registers an implementation of it."""
+    paths = [*(ROOT / "tests").glob("test_*.py"), *(ROOT / "tests" / "seam_plugin").rglob("*.py")]
+    sources = "\n".join(path.read_text() for path in paths if path.name != Path(__file__).name)
+    handed = HANDED.get(hook, "register")
+    assert re.search(rf"def {hook}\({handed}\b", sources), f"no test implements {hook}"

@@ -50,13 +50,6 @@ def test_a_digit_segment_indexes_a_list_and_leaves_the_callers_list_alone() -> N
     assert config.rl.reward.spec["components"][0] == {"provider": "nonempty", "weight": 3}
 
 
-def test_a_list_index_in_a_file_key_and_in_a_section_list(tmp_path: Path) -> None:
-    path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump({**composed(), "rewards.service.allow.spec_fields": ["weight", "clip"]}))
-    config = load_config(path, ["rewards.service.allow.spec_fields.1=gate"])
-    assert config.rewards.service.allow.spec_fields == ["weight", "gate"]
-
-
 @pytest.mark.parametrize(
     ("override", "key", "words"),
     [
@@ -105,8 +98,6 @@ def test_a_digit_key_of_a_mapping_stays_a_key() -> None:
     [
         (["score", "c.yaml", "a=1", "--out", "o.jsonl", "b=2", "--resume", "c=3"], ["a=1", "b=2", "c=3"]),
         (["score", "c.yaml", "--out", "o.jsonl", "a=1"], ["a=1"]),
-        (["serve", "c.yaml", "--port", "0", "a=1", "--host", "127.0.0.1", "b=2"], ["a=1", "b=2"]),
-        (["checkpoints", "watch", "c.yaml", "--once", "a=1", "--timeout", "5", "b=2"], ["a=1", "b=2"]),
     ],
 )
 def test_overrides_may_follow_options_in_order(argv: list[str], expected: list[str]) -> None:

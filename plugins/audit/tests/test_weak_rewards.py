@@ -102,11 +102,6 @@ def test_the_readme_example_exits_0_with_every_component_tested(tmp_path: Path):
     assert [p["state"] for p in report["providers"]] == ["holds"] and report["untested"] == []
 
 
-@pytest.mark.xfail(
-    reason="math pays a non-finite answer against 'E \\approx v' references until the infinity fix "
-    "(the text-holes issue) lands; the audit must then exit 0 here",
-    strict=False,
-)
 def test_math_on_approximation_references_pays_no_value_that_is_not_a_number(tmp_path: Path):
     code, output, report = audit_cli(FIXTURES / "math_approx.yaml", tmp_path)
     assert "generic-not-a-number-infinity" not in leaking(report), output

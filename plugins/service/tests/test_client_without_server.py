@@ -37,4 +37,10 @@ def test_remote_reward_scores_without_the_server_extra(tmp_path: Path):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["rewards"] == [1.0, 0.0]
-    assert result["loaded"] == ["rewardkit_service", "rewardkit_service.client"]
+    # the plugin (entry point ``service``) and its section's model load with the core's plugins: light
+    assert result["loaded"] == [
+        "rewardkit_service",
+        "rewardkit_service.client",
+        "rewardkit_service.plugin",
+        "rewardkit_service.section",
+    ]

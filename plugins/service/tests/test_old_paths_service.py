@@ -35,7 +35,7 @@ def test_the_old_path_is_the_new_module_with_a_warning(
 
 
 def test_the_server_default_body_limit_is_the_one_the_cores_help_shows():
-    from rewardkit.cli import SERVE_MAX_BODY_HELP
+    from rewardkit_service.plugin import SERVE_MAX_BODY_HELP
 
     assert rewardkit_service.app.DEFAULT_MAX_BODY_BYTES == 67108864
     assert f"{rewardkit_service.app.DEFAULT_MAX_BODY_BYTES}" in SERVE_MAX_BODY_HELP

@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rewardkit.attacks import AttackFamily, reward_attacks
-from rewardkit.tables import format_table
+from rewardkit.plugin import AttackFamily, format_table, reward_attacks
 from rewardkit_audit.run import audit
 
 

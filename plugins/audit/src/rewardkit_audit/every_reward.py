@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow, AuditRowBuilder
+from rewardkit.plugin import AttackFamily, AttackSpec, AuditRow, AuditRowBuilder
 from rewardkit_audit.generic import altered, reference_text
 
 GENERIC = "generic"

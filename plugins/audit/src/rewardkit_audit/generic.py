@@ -14,8 +14,7 @@ import json
 from collections.abc import Callable
 
 from rewardkit import hookimpl
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow
-from rewardkit.protocols import RewardAttackRegistrar
+from rewardkit.plugin import AttackFamily, AttackSpec, AuditRow, RewardAttackRegistrar
 
 FAMILY = "answer-text"
 

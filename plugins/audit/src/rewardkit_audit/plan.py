@@ -17,9 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow, RewardAttacks
-from rewardkit.catalog import Catalog
-from rewardkit.errors import RewardkitError
+from rewardkit.plugin import AttackFamily, AttackSpec, AuditRow, Catalog, RewardAttacks, RewardkitError
 
 
 @dataclass(frozen=True)

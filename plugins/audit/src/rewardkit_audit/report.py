@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rewardkit.stats import paired_interval
-from rewardkit.tables import format_table
+from rewardkit.plugin import format_table, paired_interval
 
 if TYPE_CHECKING:
     from rewardkit_audit.plan import ProviderFacts

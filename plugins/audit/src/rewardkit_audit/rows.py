@@ -6,10 +6,14 @@ import json
 import random
 from collections.abc import Sequence
 
-from rewardkit.attacks import AuditRow
-from rewardkit.config import RewardkitConfig
-from rewardkit.data import load_prompt_rows, read_rollouts
-from rewardkit.errors import ConfigError, DataError
+from rewardkit.plugin import (
+    AuditRow,
+    ConfigError,
+    DataError,
+    RewardkitConfig,
+    load_prompt_rows,
+    read_rollouts,
+)
 
 # What a row may carry beyond its prompt and reference (a rollout's own fields).
 _ROW_FIELDS = ("completion_token_count", "finish_reason")

@@ -22,12 +22,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewardkit.attacks import AuditRow, reward_attacks
-from rewardkit.catalog import resolve_catalog
-from rewardkit.config import RewardkitConfig, load_config
-from rewardkit.errors import RewardkitError
-from rewardkit.protocols import RewardLike
-from rewardkit.reward import build_reward, spec_of
+from rewardkit.plugin import (
+    AuditRow,
+    RewardkitConfig,
+    RewardkitError,
+    RewardLike,
+    build_reward,
+    load_config,
+    resolve_catalog,
+    reward_attacks,
+    spec_of,
+)
 from rewardkit_audit.plan import Component, ProviderFacts, Unit, plan_units, provider_facts
 from rewardkit_audit.report import AuditReport, UnitReport
 from rewardkit_audit.rows import audit_rows

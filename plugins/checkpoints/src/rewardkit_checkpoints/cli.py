@@ -7,9 +7,7 @@ import json
 import shlex
 import sys
 
-from rewardkit.config import load_config
-from rewardkit.reward import load
-from rewardkit.tables import format_table
+from rewardkit.plugin import format_table, load, load_config
 from rewardkit_checkpoints.curve import curve_rows, plot_curve
 from rewardkit_checkpoints.watcher import Watcher
 

@@ -8,9 +8,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rewardkit.errors import RewardkitError
-from rewardkit.extras import install_line
-from rewardkit.stats import paired_interval
+from rewardkit.plugin import RewardkitError, install_line, paired_interval
 
 _STEP = re.compile(r"^step-(\d+)\.summary\.json$")
 
@@ -21,7 +19,7 @@ def curve_rows(log_dir: str | Path) -> list[dict[str, Any]]:
     A step is compared with the base only when both were made under the same generation settings,
     prompts and reward (catalog, providers, revisions, identity hashes, spec); otherwise refused.
     """
-    from rewardkit.provenance import ProviderRecord, RevisionNotBumpedWarning
+    from rewardkit.plugin import ProviderRecord, RevisionNotBumpedWarning
     from rewardkit_checkpoints.evaluate import check_same_reward, differing_keys, read_values
 
     root = Path(log_dir)

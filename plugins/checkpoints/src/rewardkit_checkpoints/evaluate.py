@@ -27,14 +27,23 @@ from typing import Any
 
 import numpy as np
 
-from rewardkit.checkpoint_serving import ServedModel
-from rewardkit.config import CheckpointsConfig, DataConfig, PromptsConfig
-from rewardkit.data import PreparedRow, load_prompt_rows
-from rewardkit.errors import DataError, IdentityMismatchError, RewardkitError
-from rewardkit.identity import canonical_json, sha256_hex
-from rewardkit.protocols import RewardLike
-from rewardkit.provenance import ProviderRecord, RevisionNotBumpedWarning, check_resume_all
+from rewardkit.plugin import (
+    DataConfig,
+    DataError,
+    IdentityMismatchError,
+    PreparedRow,
+    ProviderRecord,
+    RevisionNotBumpedWarning,
+    RewardkitError,
+    RewardLike,
+    ServedModel,
+    canonical_json,
+    check_resume_all,
+    load_prompt_rows,
+    sha256_hex,
+)
 from rewardkit_checkpoints.generation import Generated, Record, generate
+from rewardkit_checkpoints.section import CheckpointsConfig, PromptsConfig
 
 _CANONICAL_INPUTS = ("prompt", "reference")
 

@@ -8,10 +8,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewardkit.checkpoint_serving import ServedModel
-from rewardkit.config import GenerationConfig
-from rewardkit.errors import RewardkitError
-from rewardkit.transport import HttpClient, run_sync
+from rewardkit.plugin import HttpClient, RewardkitError, ServedModel, run_sync
+from rewardkit_checkpoints.section import GenerationConfig
 
 
 @dataclass(frozen=True)

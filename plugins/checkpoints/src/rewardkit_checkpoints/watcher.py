@@ -26,11 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rewardkit.catalog import serving_strategies
-from rewardkit.config import RewardkitConfig
-from rewardkit.errors import RewardkitError
-from rewardkit.protocols import RewardLike
-from rewardkit.stats import RegressionGate
+from rewardkit.plugin import RegressionGate, RewardkitConfig, RewardkitError, RewardLike, serving_strategies
 from rewardkit_checkpoints.discovery import Found, Settling, discover
 from rewardkit_checkpoints.evaluate import (
     check_same_reward,
@@ -42,6 +38,7 @@ from rewardkit_checkpoints.evaluate import (
     spec_json,
 )
 from rewardkit_checkpoints.generation import prompt_problem
+from rewardkit_checkpoints.section import CheckpointsConfig
 
 EXIT_GATE = 3
 BASE = "base"
@@ -70,10 +67,11 @@ class Watcher:
     def __init__(
         self, config: RewardkitConfig, reward: RewardLike, say: Callable[[str], None] | None = None
     ) -> None:
-        if config.checkpoints is None:
+        spec = config.section("checkpoints", CheckpointsConfig)
+        if spec is None:
             raise RewardkitError("the configuration has no 'checkpoints' section (the run spec)")
         self.config = config
-        self.spec = config.checkpoints
+        self.spec = spec
         self.reward = reward
         self.say = say or (lambda text: print(text, file=sys.stderr, flush=True))
         self.log_dir = Path(self.spec.log_dir)

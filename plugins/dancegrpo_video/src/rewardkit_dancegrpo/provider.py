@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 
 from rewardkit import RewardProviderSpec, map_candidates
-from rewardkit.contracts import RewardContext
-from rewardkit.pointwise import MappedProvider
+from rewardkit.plugin import MappedProvider, RewardContext
 from rewardkit_dancegrpo.config import DANCEGRPO_REWARD_TYPES, VideoRewardConfig
 from rewardkit_media import DIAGNOSTICS, UINT8_TRANSFORM, MediaScorer
 from rewardkit_media.decoded import decoder_identity

@@ -14,8 +14,7 @@ from typing import Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rewardkit.contracts import NAME_PATTERN
-from rewardkit.params import ParamsModel, operator_only
+from rewardkit.plugin import NAME_PATTERN, ParamsModel, operator_only
 
 # What a recipe carries until the operator sets the deployed scorer's immutable revision.
 REVISION_SENTINEL = "UNSET-deployed-scorer-revision"

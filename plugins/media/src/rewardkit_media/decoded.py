@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rewardkit.errors import RewardContractError
+from rewardkit.plugin import RewardContractError
 
 OUTPUT_RANGE = "neg_one_to_one"
 Layout = Literal["video", "image"]

@@ -31,16 +31,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rewardkit.batch_input import as_batch
-from rewardkit.bindings.ranks import CollectiveRanks, Ranks
-from rewardkit.errors import RewardkitError
-from rewardkit.scored import ScoredBatch, ScoredGroup
-from rewardkit.split_batch import finish_split_batch
+from rewardkit.plugin import (
+    CollectiveRanks,
+    Ranks,
+    RewardkitError,
+    ScoredBatch,
+    ScoredGroup,
+    as_batch,
+    finish_split_batch,
+)
 from rewardkit_media.record import run_record, scorer_revisions
 
 if TYPE_CHECKING:
-    from rewardkit.batch_input import GroupLike
-    from rewardkit.reward import Reward
+    from rewardkit.plugin import GroupLike, Reward
 
 __all__ = ["RankScores", "RankScoringError", "score_on_ranks", "torch_ranks"]
 

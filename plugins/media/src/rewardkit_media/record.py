@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from rewardkit_media.config import MediaServiceConfig
 
 if TYPE_CHECKING:
-    from rewardkit.reward import Reward
+    from rewardkit.plugin import Reward
 
 SCORER_REVISION = "scorer_revision"
 

@@ -26,9 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
-from rewardkit.errors import RewardContractError
-from rewardkit.transport import run_sync
+from rewardkit.plugin import (
+    MetricContribution,
+    RewardCandidate,
+    RewardContext,
+    RewardContractError,
+    RewardProviderResult,
+    run_sync,
+)
 from rewardkit_media.config import MediaServiceConfig
 from rewardkit_media.decoded import DecoderAttestation, Layout, attest, check_decoded, decode, to_uint8
 from rewardkit_media.service import (

@@ -41,8 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from rewardkit.errors import RewardkitError
-from rewardkit.transport import HttpClient, HttpError, HttpTimeout, RetryPolicy
+from rewardkit.plugin import HttpClient, HttpError, HttpTimeout, RetryPolicy, RewardkitError
 from rewardkit_media.spool import Spool, spool_bytes
 
 log = logging.getLogger("rewardkit_media")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rewardkit.errors import RewardkitError
+from rewardkit.plugin import RewardkitError
 
 SPOOL_PREFIX = "rewardkit-spool-"
 

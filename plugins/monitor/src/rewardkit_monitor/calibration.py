@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rewardkit.stats.distributions import incomplete_beta
+from rewardkit.plugin import incomplete_beta
 
 # false alarms per honest run of 1,000 steps -> signal -> CUSUM threshold h
 # BEGIN THRESHOLDS (rewritten by `python benchmarks/monitor_calibration.py --write`)

@@ -1,6 +1,6 @@
-"""``rewardkit monitor LOGDIR [--plot FILE] [--gate]``: the core's CLI declares the options, this
-runs them. The report goes to stdout; ``--gate`` turns an alarm into exit code 3, the checkpoint
-gate's (``rewardkit checkpoints watch``), so one shell test serves both."""
+"""``rewardkit monitor LOGDIR [--plot FILE] [--gate]``: this distribution's plugin declares the options
+(``rewardkit_monitor.plugin``), this runs them. The report goes to stdout; ``--gate`` turns an alarm
+into exit code 3, the checkpoint gate's (``rewardkit checkpoints watch``), so one shell test serves both."""
 
 from __future__ import annotations
 

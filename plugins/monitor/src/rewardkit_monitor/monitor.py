@@ -44,12 +44,17 @@ from typing import IO, Any
 
 import numpy as np
 
-from rewardkit.config import RewardkitConfig
-from rewardkit.errors import ConfigError, RewardkitError
-from rewardkit.metrics import WeightedMean, metric_name, zero_variance_groups
-from rewardkit.observers import ObservedBatch
-from rewardkit.protocols import RewardLike
-from rewardkit.reward import build_reward
+from rewardkit.plugin import (
+    ConfigError,
+    ObservedBatch,
+    RewardkitConfig,
+    RewardkitError,
+    RewardLike,
+    WeightedMean,
+    build_reward,
+    metric_name,
+    zero_variance_groups,
+)
 from rewardkit_monitor import signals
 from rewardkit_monitor.calibration import THRESHOLDS
 from rewardkit_monitor.detectors import FLOORS, Alarm, Cusum, LevelCheck

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rewardkit.errors import RewardkitError
-from rewardkit.extras import install_line
+from rewardkit.plugin import RewardkitError, install_line
 from rewardkit_monitor.report import MonitorLog
 
 # One panel each, top to bottom: what the run optimised and what it should have, the length, then

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rewardkit.errors import RewardkitError
-from rewardkit.tables import format_table
+from rewardkit.plugin import RewardkitError, format_table
 from rewardkit_monitor.monitor import LOG_NAME
 
 # The signals the report and the plot put first: the alarmed ones, then what they are read against.

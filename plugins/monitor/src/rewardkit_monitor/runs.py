@@ -33,9 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rewardkit.config import RewardkitConfig
-from rewardkit.errors import RewardkitError
-from rewardkit.observers import ObservedBatch
+from rewardkit.plugin import ObservedBatch, RewardkitConfig, RewardkitError
 from rewardkit_monitor.monitor import RewardMonitor, build_reference
 from rewardkit_monitor.settings import MonitorSettings, parse_settings
 

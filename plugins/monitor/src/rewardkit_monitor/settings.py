@@ -8,8 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from rewardkit.config import RewardSelection
-from rewardkit.errors import ConfigError
+from rewardkit.plugin import ConfigError, RewardSelection
 from rewardkit_monitor.calibration import THRESHOLDS
 
 PREFIX = "rl.monitor"

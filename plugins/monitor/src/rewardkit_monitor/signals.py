@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rewardkit.metrics import zero_variance_groups
+from rewardkit.plugin import zero_variance_groups
 
 # Rollouts an ungrouped step's discordance compares at most (pairs grow with the square).
 DISCORDANCE_CAP = 256

@@ -29,8 +29,7 @@ import random
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rewardkit.contracts import MetricContribution, RewardProviderResult
-from rewardkit.reproduction import CanaryFailed, Charged, Fault
+from rewardkit.plugin import CanaryFailed, Charged, Fault, MetricContribution, RewardProviderResult
 from rewardkit_nih_judge.client import Exchange, JudgeFailure
 
 # failure kind -> the diagnostic set to 1 when it is charged

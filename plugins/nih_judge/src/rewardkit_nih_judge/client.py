@@ -58,9 +58,7 @@ from typing import Any, Literal, TypeVar
 
 import aiohttp
 
-from rewardkit.cancellation import current
-from rewardkit.errors import ProviderError
-from rewardkit.transport import HttpClient, HttpError, HttpTimeout, RetryPolicy
+from rewardkit.plugin import HttpClient, HttpError, HttpTimeout, ProviderError, RetryPolicy, current
 from rewardkit_nih_judge import prompts
 from rewardkit_nih_judge.cache import CacheError, VerdictCache
 from rewardkit_nih_judge.params import JudgeParams

@@ -39,14 +39,19 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from rewardkit.contracts import (
+from rewardkit.plugin import (
+    CanaryFailed,
+    Charged,
+    Fault,
     MetricContribution,
+    RerunBudget,
     RewardCandidateResult,
     RewardGroupRequest,
     RewardGroupResult,
     RewardProviderResult,
+    areproduce,
+    rerun_budget,
 )
-from rewardkit.reproduction import CanaryFailed, Charged, Fault, RerunBudget, areproduce, rerun_budget
 from rewardkit_nih_judge import attribution, prompts
 from rewardkit_nih_judge.attribution import CHARGE_DIAGNOSTICS, Outcome, chargeable
 from rewardkit_nih_judge.client import Exchange, JudgeFailure, JudgeRunner

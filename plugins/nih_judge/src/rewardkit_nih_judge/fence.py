@@ -30,7 +30,7 @@ import secrets
 import threading
 from pathlib import Path
 
-from rewardkit.errors import ProviderError
+from rewardkit.plugin import ProviderError
 from rewardkit_nih_judge.params import MIN_FENCE_SECRET, JudgeParams
 
 KEY_SUFFIX = ".fence-key"

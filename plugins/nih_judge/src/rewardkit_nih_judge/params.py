@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field, PrivateAttr, ValidationInfo, computed_field, field_validator, model_validator
 
-from rewardkit.params import ParamsError, ParamsModel, operator_only, validate_params
+from rewardkit.plugin import ParamsError, ParamsModel, operator_only, validate_params
 from rewardkit_nih_judge import prompts
 
 MAX_TIMEOUT_S = 600.0

@@ -57,7 +57,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rewardkit.text import fold_lookalikes, normalise, skeleton
+from rewardkit.plugin import fold_lookalikes, skeleton
+from rewardkit.plugin import normalise_text as normalise
 
 RUBRIC_SYSTEM = (
     "You grade one answer to a task against a rubric. Weigh the rubric's criteria as it says and "

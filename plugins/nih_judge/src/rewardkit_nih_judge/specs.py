@@ -9,7 +9,7 @@ revision, the judge-content hash, sampling, timeout/retry/concurrency settings, 
 
 from __future__ import annotations
 
-from rewardkit.contracts import RewardProviderSpec
+from rewardkit.plugin import RewardProviderSpec
 from rewardkit_nih_judge.compare import COMPARE_DIAGNOSTICS, make_compare_judge
 from rewardkit_nih_judge.params import CompareParams, RubricParams
 from rewardkit_nih_judge.rubric import RUBRIC_DIAGNOSTICS, make_rubric_judge

@@ -32,8 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rewardkit import hookimpl
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow
-from rewardkit.protocols import RewardAttackRegistrar
+from rewardkit.plugin import AttackFamily, AttackSpec, AuditRow, RewardAttackRegistrar
 
 __all__ = ["ATTACKS", "FAMILY", "honest_right", "honest_wrong", "items"]
 

@@ -16,12 +16,16 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rewardkit.advantages import Scaling
-from rewardkit.catalog import resolve_catalog
-from rewardkit.composition import RewardSpec, compose
-from rewardkit.errors import IdentityMismatchError, RewardkitError
-from rewardkit.provenance import ProviderRecord
-from rewardkit.worker import RewardWorker
+from rewardkit.plugin import (
+    IdentityMismatchError,
+    ProviderRecord,
+    RewardkitError,
+    RewardSpec,
+    RewardWorker,
+    Scaling,
+    compose,
+    resolve_catalog,
+)
 from rewardkit_ray.wire import WireGroup, staged_to_wire
 
 

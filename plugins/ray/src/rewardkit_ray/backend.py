@@ -37,14 +37,26 @@ from typing import Any
 import ray
 from ray.exceptions import ActorUnavailableError, GetTimeoutError, RayActorError, RayTaskError
 
-from rewardkit.cancellation import CancelScope, current, run_bounded
-from rewardkit.catalog import Catalog
-from rewardkit.config import RewardkitConfig, RewardSelection
-from rewardkit.errors import IdentityMismatchError, PreflightError, RewardkitError
-from rewardkit.protocols import RewardLike
-from rewardkit.reward import Reward, available_inputs
-from rewardkit.worker import GroupLike, ScoredBatch, as_batch, batch_parts
+from rewardkit.plugin import (
+    CancelScope,
+    Catalog,
+    GroupLike,
+    IdentityMismatchError,
+    PreflightError,
+    Reward,
+    RewardkitConfig,
+    RewardkitError,
+    RewardLike,
+    RewardSelection,
+    ScoredBatch,
+    as_batch,
+    available_inputs,
+    batch_parts,
+    current,
+    run_bounded,
+)
 from rewardkit_ray.actor import RewardActor
+from rewardkit_ray.section import RayConfig
 from rewardkit_ray.wire import staged_from_wire
 
 DEPTH = 2  # groups in flight per actor, so an actor never idles between calls
@@ -172,11 +184,12 @@ class RayReward(Reward):
     ) -> None:
         # Driver preflight first: a configuration that cannot work fails before Ray is touched.
         super().__init__(config, selection, namespace=namespace, group_size=group_size, catalog=catalog)
-        self.num_actors = config.rewards.ray.num_actors
+        settings = config.section("rewards.ray", RayConfig) or RayConfig()
+        self.num_actors = settings.num_actors
         self._actor_options = actor_options
         self._closed = False
         self._pool: _ActorPool | None = None
-        _Session.enter(config.rewards.ray.address)
+        _Session.enter(settings.address)
         try:
             self._pool = _ActorPool(self._start_actors(startup_timeout_s))
         except BaseException:

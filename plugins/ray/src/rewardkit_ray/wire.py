@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rewardkit.composition import Composition
-from rewardkit.contracts import (
+from rewardkit.plugin import (
+    Composition,
     MetricContribution,
+    ProviderError,
     RewardCandidateResult,
     RewardGroupResult,
     RewardProviderResult,
 )
-from rewardkit.errors import ProviderError
 
 Composed = list[tuple[str, Composition]]
 Results = dict[str, RewardGroupResult | ProviderError]

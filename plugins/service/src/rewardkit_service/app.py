@@ -38,28 +38,38 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rewardkit.advantages import Scaling
-from rewardkit.bindings.openrlhf import response_of
-from rewardkit.bindings.sample_groups import BindingError
-from rewardkit.cancellation import CancelScope, entered, timeout_of
-from rewardkit.capacity import usable_cpus
-from rewardkit.catalog import Catalog, resolve_catalog
-from rewardkit.composition import CompositionError, RewardSpec, RewardSpecError, compose
-from rewardkit.config import MAX_DEADLINE_S, RewardkitConfig, RewardSelection
-from rewardkit.contracts import CANDIDATE_NEEDS, KNOWN_NEEDS
-from rewardkit.errors import (
+from rewardkit.plugin import (
+    CANDIDATE_NEEDS,
+    KNOWN_NEEDS,
+    MAX_DEADLINE_S,
+    BindingError,
+    CancelScope,
+    Catalog,
+    CompositionError,
+    ObservedBatch,
     PreflightError,
     ProviderError,
     RequestCancelled,
     RequestTimeout,
     RewardContractError,
+    RewardkitConfig,
     RewardkitError,
+    RewardSelection,
+    RewardSpec,
+    RewardSpecError,
+    RewardWorker,
+    Scaling,
+    ScoredBatch,
     SelectionRefused,
+    canonical_json,
+    compose,
+    entered,
+    import_optional,
+    resolve_catalog,
+    response_of,
+    timeout_of,
+    usable_cpus,
 )
-from rewardkit.extras import import_optional
-from rewardkit.identity import canonical_json
-from rewardkit.observers import ObservedBatch
-from rewardkit.worker import RewardWorker, ScoredBatch
 from rewardkit_service.auth import TokenChecker
 from rewardkit_service.limiter import AsyncInflightLimiter, BackpressureTimeout, RequestTooLarge
 from rewardkit_service.metrics import ServiceMetrics
@@ -75,6 +85,7 @@ from rewardkit_service.models import (
     openapi_document,
 )
 from rewardkit_service.policy import SelectionPolicy
+from rewardkit_service.section import ServiceConfig
 
 log = logging.getLogger("rewardkit_service")
 T = TypeVar("T")
@@ -214,9 +225,15 @@ class RewardService:
         threads = config.rewards.concurrency or min(8, usable_cpus() * 4)
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="rewardkit-service")
         self.monitors: Any = None
+        # The run monitors' refusals, answered 403 and 429 (the distribution is imported lazily).
+        self.run_refusals: tuple[type[Exception], type[Exception]] | None = None
         if config.rl.monitor is not None:
-            run_monitors = import_optional("rewardkit_monitor", "RunMonitors", "`rl.monitor` in the service")
-            self.monitors = run_monitors(config)
+            needed_for = "`rl.monitor` in the service"
+            self.monitors = import_optional("rewardkit_monitor", "RunMonitors", needed_for)(config)
+            self.run_refusals = (
+                import_optional("rewardkit_monitor", "RunOwnedElsewhere", needed_for),
+                import_optional("rewardkit_monitor", "TooManyRuns", needed_for),
+            )
 
     # -- preflight and the worker cache ----------------------------------------------------------
 
@@ -240,7 +257,11 @@ class RewardService:
         self.worker_for(configured[0], openrlhf=True)
         for spec in configured[1:]:
             self.worker_for(spec)
-        self.policy = SelectionPolicy(self.catalog, configured, self.config.rewards.service.allow)
+        self.policy = SelectionPolicy(
+            self.catalog,
+            configured,
+            (self.config.section("rewards.service", ServiceConfig) or ServiceConfig()).allow,
+        )
         self.ready = True
 
     @staticmethod
@@ -421,6 +442,16 @@ class RewardService:
         self._recent_score_s = 0.8 * self._recent_score_s + 0.2 * elapsed
         return batch, waited, elapsed
 
+    async def open_run(self, request: Request) -> None:
+        """Before any scoring, open the run the request names, or refuse it: 400 for a run or step
+        header that cannot be read, 403 for a run that another client token opened, 429 for a new
+        run past the token's cap of active runs."""
+        run = request.headers.get(RUN_HEADER)
+        if self.monitors is None or run is None:
+            return
+        self._step_of(request)
+        await self._with_run(self.monitors.monitor, run, self._client_of(request))
+
     async def monitored(
         self, request: Request, groups: list[tuple[str, list[Any]]], batch: ScoredBatch
     ) -> dict[str, float] | None:
@@ -428,19 +459,43 @@ class RewardService:
         run = request.headers.get(RUN_HEADER)
         if self.monitors is None or run is None:
             return None
+        inputs = [{"group_id": group_id, "rollouts": rollouts} for group_id, rollouts in groups]
+        observed = ObservedBatch(inputs, batch, "service", step=self._step_of(request))
+        result: dict[str, float] = await self._with_run(
+            self.monitors.observe, run, observed, self._client_of(request)
+        )
+        return result
+
+    def _step_of(self, request: Request) -> int | None:
         step_text = request.headers.get(STEP_HEADER)
         try:
-            step = None if step_text is None else int(step_text)
+            return None if step_text is None else int(step_text)
         except ValueError:
             raise Reply(400, "invalid_header", f"{STEP_HEADER} must be an integer step, got {step_text!r}",
                         cause="contract") from None  # fmt: skip
-        inputs = [{"group_id": group_id, "rollouts": rollouts} for group_id, rollouts in groups]
-        observed = ObservedBatch(inputs, batch, "service", step=step)
+
+    def _client_of(self, request: Request) -> str | None:
+        """Whose the request is: None for all on a service without tokens (one owner for all)."""
+        authorization = request.headers.get("authorization")
+        client = self.checker.client_of(None if authorization is None else authorization.encode("latin-1"))
+        if client is None and self.checker.enabled:  # the guard let no such request through
+            raise Reply(401, "unauthorized", "unauthorized")
+        return client
+
+    async def _with_run(self, call: Callable[..., T], *args: Any) -> T:
+        """``call`` on the run monitors in a worker thread, their refusals as replies."""
         try:
-            result: dict[str, float] = await run_in_threadpool(self.monitors.observe, run, observed)
-        except RewardkitError as error:  # a run id that cannot name the run's log folder
+            return await run_in_threadpool(call, *args)
+        except RewardkitError as error:
+            assert self.run_refusals is not None  # set with the monitors
+            not_yours, too_many = self.run_refusals
+            if isinstance(error, not_yours):
+                raise Reply(403, "run_not_yours", f"{RUN_HEADER}: {error}", cause="forbidden") from None
+            if isinstance(error, too_many):
+                raise Reply(429, "too_many_runs", f"{RUN_HEADER}: {error}", cause="too_many_runs",
+                            limit=getattr(error, "max_runs", None)) from None  # fmt: skip
+            # A run id that cannot name the run's log folder.
             raise Reply(400, "invalid_header", f"{RUN_HEADER}: {error}", cause="contract") from None
-        return result
 
     def _retry_after(self) -> float:
         # Roughly when the work ahead may have drained: one recent scoring time, at least a second.
@@ -529,6 +584,7 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
         worker = service.resolve(
             parsed, parsed.group_size, parsed.advantage_scaling, namespace=parsed.namespace
         )
+        await service.open_run(request)
         groups = [(group.group_id, group.rollouts) for group in parsed.groups]
         batch, waited, elapsed = await service.scored(
             worker, groups, weight, parsed.deadline_s, scope, request

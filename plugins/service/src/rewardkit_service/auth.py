@@ -9,6 +9,7 @@ reaches a log, a metric or a response.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import os
@@ -16,7 +17,7 @@ import socket
 from collections.abc import Iterable
 from pathlib import Path
 
-from rewardkit.errors import ConfigError
+from rewardkit.plugin import ConfigError
 
 TOKENS_ENV = "REWARDKIT_TOKENS"
 TOKENS_FILE_ENV = "REWARDKIT_TOKENS_FILE"
@@ -78,16 +79,28 @@ class TokenChecker:
         return f"TokenChecker({len(self._tokens)} tokens)"
 
     def allows(self, authorization: bytes | None) -> bool:
-        if not self._tokens:
-            return True
+        return not self._tokens or self._match(authorization) is not None
+
+    def client_of(self, authorization: bytes | None) -> str | None:
+        """The client a request's token names, for what belongs to a client (a monitored run): a
+        digest of the token, the same across restarts, never the token itself. None for every
+        request of a service without tokens (one client for all), and for a refused token."""
+        matched = self._match(authorization) if self._tokens else None
+        if matched is None:
+            return None
+        return hashlib.sha256(b"rewardkit client\0" + self._tokens[matched]).hexdigest()
+
+    def _match(self, authorization: bytes | None) -> int | None:
+        """The index of the configured token the header carries, or None."""
         if authorization is None:
-            return False
+            return None
         scheme, _, presented = authorization.partition(b" ")
         if scheme.lower() != b"bearer":
-            return False
+            return None
         presented = presented.strip()
         # Compare against every token, without stopping early, so timing does not tell which matched.
-        matched = False
-        for token in self._tokens:
-            matched |= hmac.compare_digest(presented, token)
+        matched: int | None = None
+        for index, token in enumerate(self._tokens):
+            if hmac.compare_digest(presented, token):
+                matched = index
         return matched

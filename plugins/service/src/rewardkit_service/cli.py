@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from rewardkit.config import load_config
-from rewardkit.errors import ConfigError
+from rewardkit.plugin import ConfigError, load_config
 from rewardkit_service.app import DEFAULT_MAX_BODY_BYTES, ServiceSettings
 from rewardkit_service.auth import load_tokens
 

@@ -49,27 +49,29 @@ from typing import Any
 
 import orjson
 
-from rewardkit.backpressure import BackpressureTimeout, RequestTooLarge
-from rewardkit.composition import CompositionError, RewardSpec
-from rewardkit.config import RewardkitConfig, RewardSelection, check_deadline
-from rewardkit.errors import (
+from rewardkit.plugin import (
+    REWARD_FIELDS,
+    BackpressureTimeout,
+    CompositionError,
+    GroupLike,
     PreflightError,
     ProviderError,
+    ProviderRecord,
     RequestTimeout,
+    RequestTooLarge,
     RewardContractError,
+    RewardkitConfig,
     RewardkitError,
-    SelectionRefused,
-)
-from rewardkit.protocols import RewardLike
-from rewardkit.provenance import ProviderRecord
-from rewardkit.split_batch import finish_split_batch
-from rewardkit.worker import (
-    REWARD_FIELDS,
-    GroupLike,
+    RewardLike,
+    RewardSelection,
+    RewardSpec,
     ScoredBatch,
     ScoredCandidate,
     ScoredGroup,
+    SelectionRefused,
     as_batch,
+    check_deadline,
+    finish_split_batch,
     group_parts,
 )
 

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from rewardkit.backpressure import BackpressureTimeout, RequestTooLarge
+from rewardkit.plugin import BackpressureTimeout, RequestTooLarge
 
 __all__ = ["AsyncInflightLimiter", "BackpressureTimeout", "RequestTooLarge"]
 

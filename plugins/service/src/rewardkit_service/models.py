@@ -14,8 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, fi
 from pydantic.json_schema import models_json_schema
 from typing_extensions import NotRequired, TypedDict
 
-from rewardkit.config import MAX_DEADLINE_S  # one limit: what load() accepts, the service accepts
-from rewardkit.identity import canonical_json
+from rewardkit.plugin import (
+    MAX_DEADLINE_S,  # one limit: what load() accepts, the service accepts
+    canonical_json,
+)
 
 
 class _Wire(BaseModel):

@@ -34,13 +34,20 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rewardkit.catalog import Catalog
-from rewardkit.composition import ComponentSpec, RerunSpec, RewardSpec
-from rewardkit.config import ServiceAllow
-from rewardkit.errors import ConfigError, SelectionRefused
-from rewardkit.frozen import strictly_equal
-from rewardkit.identity import canonical_json
-from rewardkit.params import ParamsError, normalise, operator_only_reason
+from rewardkit.plugin import (
+    Catalog,
+    ComponentSpec,
+    ConfigError,
+    ParamsError,
+    RerunSpec,
+    RewardSpec,
+    SelectionRefused,
+    canonical_json,
+    operator_only_reason,
+    strictly_equal,
+)
+from rewardkit.plugin import normalise_params as normalise
+from rewardkit_service.section import ServiceAllow
 
 _SPEC_LEVEL = ("floor", "onError", "clip")
 _COMPONENT_LEVEL = ("weight", "gate", "threshold")

@@ -18,8 +18,7 @@ from typing import Any
 
 import uvicorn
 
-from rewardkit.config import RewardkitConfig
-from rewardkit.errors import RewardkitError
+from rewardkit.plugin import RewardkitConfig, RewardkitError
 from rewardkit_service.app import ServiceSettings, create_app
 from rewardkit_service.auth import is_loopback
 

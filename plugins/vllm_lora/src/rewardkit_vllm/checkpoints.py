@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rewardkit.errors import RewardkitError
+from rewardkit.plugin import RewardkitError
 
 _WEIGHTS = ("*.safetensors", "*.bin", "*.pt")
 

@@ -19,9 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rewardkit.checkpoint_serving.contract import list_models
-from rewardkit.errors import RewardkitError
-from rewardkit.supervise import ProcessTree
+from rewardkit.plugin import ProcessTree, RewardkitError, list_models
 from rewardkit_vllm.launch import installed_build
 
 # Set for every server: loopback only (vLLM's internal sockets otherwise bind the machine's

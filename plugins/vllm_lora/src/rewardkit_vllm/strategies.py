@@ -16,9 +16,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rewardkit.checkpoint_serving import CheckpointRef, ServedModel, wait_for_model
-from rewardkit.errors import RewardkitError
-from rewardkit.transport import HttpClient, HttpResponse, run_sync
+from rewardkit.plugin import (
+    CheckpointRef,
+    HttpClient,
+    HttpResponse,
+    RewardkitError,
+    ServedModel,
+    run_sync,
+    wait_for_model,
+)
 from rewardkit_vllm.checkpoints import adapter_rank, check_model_folder, write_zero_adapter
 from rewardkit_vllm.launch import installed_build
 from rewardkit_vllm.server import VllmServer

@@ -10,7 +10,7 @@ changing an attack never changes a provider's code fingerprint.
 from __future__ import annotations
 
 from rewardkit import hookimpl
-from rewardkit.protocols import RewardAttackRegistrar
+from rewardkit.plugin import RewardAttackRegistrar
 
 
 @hookimpl

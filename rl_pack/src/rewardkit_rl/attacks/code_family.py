@@ -28,7 +28,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow
+from rewardkit.plugin import AttackFamily, AttackSpec, AuditRow
 from rewardkit_rl.attacks.answer_key import answer_key_program
 
 __all__ = ["FAMILY", "PROVIDERS", "attacks", "family", "honest_right", "honest_wrong", "register_all"]
@@ -63,7 +63,7 @@ def _reference(row: AuditRow) -> Any:
 
 def _plan(row: AuditRow) -> Any:
     """The provider's own reading of the row's reference, or ``None`` when it is not a code reference."""
-    from rewardkit.errors import RewardContractError
+    from rewardkit.plugin import RewardContractError
     from rewardkit_rl.code.reference import parse_reference
 
     if row.reference is None:

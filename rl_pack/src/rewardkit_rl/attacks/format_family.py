@@ -26,8 +26,7 @@ from __future__ import annotations
 import re
 from itertools import cycle, islice
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow, AuditRowBuilder
-from rewardkit.protocols import RewardAttackRegistrar
+from rewardkit.plugin import AttackFamily, AttackSpec, AuditRow, AuditRowBuilder, RewardAttackRegistrar
 from rewardkit_rl.attacks.math_family import reference_text
 
 __all__ = [

@@ -22,8 +22,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow, AuditRowBuilder
-from rewardkit.protocols import RewardAttackRegistrar
+from rewardkit.plugin import AttackFamily, AttackSpec, AuditRow, AuditRowBuilder, RewardAttackRegistrar
 from rewardkit_rl.verifiers.math_answers import exact_value, normalise, plain_expression
 
 __all__ = [

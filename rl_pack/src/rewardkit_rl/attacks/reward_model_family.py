@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow, AuditRowBuilder
-from rewardkit.protocols import RewardAttackRegistrar
+from rewardkit.plugin import AttackFamily, AttackSpec, AuditRow, AuditRowBuilder, RewardAttackRegistrar
 from rewardkit_rl.attacks.math_family import reference_text, wrong_answer
 
 __all__ = ["REWARD_MODEL_FAMILY", "register_attacks"]

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from rewardkit.params import ParamsModel, operator_only
+from rewardkit.plugin import ParamsModel, operator_only
 
 MAX_TIMEOUT_S = 60.0
 MAX_MEMORY_MB = 8192

@@ -29,21 +29,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
-from rewardkit.cancellation import NEVER, CancelScope, current
-from rewardkit.contracts import (
+from rewardkit.plugin import (
+    NEVER,
+    REPRODUCTION_NOTE,
+    CanaryFailed,
+    CancelScope,
+    Charged,
+    Fault,
     MetricContribution,
+    RerunBudget,
     RewardCandidate,
     RewardCandidateResult,
     RewardGroupRequest,
     RewardGroupResult,
     RewardProviderResult,
-)
-from rewardkit.reproduction import (
-    REPRODUCTION_NOTE,
-    CanaryFailed,
-    Charged,
-    Fault,
-    RerunBudget,
+    current,
     reproduce,
     rerun_budget,
 )

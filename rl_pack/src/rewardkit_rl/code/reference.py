@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rewardkit.errors import RewardContractError
+from rewardkit.plugin import RewardContractError
 from rewardkit_rl.code.extraction import defines, extract_program
 from rewardkit_rl.code.names import names_for_tests
 

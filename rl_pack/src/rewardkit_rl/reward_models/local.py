@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rewardkit.errors import RewardkitError
+from rewardkit.plugin import RewardkitError
 from rewardkit_rl.reward_models.params import RewardModelParams, num_labels, safetensors_keys
 from rewardkit_rl.reward_models.text import pooled_index
 

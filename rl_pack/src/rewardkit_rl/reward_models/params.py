@@ -23,9 +23,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, computed_field, field_validator, model_validator
 
-from rewardkit.artifacts import folder_identity
-from rewardkit.errors import RewardkitError
-from rewardkit.params import ParamsModel, operator_only
+from rewardkit.plugin import ParamsModel, RewardkitError, folder_identity, operator_only
 
 MAX_TOKENS = 131_072
 MAX_BATCH_TOKENS = 1 << 22

@@ -22,14 +22,14 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, cast
 
-from rewardkit.contracts import (
+from rewardkit.plugin import (
     MetricContribution,
     RewardCandidateResult,
     RewardGroupRequest,
     RewardGroupResult,
     RewardProviderResult,
+    validate_params,
 )
-from rewardkit.params import validate_params
 from rewardkit_rl.reward_models.batching import Coalescer, token_budget_batches
 from rewardkit_rl.reward_models.params import EnsembleParams, RewardModelParams
 from rewardkit_rl.reward_models.text import CandidateProblem, Encoded, Formatter

@@ -33,8 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rewardkit.errors import RewardkitError
-from rewardkit.transport import HttpClient, HttpError, RetryPolicy, run_sync
+from rewardkit.plugin import HttpClient, HttpError, RetryPolicy, RewardkitError, run_sync
 from rewardkit_rl.reward_models.batching import token_budget_batches
 from rewardkit_rl.reward_models.params import RewardModelParams
 from rewardkit_rl.reward_models.text import pooled_index

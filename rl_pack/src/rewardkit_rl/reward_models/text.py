@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rewardkit.frozen import thaw
+from rewardkit.plugin import thaw
 
 
 def pooled_index(ids: Sequence[int], pad_token_id: int | None) -> int:

@@ -10,7 +10,7 @@ constant, nonempty), registered like any plugin's.
 from __future__ import annotations
 
 from rewardkit import hookimpl
-from rewardkit.protocols import RewardAttackRegistrar
+from rewardkit.plugin import RewardAttackRegistrar
 from rewardkit_audit.families import answer, any_text, countdown, exact
 
 MODULES = (answer, exact, countdown, any_text)

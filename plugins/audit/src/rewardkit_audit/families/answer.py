@@ -16,9 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from fractions import Fraction
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow
-from rewardkit.builtin.answers import arithmetic_gold, gsm8k_gold
-from rewardkit.errors import RewardContractError
+from rewardkit.plugin import (
+    AttackFamily,
+    AttackSpec,
+    AuditRow,
+    RewardContractError,
+    arithmetic_gold,
+    gsm8k_gold,
+)
 
 FAMILY = "answer"
 PROVIDERS = ("gsm8k", "arithmetic")

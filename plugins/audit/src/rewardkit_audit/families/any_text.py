@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow
+from rewardkit.plugin import AttackFamily, AttackSpec, AuditRow
 
 FAMILY = "any-text"
 PROVIDERS = ("constant", "nonempty")

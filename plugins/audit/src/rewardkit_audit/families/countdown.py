@@ -18,10 +18,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow
-from rewardkit.builtin.countdown import countdown_problem
-from rewardkit.builtin.expressions import ExpressionError, evaluate
-from rewardkit.errors import RewardContractError
+from rewardkit.plugin import (
+    AttackFamily,
+    AttackSpec,
+    AuditRow,
+    ExpressionError,
+    RewardContractError,
+    countdown_problem,
+    evaluate,
+)
 
 FAMILY = "countdown"
 PROVIDERS = ("countdown",)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow
+from rewardkit.plugin import AttackFamily, AttackSpec, AuditRow
 
 FAMILY = "exact"
 PROVIDERS = ("exact-match",)
