@@ -29,9 +29,10 @@ def test_math_and_code_tests_fingerprint_helpers_and_sandbox_scripts():
 def test_the_math_provider_is_registered_at_the_verifiers_revision():
     # Verdicts changed with the compound references (revision 4), then with the reading of every
     # box, of every inline maths of a final-answer phrase and of visible text only (revision 5),
-    # then with infinities refused against approximations (revision 6): a run recorded under an
-    # older revision must not be resumed or compared as if it were this code.
+    # then with infinities refused against approximations (revision 6), then with faults decided
+    # by reproduction and unpriceable answers refused (revision 7): a run recorded under an older
+    # revision must not be resumed or compared as if it were this code.
     from rewardkit.catalog import resolve_catalog
     from rewardkit_rl.verifiers import math_verifier
 
-    assert resolve_catalog().entry("math").spec.revision == math_verifier.REVISION == "6"
+    assert resolve_catalog().entry("math").spec.revision == math_verifier.REVISION == "7"

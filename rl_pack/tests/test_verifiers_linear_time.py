@@ -68,7 +68,13 @@ MATH_CASES = [
     ("answer tags that never close", repeated("<answer>") + "4</answer>", 1.0),
     ("an unclosed \\( in the final-answer line", "Final answer: $4$ " + repeated("\\("), 1.0),
     ("unclosed $ in the final-answer line", "Final answer: $4$ " + repeated("$ "), 1.0),
-    ("spaces before Minerva's closing sentence", "Final answer: 4" + repeated(" ") + "I hope it is", 1.0),
+    # An unfinished closing sentence stays part of the answer line, as it does after one space.
+    ("spaces before Minerva's closing sentence", "Final answer: 4" + repeated(" ") + "I hope it is", 0.0),
+    (
+        "spaces before Minerva's whole closing sentence",
+        "Final answer: 4" + repeated(" ") + "I hope it is correct.",
+        1.0,
+    ),
     ("spaces after the final-answer phrase", "The final answer is 4" + repeated(" "), 1.0),
     ("final-answer phrases with no answer", repeated("final answer\n") + "Final answer: 4", 1.0),
     ("a box of a 5,000-digit number next to the answer", "\\boxed{4} \\boxed{" + "7" * 5000 + "}", 0.0),

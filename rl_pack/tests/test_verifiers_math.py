@@ -205,19 +205,24 @@ def check_hang_group(verifier: MathVerifier) -> float:
     started = time.monotonic()
     scored = results(verifier, "x + 1", HANG, "\\boxed{1 + x}", "\\boxed{x+2}", "\\boxed{x+1}")
     elapsed = time.monotonic() - started
-    # Charged (0, non-deterministic) when the worker computed; an error when a loaded machine
-    # starved it (test_math_attribution.py pins down which is which). Never a pass.
+    # Charged (0) once the timeout reproduced on a worker whose canary passed, never a pass
+    # (test_math_attribution.py pins down the rule).
     hang = scored[0]
     assert {d.name: d.value for d in hang.diagnostics}["timeout"] == 1.0
-    assert (
-        hang.status == "scored" and hang.terms == {"task": 0.0} and hang.charge == "nondeterministic"
-    ) or (hang.status == "error" and "not charged" in (hang.reason or "")), hang
+    assert hang.status == "scored" and hang.terms == {"task": 0.0} and hang.charge == "deterministic", hang
+    assert hang.notes["reproduction"].startswith("reproduced:"), hang
     assert [result.terms["task"] for result in scored[1:]] == [1.0, 0.0, 1.0]
     return elapsed
 
 
+# A hang costs its timeout twice (the comparison, then its rerun), plus the canary on a leased
+# worker, which may wait for a killed worker's replacement to start: a bound that shows the hang
+# was cut, not a speed figure.
+HANG_BOUND_S = 2 * TIMEOUT_S + 20.0
+
+
 def test_hang_times_out_from_the_main_thread(verifier: MathVerifier) -> None:
-    assert check_hang_group(verifier) < TIMEOUT_S + 1.0
+    assert check_hang_group(verifier) < HANG_BOUND_S
 
 
 def test_hang_times_out_from_a_thread_pool(verifier: MathVerifier) -> None:
@@ -229,7 +234,7 @@ def test_hang_times_out_from_a_thread_pool(verifier: MathVerifier) -> None:
     with ThreadPoolExecutor(max_workers=4) as executor:
         hang = executor.submit(check_hang_group, verifier)
         others = [executor.submit(normal_group, index) for index in range(6)]
-        assert hang.result() < TIMEOUT_S + 1.0
+        assert hang.result() < HANG_BOUND_S
         assert [future.result() for future in others] == [[1.0, 0.0]] * 6
 
 
@@ -240,7 +245,7 @@ def test_hang_times_out_inside_an_event_loop(verifier: MathVerifier) -> None:
         return in_loop, via_executor
 
     in_loop, via_executor = asyncio.run(main())
-    assert in_loop < TIMEOUT_S + 1.0 and via_executor < TIMEOUT_S + 1.0
+    assert in_loop < HANG_BOUND_S and via_executor < HANG_BOUND_S
 
 
 def test_timed_out_workers_are_killed_and_reaped(verifier: MathVerifier) -> None:
@@ -248,7 +253,7 @@ def test_timed_out_workers_are_killed_and_reaped(verifier: MathVerifier) -> None
     before = set(pool.pids())
     replaced = pool.replaced
     check_hang_group(verifier)
-    assert pool.replaced == replaced + 1
+    assert pool.replaced == replaced + 2  # the hang's worker, then its rerun's
     deadline = time.monotonic() + 60
     while len(pool.pids()) < pool.size and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -16,7 +16,7 @@ from rewardkit.builtin.answers import EXTRACTED_ANSWER
 from rewardkit.params import ParamsModel, operator_only
 from rewardkit_rl.verifiers.format_tags import format_provider
 from rewardkit_rl.verifiers.math_cost import COST_LIMITS
-from rewardkit_rl.verifiers.math_verifier import MATH_DIAGNOSTICS, MIN_CPU_SHARE, MathVerifier
+from rewardkit_rl.verifiers.math_verifier import MATH_DIAGNOSTICS, MathVerifier
 from rewardkit_rl.verifiers.math_verifier import REVISION as MATH_REVISION
 from rewardkit_rl.verifiers.multiple_choice import multiple_choice_provider
 from rewardkit_rl.verifiers.overlong import overlong_provider
@@ -64,15 +64,18 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
                 "cost_guards": COST_LIMITS,
                 "percent": "50\\% answers 50; 0.5 only when the reference is a percent",
                 "units": "\\text{} taken off only when it holds a unit",
-                "charges": f"refused_cost; timeout, out_of_memory at cpu share >= {MIN_CPU_SHARE}",
+                "charges": "refused_cost (unpriceable counts as expensive); timeout, out_of_memory, "
+                "comparison_error, worker_crash when they reproduce beside a canary",
                 "math_verify": _math_verify_version(),
             },
             description="1 when the final answer (the \\boxed{} answers, <answer>, 'final answer'; "
             "several different boxes state a list; \\phantom and white text are not read) equals the "
             "LaTeX reference (params: timeout_s=5, max_answer_chars=1000, workers=0 (cpu count), "
-            "memory_limit_mb=4096). An answer whose evaluation would explode scores 0 (refused_cost); "
-            "a worker timeout or memory error scores 0 (timeout, out_of_memory) on evidence that the "
-            "candidate caused it, else it is an error.",
+            "memory_limit_mb=4096). An answer whose evaluation would explode, or whose cost cannot be "
+            "estimated, scores 0 (refused_cost); a worker timeout, memory error, exception or crash "
+            "scores 0 (timeout, out_of_memory, comparison_error, worker_crash) when it reproduces on a "
+            "worker a canary has just shown healthy, else the second verdict counts; a failed canary "
+            "is an error.",
         )
     )
     register(

@@ -59,10 +59,19 @@ def warm_up() -> None:
 def check(request: tuple[str, ...]) -> tuple[str, Any]:
     """``("gold", gold)`` -> ``("ok", problem)`` (None when the reference is usable);
     ``("verify", gold, answer)`` -> ``("ok", (equal, reason, unparsed))``, or ``("skip", reason)``
-    when the reference cannot be used."""
+    when the reference cannot be used; ``("canary", gold, variant)``: the same as ``verify``, but
+    ``variant`` (the reference respaced, drawn per request) goes through the whole comparison even
+    where its spelling is the reference's, so that a worker vouched for by a canary has parsed and
+    compared the reference as a candidate's answer would be."""
     kind = request[0]
     if kind == "gold":
         return "ok", reference_problem(request[1])
+    if kind == "canary":
+        problem = reference_problem(request[1])
+        if problem is not None:
+            return "skip", problem
+        verdict = compare(request[1], request[2])
+        return "ok", (verdict.equal, verdict.reason, verdict.unparsed)
     if kind == "verify":
         problem = reference_problem(request[1])
         if problem is not None:

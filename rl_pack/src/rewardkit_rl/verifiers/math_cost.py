@@ -11,6 +11,13 @@ without evaluating anything: a small recursive reader estimates, for every node,
 on ``log10`` of its value and of its exact size (see ``_Reader``) and counts the nestings.
 ``measure`` gives the largest of each; ``refusal`` compares them with the limits below.
 
+Whatever the reader cannot price counts as expensive: a function it has no estimate for
+(``\\operatorname{eye}``, ``\\operatorname{zeros}`` and the other names math-verify's parser turns
+into matrix builders or decompositions, any ``\\operatorname`` it does not know), an estimate that
+is not a number, or a reader that failed. ``\\Gamma`` and ``\\gamma`` applied to an argument are the
+gamma function there, priced as the factorial they are (``\\Gamma(10^7)`` kept a worker busy for
+minutes, out of reach of any signal, while this reader took it for a variable).
+
 A limit is never applied to an answer when the reference itself is over it (a reference that
 is a tower is compared normally), nor to an answer spelled as the reference (the caller checks
 that first). The limits are part of the ``math`` provider's meaning (its revision), and are
@@ -41,6 +48,8 @@ MAX_FUNCTION_NESTING = 5
 MAX_TOWER = 6
 # Brackets and braces inside one another, whatever they hold.
 MAX_NESTING = 20
+# Constructs whose cost the reader cannot estimate (see the module docstring): none is allowed.
+MAX_UNPRICED = 0
 # The reader stops at this many brackets, or this many constructs, inside one another (bounded
 # recursion); an answer that deep is reported that deep, over MAX_NESTING.
 _READ_LIMIT = 60
@@ -84,9 +93,16 @@ _VALUE_FUNCTIONS = _words(r"\det \gcd \max \min")
 _BIG_OPERATORS = _words(r"\sum \prod")
 _LIMITS = _words(r"\lim \int \iint \iiint \oint \limsup \liminf \sup \inf")
 # Words, not math: their group is skipped (the workers compare \text{} as text or drop it).
-_OPAQUE = _words(
-    r"\text \textrm \textbf \textit \textsf \texttt \textup \textnormal \mbox \operatorname \begin \end"
+_OPAQUE = _words(r"\text \textrm \textbf \textit \textsf \texttt \textup \textnormal \mbox \begin \end")
+# \operatorname{name}: the names priced as the function of that name (math-verify's parser reads
+# \operatorname{floor}, \operatorname{ceil}, gcd and lcm as those functions, the hyperbolic ones
+# as the hyperbolic functions); any other name is not priced (see the module docstring).
+_OPERATOR_NAMES = frozenset(name[1:] for name in _FUNCTIONS) | _words(
+    "floor ceil lcm arsinh arcosh artanh arcsinh arccosh arctanh"
 )
+_OPERATOR_VALUE_NAMES = _words("gcd lcm max min floor ceil")
+# The gamma function when an argument follows (math-verify's parser): (n-1)! is at most n log10 n digits.
+_GAMMA = _words(r"\Gamma \gamma")
 _CONSTANTS = _words(r"\pi \circ \% \infty \prime \degree")
 
 
@@ -109,6 +125,8 @@ class Cost:
     functions: int = 0
     tower: int = 0
     nesting: int = 0
+    unpriced: int = 0
+    unpriced_what: str = ""  # the first construct not priced, for the reason
 
 
 def _tokens(latex: str) -> list[str]:
@@ -157,6 +175,8 @@ class _Reader:
         self.terms = 0.0
         self.depth = self.fractions = self.functions = self.tower = self.calls = 0
         self.max_depth = self.max_fractions = self.max_functions = self.max_tower = 0
+        self.unpriced = 0
+        self.unpriced_what = ""
 
     def peek(self, ahead: int = 0) -> str | None:
         index = self.pos + ahead
@@ -169,9 +189,18 @@ class _Reader:
                 self.pos += 1  # a stray closer
 
     def note(self, found: _Node) -> _Node:
-        if found[1] > self.digits:
-            self.digits = found[1]
+        # An estimate that is not a number (inf * 0 in a product over a huge range) prices nothing:
+        # it counts as infinite.
+        size = math.inf if math.isnan(found[1]) else found[1]
+        if size > self.digits:
+            self.digits = size
         return found
+
+    def not_priced(self, what: str) -> _Node:
+        """A construct this reader has no estimate for (counted; it makes the answer refused)."""
+        self.unpriced += 1
+        self.unpriced_what = self.unpriced_what or what
+        return _VARIABLE
 
     def expression(self) -> _Node:
         value, size, variable = 0.0, 0.0, False
@@ -229,8 +258,7 @@ class _Reader:
                 self.argument()
             elif token in ("!", "!!"):
                 self.pos += 1
-                count = _bound(value)
-                value = size = count * math.log10(count) if count > 1 else 0.0  # log10 n! <= n log10 n
+                value, size, variable = self.factorial((value, size, variable))
             elif token == "'":
                 self.pos += 1
             else:
@@ -338,6 +366,16 @@ class _Reader:
         if token in _OPAQUE:
             self.skip_group()
             return _NOTHING
+        if token in (r"\operatorname", r"\operatorname*"):
+            return self.operator_name()
+        if token in _GAMMA and self.peek() not in (
+            None,
+            *_CLOSERS,
+            *_SEPARATORS,
+            *_ADDITIVE,
+            *_MULTIPLICATIVE,
+        ):
+            return self.factorial(self.argument() if self.peek() in _OPENERS else self.power())
         if token in _CONSTANTS:
             return 0.0, 0.0, token == r"\infty"
         if token.isalpha() or token.startswith("\\"):
@@ -345,6 +383,27 @@ class _Reader:
                 return self.bound[token], self.bound[token], False
             return _VARIABLE  # a variable (or a command read as one)
         return _NOTHING
+
+    def factorial(self, argument: _Node) -> _Node:
+        """n! (and the gamma function): at most n log10 n digits."""
+        count = _bound(argument[0])
+        value = count * math.log10(count) if count > 1 else 0.0
+        return self.note((value, value, argument[2]))
+
+    def operator_name(self) -> _Node:
+        """``\\operatorname{name}``: a function it prices, else a construct it cannot price."""
+        start = self.pos
+        self.skip_group()
+        name = "".join(self.tokens[start + 1 : self.pos - 1])
+        if name not in _OPERATOR_NAMES:
+            return self.not_priced(f"\\operatorname{{{name}}}")
+        self.functions += 1
+        self.max_functions = max(self.max_functions, self.functions)
+        try:
+            inside = self.argument()
+        finally:
+            self.functions -= 1
+        return inside if name in _OPERATOR_VALUE_NAMES else (0.0, 1.0 if inside[2] else 0.0, inside[2])
 
     def big_operator(self, token: str) -> _Node:
         name, low, high = None, None, None
@@ -375,7 +434,7 @@ class _Reader:
         elif not high_variable and not low_variable:
             terms = _bound(high_value) + 1
         if terms is not None:
-            self.terms = max(self.terms, terms)
+            self.terms = max(self.terms, math.inf if math.isnan(terms) else terms)
         saved = self.bound.get(name) if name is not None else None
         if name is not None:
             self.bound[name] = 0.0 if high_variable else high_value
@@ -402,6 +461,8 @@ def measure(latex: str) -> Cost:
         reader.read()
     except (_TooDeep, RecursionError):  # RecursionError: called from a deep stack already
         reader.max_depth = max(reader.max_depth, _READ_LIMIT + 1)
+    except Exception as error:  # a reader that failed priced nothing: that counts as expensive
+        reader.not_priced(f"text this reader failed on ({type(error).__name__})")
     return Cost(
         digits=reader.digits,
         terms=reader.terms,
@@ -409,6 +470,8 @@ def measure(latex: str) -> Cost:
         functions=reader.max_functions,
         tower=reader.max_tower,
         nesting=reader.max_depth,
+        unpriced=reader.unpriced,
+        unpriced_what=reader.unpriced_what,
     )
 
 
@@ -420,13 +483,15 @@ _RULES: tuple[tuple[str, float, str], ...] = (
     ("functions", MAX_FUNCTION_NESTING, "it nests {value} functions (limit {limit})"),
     ("tower", MAX_TOWER, "it nests {value} exponents (limit {limit})"),
     ("nesting", MAX_NESTING, "it nests {value} brackets (limit {limit})"),
+    ("unpriced", MAX_UNPRICED, "its cost cannot be estimated: it uses {what}"),
 )
 
 
 # The limits as one string: part of the ``math`` provider's semantic identity.
 COST_LIMITS = (
     f"digits<={MAX_DIGITS}, terms<={MAX_TERMS}, fractions<={MAX_FRACTION_NESTING}, "
-    f"functions<={MAX_FUNCTION_NESTING}, tower<={MAX_TOWER}, nesting<={MAX_NESTING}"
+    f"functions<={MAX_FUNCTION_NESTING}, tower<={MAX_TOWER}, nesting<={MAX_NESTING}, "
+    f"unpriced<={MAX_UNPRICED}; gamma priced as n!; unknown \\operatorname unpriced"
 )
 
 
@@ -438,11 +503,13 @@ def _spell(value: float) -> str:
 
 def refusal(reference: Cost, answer: Cost) -> str | None:
     """Why the answer is refused unevaluated (None when it is not): a measure over its limit
-    that the reference is not over."""
+    that the reference is not over. A measure that is not a number is over every limit."""
     for name, limit, said in _RULES:
         value = getattr(answer, name)
-        if value > limit and getattr(reference, name) <= limit:
+        if not value <= limit and getattr(reference, name) <= limit:
             spelled = _spell(value) if name in ("digits", "terms") else str(value)
-            why = said.format(value=spelled, limit=limit)
+            why = said.format(value=spelled, limit=limit, what=answer.unpriced_what)
+            if name == "unpriced":
+                return f"refused unevaluated, counted as expensive: {why}"
             return f"refused unevaluated, its evaluation would explode: {why}"
     return None

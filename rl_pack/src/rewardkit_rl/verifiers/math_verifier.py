@@ -16,13 +16,18 @@ hard wall-clock ``timeout_s`` each. An answer that cannot be read scores 0 with 
 
 A candidate can only hurt itself: what its text causes is a verdict on it (``charged``: ``task``
 0, the reason, a diagnostic 1), never an error. A refused answer is charged ``refused_cost``
-(deterministic). A worker timeout (``timeout``) or ``MemoryError`` (``out_of_memory``) is
-charged, on non-deterministic evidence, only when the reference is known to be usable, another
-check in this batch finished within its time (else a canary, the reference check, is run and
-must), and the worker spent at least ``MIN_CPU_SHARE`` of the time on a CPU (it computed, it did
-not wait). Without that evidence, and for a worker killed by a signal the pool did not send (the
-OOM killer), the candidate is an ``error``: infrastructure, which the composition's ``onError``
-decides.
+(deterministic). A fault that could be the infrastructure's, a worker timeout (``timeout``), a
+``MemoryError`` (``out_of_memory``), an exception while comparing (``comparison_error``) or a
+worker killed by a signal the pool did not send (``worker_crash``), is decided by reproduction
+(``rewardkit.reproduction``), never from figures the candidate controls: a worker is leased (nothing
+else runs on it, same memory limit, same ``timeout_s``), the canary, the group's own reference
+compared with itself through the whole comparison, runs on it, then the candidate's comparison once
+more. It faults again: the candidate's 0, with the evidence in the ``reproduction`` note. It does not:
+the second verdict counts. The canary fails: an infrastructure ``error`` naming the canary, which the
+composition's ``onError`` decides (``raise``, the default, fails the batch). A canary that finds the
+reference unusable skips the group, as a worker's finding does. Past the batch's rerun budget
+(``reruns.per_batch`` of the spec) the canary alone decides. Faults are reproduced after the batch's
+other comparisons, several at once on different workers.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from rewardkit.builtin.answers import EXTRACTED_ANSWER
 from rewardkit.capacity import usable_cpus
@@ -43,6 +50,15 @@ from rewardkit.contracts import (
     RewardProviderResult,
 )
 from rewardkit.errors import RewardContractError
+from rewardkit.reproduction import (
+    REPRODUCTION_NOTE,
+    CanaryFailed,
+    Charged,
+    Fault,
+    RerunBudget,
+    reproduce,
+    rerun_budget,
+)
 from rewardkit_rl.verifiers.math_answers import (
     exact_value,
     joined,
@@ -52,7 +68,7 @@ from rewardkit_rl.verifiers.math_answers import (
     verdict_of_forms,
 )
 from rewardkit_rl.verifiers.math_cost import Cost, measure, refusal
-from rewardkit_rl.verifiers.pool import KillablePool, Outcome
+from rewardkit_rl.verifiers.pool import KillablePool, Lease, Outcome
 
 # The ``math`` provider's revision: 4 reads the compound references of issue 28 (chained
 # equalities, ``=``-chain systems, piecewise arrays, ``relation : interval``, approximate sets,
@@ -60,9 +76,13 @@ from rewardkit_rl.verifiers.pool import KillablePool, Outcome
 # once its reference is verified; 5 reads every box (several different ones state a list, not the
 # last one), every inline maths of a final-answer phrase, and only text that renders (not inside
 # ``\\phantom``, nor white); 6 scores an infinite, undefined or NaN answer 0 against an approximation
-# (revision 5 paid ``\\infty`` for ``\\cos(e) \\approx -0.912``, issue 41). For ``verifiers/__init__.py``
-# to register (``revision=``).
-REVISION = "6"
+# (revision 5 paid ``\\infty`` for ``\\cos(e) \\approx -0.912``, issue 41); 7 decides a worker's
+# fault by reproduction (issue 40): an exception while comparing is the candidate's 0 once it
+# reproduces (revision 6 made it an error, failing the batch), a timeout or memory error is charged
+# when it reproduces beside a healthy canary, not on the worker's CPU share, and the cost guards
+# refuse what they cannot price (``\\Gamma(10^6)``, ``\\operatorname{eye}(10^5)`` reached a worker).
+# For ``verifiers/__init__.py`` to register (``revision=``).
+REVISION = "7"
 MATH_DIAGNOSTICS = (
     "extracted",
     "fast_path",
@@ -71,59 +91,74 @@ MATH_DIAGNOSTICS = (
     "refused_cost",
     "out_of_memory",
     "several_answers",
+    "comparison_error",
+    "worker_crash",
+    "reruns",
 )
+# What vouches for a worker before a candidate's fault is reproduced on it (named in errors).
+CANARY_NAME = "the group's reference compared with itself"
 _CHECK_TARGET = "rewardkit_rl.verifiers.math_check:check"
 _GOLD_CACHE_SIZE = 4096
 _WORST = {"task": 0.0}
-# A timed-out worker is charged only when it spent at least this share of the wall time on a CPU:
-# below it, it waited (an overloaded machine) more than it computed.
-MIN_CPU_SHARE = 0.5
-_FAULTS = ("timeout", "memory")
+# The diagnostic of each kind of worker fault (the pool's ``Outcome.status``).
+_FAULT_DIAGNOSTIC = {
+    "timeout": "timeout",
+    "memory": "out_of_memory",
+    "error": "comparison_error",
+    "died": "worker_crash",
+}
 
 
+# Cached: a batch builds the same few tuples for most of its candidates (repeated scoring is
+# dominated by work in the calling process).
+@lru_cache(maxsize=256)
 def _diagnostics(
-    extracted: float, fast: float, timeout: float, unparsed: float = 0.0, charged: str | None = None
+    *,
+    extracted: bool = True,
+    fast: bool = False,
+    unparsed: bool = False,
+    reruns: int = 0,
+    charged: str | None = None,
 ) -> tuple[MetricContribution, ...]:
-    found = (
-        MetricContribution("extracted", extracted),
-        MetricContribution("fast_path", fast),
-        MetricContribution("timeout", timeout),
-        MetricContribution("unparsed", unparsed),
-        MetricContribution("refused_cost", 0.0),
-        MetricContribution("out_of_memory", 0.0),
-        MetricContribution("several_answers", 0.0),
-    )
-    return tuple(item for item in found if item.name != charged)
+    """Every diagnostic of ``math``, at 0 but those given; ``charged`` is left out (``charged``
+    adds it, at 1)."""
+    values = dict.fromkeys(MATH_DIAGNOSTICS, 0.0)
+    values.update(extracted=float(extracted), fast_path=float(fast), unparsed=float(unparsed))
+    values["reruns"] = float(reruns)
+    return tuple(MetricContribution(name, value) for name, value in values.items() if name != charged)
 
 
 def _annotated(result: RewardProviderResult, several: bool, answer: str | None) -> RewardProviderResult:
     """``result`` with the ``several_answers`` diagnostic at 1 when ``several`` (the completion stated
     several different answers, boxes or inline maths in its final-answer phrase, read as one list;
     ``charged`` adds its own, at 1), and the answer text it read as the ``extracted_answer`` note
-    (display only: never a term nor a diagnostic)."""
+    (display only: never a term nor a diagnostic) beside the notes it has."""
     if not several and answer is None:
         return result
     diagnostics = result.diagnostics
     if several:
         kept = tuple(item for item in diagnostics if item.name != "several_answers")
         diagnostics = (*kept, MetricContribution("several_answers", 1.0))
+    notes = dict(result.notes)
+    if answer is not None:
+        notes[EXTRACTED_ANSWER] = answer
     return RewardProviderResult(
         terms=result.terms,
         diagnostics=diagnostics,
         status=result.status,
         reason=result.reason,
         charge=result.charge,
-        notes=None if answer is None else {EXTRACTED_ANSWER: answer},
+        notes=notes or None,
     )
 
 
-def _charged(reason: str, diagnostic: str, *, deterministic: bool, fast: bool) -> RewardProviderResult:
+def _refused(reason: str) -> RewardProviderResult:
     return RewardProviderResult.charged(
         reason,
-        diagnostic,
+        "refused_cost",
         _WORST,
-        deterministic=deterministic,
-        diagnostics=_diagnostics(1.0, float(fast), 0.0, charged=diagnostic),
+        deterministic=True,
+        diagnostics=_diagnostics(fast=True, charged="refused_cost"),
     )
 
 
@@ -137,39 +172,54 @@ def _scored(
 ) -> RewardProviderResult:
     return RewardProviderResult(
         terms={"task": float(value)},
-        diagnostics=_diagnostics(float(extracted), float(fast), 0.0, float(unparsed)),
+        diagnostics=_diagnostics(extracted=extracted, fast=fast, unparsed=unparsed),
         reason=reason,
     )
 
 
-def _from_outcome(outcome: Outcome, unproven: str | None) -> RewardProviderResult:
-    """The result of a worker's outcome; a timeout or a memory error is charged to the candidate
-    when ``unproven`` is None (the evidence holds), else it is an error saying what is missing."""
-    if outcome.status in _FAULTS:
-        share = outcome.cpu_share
-        if unproven is None and share is not None and share < MIN_CPU_SHARE:
-            unproven = f"the worker spent {share:.0%} of the time on a CPU (it waited more than it computed)"
-        elif unproven is None and share is None:
-            unproven = "the worker's CPU time could not be read"
-        if unproven is None:
-            diagnostic = "timeout" if outcome.status == "timeout" else "out_of_memory"
-            return _charged(
-                f"{outcome.reason} (the worker computed {share:.0%} of the time)",
-                diagnostic,
-                deterministic=False,
-                fast=False,
-            )
-        if outcome.status == "timeout":
-            return RewardProviderResult.fail(f"timeout, not charged: {unproven}", _diagnostics(1.0, 0.0, 1.0))
-        reason = f"{outcome.reason}, not charged: {unproven}"
-        return RewardProviderResult.fail(reason, _diagnostics(1.0, 0.0, 0.0))
-    if outcome.status == "error":
-        return RewardProviderResult.fail(f"math-verify failed: {outcome.reason}", _diagnostics(1.0, 0.0, 0.0))
+def _verdict(outcome: Outcome, reruns: int = 0, note: str | None = None) -> RewardProviderResult:
+    """The result of a worker's answer (``ok``): scored, or skipped when the reference is unusable."""
     verdict, detail = outcome.value
+    notes = None if note is None else {REPRODUCTION_NOTE: note}
     if verdict == "skip":
-        return RewardProviderResult.skip(detail, _diagnostics(1.0, 0.0, 0.0))
+        return RewardProviderResult.skip(detail, _diagnostics(reruns=reruns))
     equal, reason, unparsed = detail
-    return _scored(bool(equal), reason=None if equal else reason, unparsed=bool(unparsed))
+    return RewardProviderResult(
+        terms={"task": float(bool(equal))},
+        diagnostics=_diagnostics(unparsed=bool(unparsed), reruns=reruns),
+        reason=None if equal else reason,
+        notes=notes,
+    )
+
+
+def _fault(outcome: Outcome) -> Fault:
+    """The fault a worker's outcome other than ``ok`` stands for, in the words a reason uses."""
+    kind = _FAULT_DIAGNOSTIC[outcome.status]
+    detail = {
+        "timeout": f"the comparison did not finish ({outcome.reason})",
+        "out_of_memory": f"the comparison ran out of memory ({outcome.reason})",
+        "comparison_error": f"the comparison raised {outcome.reason}",
+        "worker_crash": f"the worker comparing it was killed ({outcome.reason})",
+    }[kind]
+    return Fault(kind, detail)
+
+
+class _UnusableReference(Exception):
+    """The canary found the reference unusable: the group is skipped, nothing is charged."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """What reproducing one faulted comparison found: the candidate's result (None when the canary
+    found the reference unusable), and what is now known of the reference ("" usable, None not
+    known, else why it cannot be used)."""
+
+    result: RewardProviderResult | None
+    gold_problem: str | None
 
 
 @dataclass
@@ -267,22 +317,24 @@ class MathVerifier:
 
     def evaluate_many(self, requests: Sequence[RewardGroupRequest]) -> list[RewardGroupResult]:
         """Score several groups with one pass over the workers (a rollout batch at once)."""
+        # The batch's rerun budget, read in the calling thread: the threads that reproduce faults
+        # do not see this context.
+        budget = rerun_budget()
         plans = [self._plan(request) for request in requests]
         batch = [item for plan in plans for item in plan.requests]
         # A group's samples often repeat one answer: each distinct request goes to a worker once.
         distinct = list(dict.fromkeys(batch))
         answered = dict(zip(distinct, self.pool.map(distinct, self.timeout_s))) if distinct else {}
-        outcomes = [answered[item] for item in batch]
         per_plan = []
         offset = 0
         for plan in plans:
-            per_plan.append(outcomes[offset : offset + len(plan.requests)])
+            per_plan.append([answered[item] for item in batch[offset : offset + len(plan.requests)]])
             offset += len(plan.requests)
             self._settle_reference(plan, per_plan[-1])
-        in_budget = self._evidence(plans, per_plan, any(o.status == "ok" for o in answered.values()))
+        decided = self._reproduced(plans, answered, budget)
         results = []
         for request, plan, mine in zip(requests, plans, per_plan):
-            scored = self._finish(plan, mine, in_budget)
+            scored = self._finish(plan, mine, decided)
             results.append(
                 RewardGroupResult(
                     request.group_id,
@@ -336,7 +388,7 @@ class MathVerifier:
                 gold_cost = gold_cost or measure(gold)
                 refused = refusal(gold_cost, measure(answer))
                 if refused is not None:
-                    plan.results[index] = _charged(refused, "refused_cost", deterministic=True, fast=True)
+                    plan.results[index] = _refused(refused)
                     continue
             plan.slow.append(index)
             plan.requests.append(("verify", gold, answer))
@@ -375,49 +427,136 @@ class MathVerifier:
             plan.gold_problem = problems[0] if problems else ""
             self._remember_gold(plan.gold, plan.gold_problem)
 
-    def _evidence(self, plans: list[_Plan], outcomes: list[list[Outcome]], in_budget: bool) -> bool:
-        """Whether a check finished within its time in this batch. When a timeout or a memory
-        error is to be judged and that is not known, or its group's reference is not known to be
-        usable, the references of those groups are checked (a canary: they must finish in time);
-        their findings settle the references."""
+    def _reproduced(
+        self, plans: list[_Plan], answered: dict[tuple[str, ...], Outcome], budget: RerunBudget
+    ) -> dict[tuple[str, ...], _Decision]:
+        """Each faulted request of a group whose reference is not known to be unusable, decided by
+        reproduction (several at once, each on its own leased worker); the references the canaries
+        settled are recorded in their plans."""
+        # What one group found of a reference holds for every group of the batch that has it.
+        known = {plan.gold: plan.gold_problem for plan in plans if plan.gold_problem is not None}
+        for plan in plans:
+            if plan.gold_problem is None and plan.gold in known:
+                plan.gold_problem = known[plan.gold]
+        unusable = {gold for gold, problem in known.items() if problem}
         faulted = [
-            plan
-            for plan, mine in zip(plans, outcomes)
-            if not plan.gold_problem and any(outcome.status in _FAULTS for outcome in mine)
+            request
+            for request, outcome in answered.items()
+            if outcome.status != "ok" and request[1] not in unusable
         ]
-        unknown = list(dict.fromkeys(plan.gold for plan in faulted if plan.gold_problem is None))
-        if not faulted or (in_budget and not unknown):
-            return in_budget
-        canaries = unknown or [faulted[0].gold]
-        checked = self.pool.map([("gold", gold) for gold in canaries], self.timeout_s)
-        for gold, outcome in zip(canaries, checked):
-            if outcome.status != "ok":
-                continue
-            in_budget = True
-            problem = outcome.value[1] or ""
+        if not faulted:
+            return {}
+        with ThreadPoolExecutor(min(len(faulted), self.workers), "rewardkit-math-rerun") as executor:
+            futures = [
+                executor.submit(self._decide, request, answered[request], budget) for request in faulted
+            ]
+            decided = dict(zip(faulted, (future.result() for future in futures)))
+        found = {request[1]: d.gold_problem for request, d in decided.items() if d.gold_problem is not None}
+        for plan in plans:
+            if plan.gold_problem is None and plan.gold in found:
+                plan.gold_problem = found[plan.gold]
+        for gold, problem in found.items():
             self._remember_gold(gold, problem)
-            for plan in faulted:
-                if plan.gold == gold and plan.gold_problem is None:
-                    plan.gold_problem = problem
-        return in_budget
+        return decided
 
-    def _finish(self, plan: _Plan, outcomes: list[Outcome], in_budget: bool) -> list[RewardProviderResult]:
+    def _decide(self, request: tuple[str, ...], first: Outcome, budget: RerunBudget) -> _Decision:
+        """Reproduce one faulted request on a leased worker after the canary (see the module
+        docstring). A faulted check of the reference alone (``("gold", gold)``, no candidate's
+        answer in it) only runs the canary, which settles the reference."""
+        fault = _fault(first)
+        gold = request[1]
+        with self.pool.lease() as worker:
+            if request[0] == "gold":
+                return self._canary_alone(worker, fault, gold)
+            reruns = 0
+
+            def rerun() -> Outcome | Fault:
+                nonlocal reruns
+                reruns += 1
+                second = worker.run(request, self.timeout_s)  # alone on the leased worker
+                return second if second.status == "ok" else _fault(second)
+
+            try:
+                verdict = reproduce(
+                    fault,
+                    canary_name=CANARY_NAME,
+                    canary=lambda: self._canary_failure(worker, gold),
+                    rerun=rerun,
+                    budget=budget,
+                )
+            except CanaryFailed as error:
+                return _Decision(self._infrastructure(str(error)), None)
+            except _UnusableReference as unusable:
+                return _Decision(None, unusable.problem)
+        if isinstance(verdict, Charged):
+            diagnostics = _diagnostics(reruns=reruns, charged=verdict.fault.kind)
+            return _Decision(verdict.result(_WORST, diagnostics=diagnostics), "")
+        note = (
+            f"not reproduced: {fault.detail} on its first comparison; compared again alone on a "
+            f"worker where the canary ({CANARY_NAME}) had just passed, it did not, and the second "
+            "verdict counts"
+        )
+        return _Decision(_verdict(verdict, reruns, note), "")
+
+    def _canary_alone(self, worker: Lease, fault: Fault, gold: str) -> _Decision:
+        try:
+            why = self._canary_failure(worker, gold)
+        except _UnusableReference as unusable:
+            return _Decision(None, unusable.problem)
+        if why is not None:
+            faulted = Fault(fault.kind, f"the reference's own check faulted: {fault.detail}")
+            error = CanaryFailed(faulted, CANARY_NAME, why)
+            return _Decision(self._infrastructure(str(error)), None)
+        return _Decision(None, "")
+
+    def _canary_failure(self, worker: Lease, gold: str) -> str | None:
+        """Why the canary failed on ``worker`` (None when it passed): the reference compared with
+        itself, through the whole comparison, with the candidate's time and memory limits. Raises
+        ``_UnusableReference`` when it finds the reference unusable (a finding, not a failure)."""
+        outcome = worker.run(("canary", gold, gold), self.timeout_s)
+        if outcome.status != "ok":
+            return outcome.reason or outcome.status
+        verdict, detail = outcome.value
+        if verdict == "skip":
+            raise _UnusableReference(detail)
+        if not detail[0]:
+            return f"the reference did not compare equal to itself ({detail[1]})"
+        return None
+
+    @staticmethod
+    def _infrastructure(reason: str) -> RewardProviderResult:
+        return RewardProviderResult.fail(f"math: {reason}", _diagnostics())
+
+    def _finish(
+        self, plan: _Plan, outcomes: list[Outcome], decided: dict[tuple[str, ...], _Decision]
+    ) -> list[RewardProviderResult]:
         if plan.gold_problem:
             reason = f"{plan.gold_problem} (reference {plan.gold[:80]!r})"
             skipped = RewardProviderResult.skip(reason)
             return [_annotated(skipped, False, answer) for answer in plan.answers]
+        infrastructure = None
+        for request, outcome in zip(plan.requests, outcomes):
+            if outcome.status != "ok" and decided[request].result is not None:
+                infrastructure = infrastructure or decided[request].result
+        for index, request, outcome in zip(plan.slow, plan.requests, outcomes):
+            if outcome.status == "ok":
+                plan.results[index] = _verdict(outcome)
+                continue
+            decision = decided[request]
+            # None: the canary found unusable a reference this group took for usable (it reads
+            # as a number here): this answer is skipped, as it would be by a worker's finding.
+            plan.results[index] = decision.result or RewardProviderResult.skip(
+                decision.gold_problem or "the reference could not be used", _diagnostics()
+            )
         if plan.gold_problem is None:
-            unproven: str | None = "the reference is not known to be usable (its check did not finish)"
-        elif not in_budget:
-            unproven = "no check finished within its time in this batch (a canary neither)"
-        else:
-            unproven = None
-        for index, outcome in zip(plan.slow, outcomes):
-            plan.results[index] = _from_outcome(outcome, unproven)
-        if plan.gold_problem is None:
+            # Every comparison of this group faulted and no canary vouched for its reference (or
+            # the reference's own check faulted): an answer spelled as the reference is not scored.
+            why = infrastructure.reason if infrastructure is not None else "its check did not finish"
             for index in plan.spelled:
-                reason = f"spelled as the reference, not scored: {unproven}"
-                plan.results[index] = RewardProviderResult.fail(reason, _diagnostics(1.0, 1.0, 0.0))
+                reason = (
+                    f"spelled as the reference, not scored: the reference is not known to be usable: {why}"
+                )
+                plan.results[index] = RewardProviderResult.fail(reason, _diagnostics(fast=True))
         lost = RewardProviderResult.fail("no verdict was produced")
         several = set(plan.several)
         return [

@@ -9,12 +9,11 @@ worker without a deadline, so a hang in a worker is never a hang in the trainer.
 Workers are fresh interpreters (``python -m rewardkit_rl.verifiers.worker``), started lazily on
 first use, in background threads, and stopped by ``close()`` or at interpreter exit.
 
-Each outcome other than ``ok`` says how much of its wall time the worker spent on a CPU
-(``cpu_share``, from ``/proc/<pid>/stat`` at send time and at the reply or the kill; None where
-``/proc`` cannot be read): a request that timed out while its worker computed is the request's
-doing, one that timed out while the worker waited for a CPU is not. A reply (an error) in under
-``_MEASURABLE_S`` is too short to tell (clock ticks are 10 ms) and counts as computed. A worker
-that dies of a signal the pool did not send (the kernel's OOM killer) is an ``error``.
+``map`` spreads requests over every worker; ``lease`` holds one worker for one caller, so that
+several requests run on that worker one after another with nothing else running on it (a canary,
+then the request it vouches for). An outcome says what happened and nothing more: whose fault a
+timeout, a ``MemoryError``, an exception or a death is, is for the caller to find out (the ``math``
+verifier reproduces it), never guessed here from figures the request could influence.
 """
 
 from __future__ import annotations
@@ -28,46 +27,33 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Literal, cast
 
 _SOURCE_ROOT = str(Path(__file__).resolve().parents[2])
-_MEASURABLE_S = 0.1  # shorter replies are too short for the CPU clock (10 ms ticks) to tell
-try:
-    _TICKS_PER_S = float(os.sysconf("SC_CLK_TCK"))
-except (AttributeError, ValueError, OSError):
-    _TICKS_PER_S = 100.0
-
-
-def _cpu_seconds(pid: int) -> float | None:
-    """User and system CPU seconds a process has used (None where /proc cannot be read)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            data = stat.read()
-        fields = data[data.rindex(b")") + 2 :].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS_PER_S  # utime, stime: fields 14 and 15
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 class PoolUnavailableError(RuntimeError):
     """The pool is closed, or no worker could be started (the message has the worker's error)."""
 
 
+OutcomeStatus = Literal["ok", "error", "memory", "timeout", "died"]
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What happened to one request: the worker's value, its error, its ``MemoryError``
-    (``memory``: the worker's memory limit was reached, the worker lives on) or a timeout.
-    ``cpu_share``: CPU seconds over wall seconds the worker spent on it (not for ``ok``; None
-    when unknown)."""
+    """What happened to one request: the worker's value (``ok``), the exception it raised
+    (``error``; the worker lives on), its ``MemoryError`` (``memory``: the worker's memory limit
+    was reached, the worker lives on), a ``timeout`` (the worker was killed) or a death by a signal
+    the pool did not send, or a pipe that broke (``died``: the kernel's OOM killer, a crash in C
+    code; the worker is replaced)."""
 
-    status: Literal["ok", "error", "memory", "timeout"]
+    status: OutcomeStatus
     value: Any = None
     reason: str = ""
-    cpu_share: float | None = None
 
 
 class _Worker:
@@ -264,6 +250,27 @@ class KillablePool:
                 self.replaced += 1
                 self._spawn_replacement()
 
+    def _settle(self, worker: _Worker, outcome: Outcome) -> Outcome:
+        """Give ``worker`` back after ``outcome``, or replace it when it died."""
+        if outcome.status == "died":
+            self._discard(worker)
+        else:
+            self._release(worker)
+        return outcome
+
+    def _timed_out(self, worker: _Worker, timeout_s: float) -> Outcome:
+        self._discard(worker)
+        return Outcome("timeout", reason=f"timeout: no verdict within {timeout_s:g}s")
+
+    def _send(self, worker: _Worker, request: Any) -> Outcome | None:
+        """Send ``request``; the outcome when the pipe broke (the worker is replaced), else None."""
+        try:
+            worker.outbox.send(request)
+        except (OSError, ValueError) as error:
+            self._discard(worker)
+            return Outcome("died", reason=f"worker pipe failed: {error!r}")
+        return None
+
     def map(self, requests: Sequence[Any], timeout_s: float) -> list[Outcome]:
         """Run every request, in parallel over the workers; one ``Outcome`` per request, in order."""
         if not requests:
@@ -271,23 +278,18 @@ class KillablePool:
         self._ensure_started()
         results: list[Outcome | None] = [None] * len(requests)
         pending = deque(range(len(requests)))
-        # connection -> (worker, request index, deadline, sent at, worker CPU seconds then)
-        inflight: dict[Connection, tuple[_Worker, int, float, float, float | None]] = {}
+        inflight: dict[Connection, tuple[_Worker, int, float]] = {}  # -> (worker, index, deadline)
         while pending or inflight:
             while pending:
                 worker = self._acquire(block=not inflight)
                 if worker is None:
                     break
                 index = pending.popleft()
-                cpu = _cpu_seconds(worker.process.pid)
-                sent = time.monotonic()
-                try:
-                    worker.outbox.send(requests[index])
-                except (OSError, ValueError) as error:
-                    results[index] = Outcome("error", reason=f"worker pipe failed: {error!r}")
-                    self._discard(worker)
+                broken = self._send(worker, requests[index])
+                if broken is not None:
+                    results[index] = broken
                     continue
-                inflight[worker.inbox] = (worker, index, sent + timeout_s, sent, cpu)
+                inflight[worker.inbox] = (worker, index, time.monotonic() + timeout_s)
             if not inflight:
                 continue
             next_deadline = min(entry[2] for entry in inflight.values())
@@ -296,41 +298,63 @@ class KillablePool:
                 "list[Connection]", wait(list(inflight), timeout=max(0.0, next_deadline - time.monotonic()))
             )
             for connection in ready:
-                worker, index, _, sent, cpu = inflight.pop(connection)
-                try:
-                    tag, value = connection.recv()
-                except (EOFError, OSError):
-                    code = worker.process.poll()  # a signal the pool did not send (the OOM killer)
-                    results[index] = Outcome("error", reason=f"worker died (exit code {code})")
-                    self._discard(worker)
-                    continue
-                if tag == "ok":
-                    results[index] = Outcome("ok", value)
-                else:
-                    status: Literal["memory", "error"] = (
-                        "memory" if str(value).startswith("MemoryError") else "error"
-                    )
-                    share = _cpu_share(worker, sent, cpu, reply=True)
-                    results[index] = Outcome(status, reason=str(value), cpu_share=share)
-                self._release(worker)
+                worker, index, _ = inflight.pop(connection)
+                results[index] = self._settle(worker, _reply(worker))
             now = time.monotonic()
-            for connection, (worker, index, deadline, sent, cpu) in list(inflight.items()):
+            for connection, (worker, index, deadline) in list(inflight.items()):
                 if deadline <= now and not connection.poll(0):
                     del inflight[connection]
-                    share = _cpu_share(worker, sent, cpu, reply=False)
-                    results[index] = Outcome(
-                        "timeout", reason=f"timeout: no verdict within {timeout_s:g}s", cpu_share=share
-                    )
-                    self._discard(worker)
+                    results[index] = self._timed_out(worker, timeout_s)
         return [result if result is not None else Outcome("error", reason="lost") for result in results]
 
+    @contextlib.contextmanager
+    def lease(self) -> Iterator[Lease]:
+        """Hold one idle worker (waiting for one) for the block: the requests run through the lease
+        run on that worker, one after another, and nothing else runs on it meanwhile. A worker that
+        times out or dies under the lease is replaced, and the lease is spent."""
+        self._ensure_started()
+        held = Lease(self, self._acquire(block=True))
+        try:
+            yield held
+        finally:
+            if held.worker is not None:
+                self._release(held.worker)
 
-def _cpu_share(worker: _Worker, sent: float, cpu_then: float | None, *, reply: bool) -> float | None:
-    """CPU seconds over wall seconds of the worker since ``sent`` (see the module docstring)."""
-    wall = time.monotonic() - sent
-    if reply and wall < _MEASURABLE_S:
-        return 1.0
-    cpu_now = _cpu_seconds(worker.process.pid)
-    if cpu_then is None or cpu_now is None:
-        return None
-    return max(0.0, cpu_now - cpu_then) / wall
+
+class Lease:
+    """One worker of a ``KillablePool`` held by one caller (see ``KillablePool.lease``)."""
+
+    def __init__(self, pool: KillablePool, worker: _Worker | None) -> None:
+        self.pool = pool
+        self.worker = worker  # None once it timed out or died
+
+    def run(self, request: Any, timeout_s: float) -> Outcome:
+        """Run ``request`` on the held worker with ``timeout_s`` of wall clock."""
+        worker = self.worker
+        if worker is None:
+            return Outcome("died", reason="the leased worker was lost earlier")
+        broken = self.pool._send(worker, request)
+        if broken is not None:
+            self.worker = None
+            return broken
+        if not worker.inbox.poll(timeout_s):
+            self.worker = None
+            return self.pool._timed_out(worker, timeout_s)
+        outcome = _reply(worker)
+        if outcome.status == "died":
+            self.worker = None
+            self.pool._discard(worker)
+        return outcome
+
+
+def _reply(worker: _Worker) -> Outcome:
+    """The outcome of the reply waiting on ``worker``'s pipe (``died`` when the pipe closed instead:
+    a signal the pool did not send, such as the OOM killer's, or a crash)."""
+    try:
+        tag, value = worker.inbox.recv()
+    except (EOFError, OSError):
+        return Outcome("died", reason=f"worker died (exit code {worker.process.poll()})")
+    if tag == "ok":
+        return Outcome("ok", value)
+    status: Literal["memory", "error"] = "memory" if str(value).startswith("MemoryError") else "error"
+    return Outcome(status, reason=str(value))
