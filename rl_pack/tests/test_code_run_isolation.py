@@ -335,7 +335,7 @@ def _config() -> dict[str, Any]:
     return {"rl": {"reward": {"provider": "code-tests", "params": params}, "group_size": GROUP}}
 
 
-def _group(group_id: str, program: str, answer: int) -> dict[str, Any]:
+def _group(group_id: str, program: str, answer: object) -> dict[str, Any]:
     reference = {"test_list": [f"assert answer() == {answer}"]}
     programs = {
         "subject": program,
@@ -543,3 +543,43 @@ def test_unsandboxed_runs_leave_the_hosts_tmp_as_it_was(
     assert os.stat("/tmp").st_mode == host_tmp_mode
     assert stat.S_IMODE(shared_tmp.stat().st_mode) == 0o1777
     assert list(shared_tmp.iterdir()) == []
+
+
+# -- privilege: no process of a run holds or could regain a capability -----------------------------
+
+# Everything a run's process holds of privilege, and what CAP_SYS_ADMIN would let it do.
+PRIVILEGE_PROBE = """
+import ctypes, os
+LIBC = ctypes.CDLL(None, use_errno=True)
+def capability_sets():
+    with open("/proc/self/status") as handle:
+        rows = [line.split(":") for line in handle if line.startswith("Cap")]
+    return {name: int(value, 16) for name, value in rows}
+def refused(result):
+    return result == -1 and ctypes.get_errno() == 1  # EPERM
+MS_REMOUNT, MS_BIND = 0x20, 0x1000
+PROBED = {
+    "sets": capability_sets(),
+    "remount /usr writable": refused(LIBC.mount(None, b"/usr", None, MS_REMOUNT | MS_BIND, None)),
+    "unmount /proc": refused(LIBC.umount2(b"/proc", 2)),
+    "new mount namespace": refused(LIBC.unshare(0x00020000)),
+    "new pid namespace": refused(LIBC.unshare(0x20000000)),
+}
+def answer():
+    return PROBED
+"""
+NO_PRIVILEGE = {
+    "sets": {name: 0 for name in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")},
+    "remount /usr writable": True,
+    "unmount /proc": True,
+    "new mount namespace": True,
+    "new pid namespace": True,
+}
+
+
+def test_a_runs_process_holds_no_capability(reward: Any) -> None:
+    # bwrap left the slot's bounding set nearly full and its inheritable set holding the slot's
+    # capabilities; a candidate must see every set empty, and be refused what CAP_SYS_ADMIN allows
+    # (remounting the read-only host binds writable, uncovering /proc, making namespaces).
+    batch = reward.score([_group("privileges", PRIVILEGE_PROBE, NO_PRIVILEGE)])
+    assert _finals(batch) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}

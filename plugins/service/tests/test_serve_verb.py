@@ -16,7 +16,11 @@ from rewardkit.extras import install_line
 from rewardkit_service.section import ServiceConfig
 
 
-def test_serve_help_shows_the_defaults_and_what_to_install(capsys: pytest.CaptureFixture):
+def test_serve_help_shows_the_defaults_and_what_to_install(
+    capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+):
+    # argparse wraps at the terminal's width, and may break the install line at its hyphen.
+    monkeypatch.setenv("COLUMNS", "400")
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
     out = " ".join(capsys.readouterr().out.split())  # argparse wraps lines

@@ -9,13 +9,14 @@ Isolation of one slot (``isolation="bwrap"``):
 - new network, pid, ipc, uts and cgroup namespaces; a tmpfs root holding read-only binds of the
   system directories and of the Python installation only (no home, no project, no host ``/tmp``);
 - a private, size-capped tmpfs ``/tmp`` and a private ``/dev``;
-- the runner keeps only CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN, CAP_FOWNER and
-  CAP_DAC_OVERRIDE; each candidate runs in a child of the slot's zygote that drops to a fresh
-  candidate uid, and the tests in another child under a fresh test uid (so RLIMIT_NPROC binds,
-  the candidate can signal neither the runner nor the tests, and nothing of one run can signal a
-  later run's processes), with rlimits on address space, CPU, processes, file size and open
-  files, and a seccomp filter that refuses user namespaces, scheduling changes and sockets of
-  any family but ``AF_UNIX``;
+- the runner keeps only CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN, CAP_FOWNER and CAP_DAC_OVERRIDE
+  (it empties the bounding, inheritable and ambient sets with CAP_SETPCAP, then drops that, before
+  it forks anything: no run's process sees a capability in any set); each candidate runs in a child
+  of the slot's zygote that drops to a fresh candidate uid, and the tests in another child under a
+  fresh test uid (so RLIMIT_NPROC binds, the candidate can signal neither the runner nor the tests,
+  and nothing of one run can signal a later run's processes), with rlimits on address space, CPU,
+  processes, file size and open files, and a seccomp filter that refuses user namespaces, scheduling
+  changes and sockets of any family but ``AF_UNIX``;
 - the namespaces and ``/tmp`` belong to the slot, not to one run, so nothing a run makes may
   outlive it: its processes are killed and its work dirs removed before the runner answers, and
   ``/tmp`` and ``/dev/shm`` must then be empty (else the slot restarts); the filter refuses the
@@ -68,7 +69,7 @@ CgroupPolicy = Literal["required", "auto", "off"]
 
 _INSIDE = Path(__file__).with_name("inside")
 # load order: each module imports only the ones before it
-INSIDE_MODULES = ("rk_wire", "rk_procs", "rk_seccomp", "rk_serve", "rk_judge", "rk_runner")
+INSIDE_MODULES = ("rk_wire", "rk_procs", "rk_seccomp", "rk_isolate", "rk_serve", "rk_judge", "rk_runner")
 _INSIDE_SOURCES = [[name, (_INSIDE / f"{name}.py").read_text(encoding="utf-8")] for name in INSIDE_MODULES]
 # Reads the modules from stdin (one length-prefixed JSON frame), then runs the runner.
 BOOTSTRAP = """
@@ -89,7 +90,12 @@ sys.modules["rk_runner"].main()
 """
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _SYSTEM_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group")
-_CAPABILITIES = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE")
+# CAP_SETPCAP lets the runner empty the slot's bounding and inheritable sets; it drops it with them
+# before it forks anything (rk_isolate.limit_capabilities), so no run's process sees a capability.
+_CAPABILITIES = (
+    *("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE"),
+    "CAP_SETPCAP",
+)
 _START_TIMEOUT_S = 20.0
 _HOST_GRACE_S = 5.0
 # uids handed to candidates, far above real accounts: each process owns a span (by its pid), a

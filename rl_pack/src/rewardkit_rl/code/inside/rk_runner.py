@@ -1,9 +1,11 @@
 """The in-sandbox runner: a warm interpreter, and the zygote that forks every process of a run.
 
 Loaded by the slot's bootstrap (``python -I -S``, standard library only) together with
-``rk_wire``, ``rk_procs``, ``rk_seccomp``, ``rk_serve`` and ``rk_judge``. It starts once per sandbox
-slot and stays root inside the sandbox's namespaces, with only the capabilities it needs to set
-uids and kill, so nothing it forks can signal it or read its memory.
+``rk_wire``, ``rk_procs``, ``rk_seccomp``, ``rk_isolate``, ``rk_serve`` and ``rk_judge``. It starts
+once per sandbox slot and stays root inside the sandbox's namespaces, with only the capabilities it
+needs to set uids and kill, so nothing it forks can signal it or read its memory; before it forks
+anything it empties its bounding, inheritable and ambient sets and drops CAP_SETPCAP
+(``rk_isolate``), so no process of a run sees a capability in any of its sets.
 
 Before it reads any request it forks the **zygote**, and every process of every run is a child of
 the zygote, never of the runner. The zygote never reads request data: it takes the seccomp filter
@@ -57,6 +59,7 @@ import time
 import traceback
 from typing import Any
 
+import rk_isolate
 import rk_judge
 import rk_procs
 import rk_seccomp
@@ -554,6 +557,7 @@ def main() -> None:
         # The slot's CPU, for the runner and all it forks; no run may leave it (the filter).
         os.sched_setaffinity(0, {json.loads(sys.argv[2])})
         os.chmod(WORK_ROOT, 0o711)  # candidates may enter their own run dir, never list or write /tmp
+        rk_isolate.limit_capabilities()  # for good, for every process of the slot, before any fork
     else:
         # Unsandboxed, /tmp is the host's: never change its mode or share its names with other
         # runners. The host made this folder for the slot and removes it when the slot stops.
