@@ -122,6 +122,9 @@ _SKELETON = _CharMap(_skeleton_entries())
 _ASCII_SKELETON = tuple((char, folded) for char, folded in _SKELETON.table.items() if char.isascii())
 # ASCII's only invisible characters are the controls that are not whitespace.
 _ASCII_INVISIBLE = re.compile("[\x00-\x08\x0e-\x1b\x7f]")
+# Every other ASCII byte: ``bytes.translate`` deleting these leaves the invisible ones, a C loop
+# about three times faster than a regex scan (the answer rules check every completion).
+_ASCII_SHOWN = bytes(point for point in range(0x80) if _ASCII_INVISIBLE.match(chr(point)) is None)
 # Letters and digits: ``\w`` less the underscore (``str.isalnum``: categories L and N).
 _LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 
@@ -129,7 +132,7 @@ _LETTER_OR_DIGIT = re.compile(r"[^\W_]")
 def has_invisible(text: str) -> bool:
     """Whether ``visible`` would change ``text`` (it holds an invisible or blank-rendering character)."""
     if text.isascii():
-        return _ASCII_INVISIBLE.search(text) is not None
+        return bool(text.encode("ascii").translate(None, _ASCII_SHOWN))
     return _VISIBLE.holds(text)
 
 

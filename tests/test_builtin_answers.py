@@ -79,10 +79,10 @@ def test_a_final_answer_that_hedges_lists_or_computes_states_no_answer(completio
     assert arithmetic.terms["task"] == 0.0
 
 
-def test_gsm8k_and_arithmetic_are_at_revision_2() -> None:
+def test_gsm8k_and_arithmetic_are_at_revision_3() -> None:
     catalog = resolve_catalog()
-    assert catalog.entry("gsm8k").spec.revision == catalog.entry("arithmetic").spec.revision == "2"
-    assert catalog.entry("countdown").spec.revision == "1"
+    assert catalog.entry("gsm8k").spec.revision == catalog.entry("arithmetic").spec.revision == "3"
+    assert catalog.entry("countdown").spec.revision == "2"
 
 
 def test_gsm8k_reads_thousands_separators_and_latex_groups() -> None:

@@ -13,8 +13,10 @@ from rewardkit.pointwise import map_candidates
 
 # Bump when extraction or comparison changes what gsm8k or arithmetic score. 2: a final answer must
 # state one number ("18 or 19", "18 \\pm 1", "18^2" state none; `rewardkit audit` found them paid).
-ANSWER_RULES_REVISION = "2"
-COUNTDOWN_REVISION = "1"
+# 3: markers are found as a reader sees them (look-alike letters, invisible characters: issue 41).
+ANSWER_RULES_REVISION = "3"
+# 2: the <answer> tags are found as a reader sees them, invisible characters leave the expression.
+COUNTDOWN_REVISION = "2"
 # Each shows the text it read as the answer beside its breakdown entry (display only).
 _answer_spec = partial(
     RewardProviderSpec, needs=("reference",), terms=("task",), cheap=True, notes=(EXTRACTED_ANSWER,)

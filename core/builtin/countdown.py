@@ -7,7 +7,11 @@ Two policies, chosen by the ``policy`` parameter:
 - ``lenient``: as strict, but Unicode and LaTeX operators (``×``, ``÷``, ``−``, ``\\times``,
   ``\\div``, ``\\cdot``) are read as their ASCII forms and one trailing ``= target`` is allowed.
 
-Neither policy accepts unary minus (a given number cannot be negated) or a chain of equations."""
+Neither policy accepts unary minus (a given number cannot be negated) or a chain of equations.
+
+The ``<answer>`` tags are found as a reader sees them (``answers.read_as_reader``: a look-alike or
+zero-width-padded tag is a tag), and the expression is read as written, less its invisible
+characters (``1\\u200b2`` is ``12``, as it renders); no fold touches its digits or operators."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Literal
 
-from rewardkit.builtin.answers import EXTRACTED_ANSWER, last_answer_tag
+from rewardkit.builtin.answers import EXTRACTED_ANSWER, read_answer_tag
 from rewardkit.builtin.expressions import ExpressionError, evaluate
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
 from rewardkit.errors import RewardContractError
@@ -77,7 +81,11 @@ def _lenient_expression(answer: str, target: int) -> str | None:
 def judge_countdown(completion: str, numbers: Sequence[int], target: int, policy: str) -> tuple[bool, str]:
     """``(correct, why)`` where ``why`` is ``ok``, ``missing-answer``, ``invalid-expression``,
     ``number-mismatch``, ``division-by-zero`` or ``wrong-value``."""
-    answer = last_answer_tag(completion)
+    return _judge_answer(read_answer_tag(completion), numbers, target, policy)
+
+
+def _judge_answer(answer: str | None, numbers: Sequence[int], target: int, policy: str) -> tuple[bool, str]:
+    """``judge_countdown`` on the content of the answer tag (None: there is none)."""
     if answer is None:
         return False, "missing-answer"
     expression = _lenient_expression(answer, target) if policy == "lenient" else answer
@@ -103,14 +111,14 @@ def score_countdown(
 ) -> RewardProviderResult:
     """1 when the last ``<answer>`` reaches the target using each given number once (see module)."""
     numbers, target = countdown_problem(context.reference)
-    correct, why = judge_countdown(candidate.completion, numbers, target, policy)
+    answer = read_answer_tag(candidate.completion)  # read once: folding a long text is not free
+    correct, why = _judge_answer(answer, numbers, target, policy)
     extracted = why != "missing-answer"
     valid = extracted and why not in ("invalid-expression", "number-mismatch", "division-by-zero")
     diagnostics = (
         MetricContribution("extracted", float(extracted)),
         MetricContribution("valid", float(valid)),
     )
-    answer = last_answer_tag(candidate.completion) if extracted else None
     notes = None if answer is None else {EXTRACTED_ANSWER: answer.strip()}
     return RewardProviderResult(terms={"task": float(correct)}, diagnostics=diagnostics, notes=notes)
 

@@ -20,6 +20,9 @@ NUMBER_PATTERN = re.compile(
 
 _DIGIT = re.compile(r"\d")
 _NOT_ONE_VALUE = re.compile(r"[!^±∓]|\\[mp]m\b")
+# A superscript digit right after the number makes it a power: ``\d`` does not match ``²``, and
+# ``10²`` is 100, not 10 (``18 m²``, a unit, keeps its number).
+_POWER_AFTER = re.compile("[⁰¹²³⁴-⁹]")
 
 # LaTeX and Unicode spellings that only dress a number up; removed or replaced before reading it.
 _LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
@@ -82,6 +85,8 @@ def stated_number(text: str) -> Fraction | None:
         return None
     match, value = found[0]
     rest = dressed[: match.start()] + dressed[match.end() :]
+    if _POWER_AFTER.match(dressed, match.end()) is not None:
+        return None
     return None if _DIGIT.search(rest) or _NOT_ONE_VALUE.search(rest) else value
 
 

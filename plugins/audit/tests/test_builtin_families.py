@@ -20,7 +20,8 @@ import pytest
 
 import rewardkit
 from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow, reward_attacks
-from rewardkit.builtin.countdown import judge_countdown, last_answer_tag
+from rewardkit.builtin.answers import last_answer_tag
+from rewardkit.builtin.countdown import judge_countdown
 from rewardkit.builtin.expressions import ExpressionError, evaluate
 from rewardkit.builtin.numbers import first_number, iter_numbers, last_number
 from rewardkit_audit.families import answer, countdown, exact
@@ -447,7 +448,7 @@ def weak_exact_alnum(text: str, row: AuditRow) -> float:
 
 def test_the_exact_attacks_fool_weak_checkers() -> None:
     attacks = _family("exact")[1]
-    teeth = {attack.name: "contains" for attack in attacks} | {"exact-zero-width": "alnum"}
+    teeth = {attack.name: "contains" for attack in attacks}
     assert_teeth("exact", exact_rows(), {"contains": weak_exact_contains, "alnum": weak_exact_alnum}, teeth)
 
 

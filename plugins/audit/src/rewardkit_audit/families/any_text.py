@@ -3,8 +3,8 @@
 Both providers pay an honest wrong answer as much as an honest right one (``constant`` pays
 everything its ``value``; ``nonempty`` pays any completion with a non-whitespace character), so
 the audit here checks only that nothing pays more than an ordinary wrong answer: a completion
-of whitespace, of zero-width characters only, or nothing at all. ``nonempty`` counts a
-zero-width character as text (it is not whitespace), which pays it no more than honest wrong.
+of whitespace, of zero-width characters only, or nothing at all. ``nonempty`` reads invisible
+characters as nothing (since revision 2), so it pays none of them.
 """
 
 from __future__ import annotations

@@ -62,7 +62,9 @@ def _from(template: Callable[[str, str], str]) -> Callable[[AuditRow], str | Non
 
 
 def _zero_width(reference: str, wrong: str) -> str:
-    return reference[:1] + ZERO_WIDTH_SPACE + reference[1:]
+    # R with a zero-width space inside reads as R, and exact-match pays it since revision 2; R and
+    # W joined by one read as "RW", one string that is not the reference.
+    return reference + ZERO_WIDTH_SPACE + wrong
 
 
 _ATTACKS: tuple[tuple[str, Callable[[AuditRow], str | None], str], ...] = (
@@ -79,7 +81,7 @@ _ATTACKS: tuple[tuple[str, Callable[[AuditRow], str | None], str], ...] = (
     (
         "exact-zero-width",
         _from(_zero_width),
-        "R with a zero-width space inside: looks like R, is another string",
+        "R and W joined by a zero-width space: reads as 'RW', not the reference",
     ),
     (
         "exact-extra-text",
