@@ -30,7 +30,7 @@ def test_providers_table(capsys: pytest.CaptureFixture):
     assert header.split() == ["name", "distribution", "revision", "identity", "needs", "terms", "description"]
     assert any(row.startswith("exact-match") and "reference" in row for row in rows)
     nonempty = next(row for row in rows if row.startswith("nonempty"))
-    assert nonempty.endswith("1 for a completion with any non-whitespace text, else 0."), "described"
+    assert nonempty.endswith("1 for a completion with any visible text, else 0."), "described"
 
 
 def test_providers_json(capsys: pytest.CaptureFixture):

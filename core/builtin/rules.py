@@ -84,7 +84,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             score_nonempty,
             (),
             "2",
-            "1 for a completion with any visible non-whitespace text, else 0.",
+            "1 for a completion with any visible text, else 0.",
         ),
         (
             "exact-match",
