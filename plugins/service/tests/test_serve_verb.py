@@ -43,6 +43,7 @@ def test_rewardkit_plugins_lists_the_service_with_its_hooks(capsys: pytest.Captu
     assert row["status"] == "loaded"
     assert {"register_commands", "register_config_sections", "register_reward_backends"} <= set(row["hooks"])
     assert row["provides"] == {
+        "providers": ["nemo-gym-verify"],
         "backends": ["service"],
         "sections": ["rewards.service"],
         "commands": ["serve"],

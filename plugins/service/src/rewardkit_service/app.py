@@ -70,6 +70,7 @@ from rewardkit.plugin import (
     timeout_of,
     usable_cpus,
 )
+from rewardkit_service import ors_paths
 from rewardkit_service.auth import TokenChecker
 from rewardkit_service.limiter import AsyncInflightLimiter, BackpressureTimeout, RequestTooLarge
 from rewardkit_service.metrics import ServiceMetrics
@@ -108,6 +109,11 @@ _KNOWN_ENDPOINTS = (
             "/v1/providers",
             "/metrics",
             "/openapi.json",
+            # NeMo Gym's resources-server paths (rewardkit_service.nemo_gym)
+            "/seed_session",
+            "/verify",
+            "/aggregate_metrics",
+            "/reverify_mode",
         )
     )
     | OPEN_PATHS
@@ -227,7 +233,8 @@ class RewardService:
         self.monitors: Any = None
         # The run monitors' refusals, answered 403 and 429 (the distribution is imported lazily).
         self.run_refusals: tuple[type[Exception], type[Exception]] | None = None
-        if config.rl.monitor is not None:
+        # ``rl.monitor``: the monitor distribution's section, a field only where it is installed or known.
+        if getattr(config.rl, "monitor", None) is not None:
             needed_for = "`rl.monitor` in the service"
             self.monitors = import_optional("rewardkit_monitor", "RunMonitors", needed_for)(config)
             self.run_refusals = (
@@ -733,8 +740,13 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
                 except Exception as error:
                     log.warning("closing a reward worker failed: %s: %s", type(error).__name__, error)
 
+    # The protocols other trainers speak, on the same service steps (docs/protocols.md); imported
+    # here because they build on this module's Reply and RewardService.
+    from rewardkit_service import nemo_gym, ors
+
     app = Starlette(
         routes=[
+            *nemo_gym.routes(service, endpoint),
             Route("/v1/score", score, methods=["POST"]),
             Route("/v1/resolve", resolve, methods=["POST"]),
             Route("/v1/compose", compose_outcomes, methods=["POST"]),
@@ -744,6 +756,7 @@ def create_app(config: RewardkitConfig, settings: ServiceSettings | None = None)
             Route("/openapi.json", openapi, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
+            *ors.routes(service, endpoint),
         ],
         lifespan=lifespan,
     )
@@ -773,10 +786,12 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        label = path if path in _KNOWN_ENDPOINTS else "other"
+        label = path if path in _KNOWN_ENDPOINTS else ors_paths.metric_label(path) or "other"
         metrics = self.service.metrics
         if path not in OPEN_PATHS and self.service.checker.enabled:
             authorization = next((value for key, value in scope["headers"] if key == b"authorization"), None)
+            # An ORS client sends the token as X-API-Key (rewardkit_service.ors).
+            authorization = ors_paths.authorization_of(path, authorization, scope["headers"])
             if not self.service.checker.allows(authorization):
                 metrics.failures.labels("unauthorized").inc()
                 metrics.requests.labels(label, "401").inc()

@@ -1,6 +1,7 @@
 """rewardkit-service's plugin (entry point ``service``): the ``rewardkit serve`` verb, the backend a
-Reward Service URL selects (``rl.reward.service``) and the ``rewards.service`` section. Light to import:
-the server and the client load only when a verb runs or a reward is built."""
+Reward Service URL selects (``rl.reward.service``), the ``rewards.service`` section and the provider
+``nemo-gym-verify`` (a NeMo Gym resources server's /verify). Light to import: the server and the
+client load only when a verb runs or a reward is built."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from rewardkit.plugin import (
     CommandRegistrar,
     ConfigSectionRegistrar,
     ConfigSectionSpec,
+    ProviderRegistrar,
     RewardBackendRegistrar,
     RewardBackendSpec,
     hookimpl,
@@ -78,3 +80,11 @@ def register_config_sections(register: ConfigSectionRegistrar) -> None:
             always=True,
         )
     )
+
+
+@hookimpl
+def register_reward_providers(register: ProviderRegistrar) -> None:
+    # The client side of the NeMo Gym protocol the server speaks (rewardkit_service.nemo_gym).
+    from rewardkit_service.nemo_gym_verify import SPEC
+
+    register(SPEC)
