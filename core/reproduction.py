@@ -22,9 +22,11 @@ decides: it passes, the candidate is charged without a rerun; it fails, infrastr
 
 The budget belongs to one batch: ``rerun_budget()`` is the budget of the batch being scored in this
 context (the worker enters ``batch_budget`` around each ``score``); a provider handing work to its
-own threads passes it on by hand, as it does the cancel scope. Outside a batch (a provider called
-directly), every call gets a budget of ``DEFAULT_RERUNS_PER_BATCH``. A provider scored in another
-process (Ray actors, the Reward Service) has the budget of each request it receives.
+own threads passes it on by hand, as it does the cancel scope. A stream (``Reward.stream()``) is one
+batch scored a group at a time: it enters ``shared_budget`` around each group, so every
+``batch_budget`` entered inside gives that one budget instead of a fresh one. Outside a batch (a
+provider called directly), every call gets a budget of ``DEFAULT_RERUNS_PER_BATCH``. A provider
+scored in another process (Ray actors, the Reward Service) has the budget of each request it receives.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ __all__ = [
     "batch_budget",
     "reproduce",
     "rerun_budget",
+    "shared_budget",
 ]
 
 DEFAULT_RERUNS_PER_BATCH = 32
@@ -133,6 +136,8 @@ class RerunBudget:
 
 
 _CURRENT: ContextVar[RerunBudget | None] = ContextVar("rewardkit_rerun_budget", default=None)
+# Set by a stream around each of its groups: the budget of the whole stream, which batch_budget gives.
+_SHARED: ContextVar[RerunBudget | None] = ContextVar("rewardkit_shared_rerun_budget", default=None)
 
 
 def rerun_budget() -> RerunBudget:
@@ -142,13 +147,24 @@ def rerun_budget() -> RerunBudget:
 
 @contextmanager
 def batch_budget(per_batch: int) -> Iterator[RerunBudget]:
-    """Make a fresh budget of ``per_batch`` reruns the current one for the block (one batch)."""
-    budget = RerunBudget(per_batch)
+    """Make a fresh budget of ``per_batch`` reruns the current one for the block (one batch); inside
+    ``shared_budget``, that shared budget instead (a group of a stream is a piece of its batch)."""
+    budget = _SHARED.get() or RerunBudget(per_batch)
     token = _CURRENT.set(budget)
     try:
         yield budget
     finally:
         _CURRENT.reset(token)
+
+
+@contextmanager
+def shared_budget(budget: RerunBudget) -> Iterator[RerunBudget]:
+    """Within the block, every ``batch_budget`` gives ``budget``: several scoring calls count as one batch."""
+    token = _SHARED.set(budget)
+    try:
+        yield budget
+    finally:
+        _SHARED.reset(token)
 
 
 def _spent(budget: RerunBudget) -> str:

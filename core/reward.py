@@ -2,7 +2,8 @@
 
 A ``Reward`` resolves its catalog and constructs every selected provider up front (preflight:
 nothing is scored if any provider cannot be built or fed), then scores batches of complete groups
-with ``score`` (threads) or ``ascore`` (asyncio). Past ``rewards.max_inflight`` rollouts callers
+with ``score`` (threads) or ``ascore`` (asyncio), or a group at a time as generation finishes them
+with ``stream()`` / ``astream()`` (``rewardkit.stream``). Past ``rewards.max_inflight`` rollouts callers
 wait for capacity until ``rewards.deadline_s``, then get ``BackpressureTimeout``: never a silent drop.
 """
 
@@ -33,6 +34,9 @@ from rewardkit.extensions import LOCAL_BACKEND
 from rewardkit.extras import KNOWN_BACKENDS, KNOWN_SERVICE_BACKEND, SERVICE_BACKEND, Known, import_optional
 from rewardkit.protocols import RewardLike
 from rewardkit.provenance import ProviderRecord, check_resume_all
+from rewardkit.reproduction import RerunBudget
+from rewardkit.split_batch import SplitBatchFinisher
+from rewardkit.stream import AsyncRewardStream, RewardStream
 from rewardkit.worker import GroupLike, RewardWorker, ScoredBatch, as_batch
 
 DEFAULT_THREADS = 8
@@ -212,6 +216,46 @@ class Reward:
             except asyncio.CancelledError:
                 scope.cancel("the task awaiting ascore() was cancelled")
                 raise
+
+    def stream(self, *, deadline_s: float | None = None, timeout_s: float | None = None) -> RewardStream:
+        """One batch scored a group at a time: ``with reward.stream() as s: s.submit(group)`` returns a
+        future of the group's ``ScoredGroup`` once it is scored; ``s.close()`` (or leaving the block)
+        returns the batch as ``score`` on those groups would. ``submit`` waits for capacity up to
+        ``deadline_s`` (default ``rewards.deadline_s``); ``timeout_s`` (default
+        ``rewards.request_timeout_s``) bounds each group's scoring. Not under ``batch`` scaling, where
+        no advantage is known before the last group. See ``rewardkit.stream`` for failures."""
+        if self._released:
+            raise RewardkitError("this Reward is closed; load() a new one")
+        rl = self.config.rl
+        if rl.advantage_scaling == "batch":
+            raise ConfigError(
+                "batch scaling divides every advantage by the spread of the whole batch, so no group's "
+                "advantage is known before the last group is scored; stream under group or none scaling, "
+                "or score whole batches with score()",
+                key="rl.advantage_scaling",
+            )
+        wait_s = check_deadline(deadline_s) if deadline_s is not None else self.config.rewards.deadline_s
+        bound = self._timeout(timeout_s)
+
+        def score_one_group(group: GroupLike) -> ScoredBatch:
+            return run_bounded(bound, lambda: self.worker.evaluate([group]))
+
+        return RewardStream(
+            score_one_group,
+            SplitBatchFinisher(
+                self.worker.scaling, std=self.worker.advantage_std, eps=self.worker.advantage_eps
+            ),
+            threads=self._threads,
+            limiter=self.limiter,
+            deadline_s=wait_s,
+            rerun_budget=RerunBudget(self.worker.spec.reruns.per_batch),
+        )
+
+    def astream(
+        self, *, deadline_s: float | None = None, timeout_s: float | None = None
+    ) -> AsyncRewardStream:
+        """``stream`` for asyncio: ``async with reward.astream() as s: await s.submit(group)``."""
+        return AsyncRewardStream(self.stream(deadline_s=deadline_s, timeout_s=timeout_s))
 
     def _timeout(self, timeout_s: float | None) -> float | None:
         if timeout_s is not None:

@@ -25,6 +25,7 @@ from rewardkit.pointwise import MappedProvider
 from rewardkit.protocols import RewardLike
 from rewardkit.reward import Reward, build_reward
 from rewardkit.split_batch import finish_split_batch
+from rewardkit.stream import astream_of
 from rewardkit.worker import ScoredBatch, ScoredCandidate
 
 TOTAL_NAME = "rewardkit"
@@ -335,7 +336,7 @@ class TRLRewardBinding:
                 result = await asyncio.to_thread(self._score_across, ranks, prompts, completions, kwargs)
             else:
                 groups = self._groups(prompts, completions, kwargs)
-                result = _BatchScores.of(groups, await self.reward.ascore(groups), self.component_names)
+                result = _BatchScores.of(groups, await self._ascore_streaming(groups), self.component_names)
         except BaseException as error:
             future.set_exception(error)
             future.exception()  # retrieved: the other functions of this batch re-raise it, or none wait
@@ -343,6 +344,19 @@ class TRLRewardBinding:
         future.set_result(result)
         self._publish(result, kwargs)
         return result
+
+    async def _ascore_streaming(self, groups: Sequence[Any]) -> ScoredBatch:
+        """The batch scored through a stream, each group submitted as soon as it is read (under
+        ``batch`` scaling, where a stream cannot give advantages, in one ``ascore``). GRPOTrainer hands
+        over whole batches, so this overlaps groups with each other, not with generation;
+        AsyncGRPOTrainer calls once per group as generation finishes it (docs/bindings.md)."""
+        stream = astream_of(self.reward)
+        if stream is None:
+            return await self.reward.ascore(groups)
+        async with stream as scoring:
+            for group in groups:
+                await scoring.submit(group)
+            return await scoring.close()
 
     def functions(self) -> list[RewardFunc]:
         """The total's function (``name`` None below), then one per component."""

@@ -4,11 +4,13 @@ The model and the tokenizer are built here (a 1-layer Llama with random weights 
 vocabulary), so nothing is downloaded. After each step the test takes the completions TRL
 generated and the rewards TRL logged for them, scores the same completions with rewardkit
 directly (``rewardkit.load(config).score``), and checks they agree sample by sample and in TRL's
-logged means.
+logged means. It runs twice: with the plain reward functions, and with the async ones, which score
+each batch through a stream (``Reward.astream``).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 
@@ -86,19 +88,34 @@ def nanmean(values: list[float | None]) -> float:
     return sum(present) / len(present) if present else math.nan
 
 
-def test_grpo_trainer_logs_rewardkit_scores(tmp_path, monkeypatch):
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["reward_funcs", "async_reward_funcs"])
+def test_grpo_trainer_logs_rewardkit_scores(tmp_path, monkeypatch, asynchronous):
     monkeypatch.syspath_prepend(os.path.dirname(__file__))  # trl_catalog, named in the config
     tokenizer = tiny_tokenizer()
     model = tiny_model(tokenizer)
     dataset = Dataset.from_dict({"prompt": [p for p, _ in ROWS], "answer": [a for _, a in ROWS]})
 
     bound = binding(CONFIG)
-    calls = []
+    calls: list[int] = []
     score = bound.reward.score
     monkeypatch.setattr(
         bound.reward, "score", lambda groups, **kw: calls.append(len(groups)) or score(groups, **kw)
     )
-    funcs, weights = bound.functions(), bound.weights()
+    # The async functions score through a stream (reward.astream): count the groups each one took.
+    streamed: list[list[str]] = []
+    open_stream = bound.reward.stream
+
+    def counted_stream(**kw):
+        stream = open_stream(**kw)
+        submit, submitted = stream.submit, []
+        streamed.append(submitted)
+        stream.submit = lambda group: submitted.append(group["group_id"]) or submit(group)
+        return stream
+
+    monkeypatch.setattr(bound.reward, "stream", counted_stream)
+    funcs = bound.async_functions() if asynchronous else bound.functions()
+    weights = bound.weights()
+    assert all(inspect.iscoroutinefunction(f) == asynchronous for f in funcs)  # what TRL dispatches on
     assert [f.__name__ for f in funcs] == ["rewardkit", *COMPONENTS]
     assert weights == [1.0, 0.0, 0.0, 0.0]
 
@@ -134,8 +151,9 @@ def test_grpo_trainer_logs_rewardkit_scores(tmp_path, monkeypatch):
 
     assert trainer.state.global_step == 2
     assert len(snapshot.steps) == 2, "TRL logged fewer steps than it trained"
-    # One scoring pass per batch, although TRL called four functions per batch.
-    assert calls == [2, 2]
+    # One scoring pass per batch, although TRL called four functions per batch: one score call, or
+    # one stream of the batch's two groups.
+    assert (calls, [len(groups) for groups in streamed]) == (([], [2, 2]) if asynchronous else ([2, 2], []))
 
     answer_of = dict(ROWS)
     reference = rewardkit.load(CONFIG)
