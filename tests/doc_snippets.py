@@ -70,16 +70,20 @@ DOC_ENVS: dict[str, str] = {
     "docs/nih_judge.md": "nih_judge",
     "docs/performance.md": "core",
     "docs/plugins.md": "core",
+    # audit: the one env with the service, the judges and the sandbox its protocols and graders need
+    "docs/protocols.md": "audit",
     "docs/ray.md": "ray",
     "docs/reward_models.md": "rm",
     "docs/service.md": "service",
+    "docs/streaming.md": "core",
     "docs/serving.md": "vllm",
     "docs/t2i.md": "t2i",
     "docs/verifiers.md": "rl",
+    "docs/viewing.md": "view",
     "docs/writing_providers.md": "core",
 }
 # Envs with a test that runs their documents' blocks; a runnable block elsewhere is an error.
-RUNNER_ENVS = ("core", "rl", "service", "checkpoints", "media", "nih_judge", "audit", "monitor")
+RUNNER_ENVS = ("core", "rl", "service", "checkpoints", "media", "nih_judge", "audit", "monitor", "view")
 RUN_LANGS = ("bash", "sh", "console", "python")
 MARKER = re.compile(r"^<!-- doc-test: (skip|file) ?(.*?) -->$")
 FENCE = re.compile(r"^(`{3,})([\w+-]*)[^\n]*$")

@@ -130,6 +130,7 @@ class UnitReport:
                         | {"final": outcome.final, "status": outcome.status}
                         | ({"reason": outcome.reason} if outcome.reason else {})
                         | ({"parts": dict(outcome.parts)} if outcome.parts else {})
+                        | ({"text": outcome.text} if outcome.text is not None else {})
                     )
                 rights.append(group.right.final if group.right.final is not None else 0.0)
                 wrongs.append(group.wrong.final if group.wrong.final is not None else 0.0)

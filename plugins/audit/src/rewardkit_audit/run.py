@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rewardkit.plugin import (
@@ -55,6 +55,7 @@ class Outcome:
     reason: str | None = None
     # component name -> its value (None: skipped); empty for a reward of one component
     parts: Mapping[str, float | None] = field(default_factory=dict)
+    text: str | None = None  # an attack's completion, for --json (`rewardkit view --audit` shows it)
 
 
 @dataclass(frozen=True)
@@ -275,7 +276,7 @@ def _run_unit(
                 failures.append((scored_right if scored_right.status == "error" else scored_wrong).reason)
                 continue
             missing = Outcome(None, "error", "not scored")
-            attack_outcome = outcomes.get(name, missing) if name else missing
+            attack_outcome = replace(outcomes.get(name, missing), text=texts[name]) if name else missing
             outcome.groups[name] = Scored(scored_right, scored_wrong, attack_outcome)
         if not outcome.groups:
             run.skipped[row.row_id] = f"a baseline could not be scored: {failures[0]}"

@@ -1,0 +1,1 @@
+"""rewardkit-view: `rewardkit view` (a self-contained results page) and `rewardkit compare`."""
