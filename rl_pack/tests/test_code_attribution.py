@@ -334,7 +334,8 @@ def test_with_no_reruns_left_a_passing_canary_charges_the_timeout_without_a_reru
 
 def test_the_budget_is_the_batchs_reruns_then_the_canary_decides() -> None:
     with rewardkit.load(config(group_size=3, per_batch=1, timeout_s=1.0)) as reward:
-        batch = reward.score([group(BUSY, HONEST, BUSY)])
+        # two texts, so two suspects (code-tests runs equal answers once and shares the result)
+        batch = reward.score([group(BUSY, HONEST, "# another sample's copy\n" + BUSY)])
         first, honest, second = scored(batch)
         assert (first.final, honest.final, second.final) == (0.0, 1.0, 0.0)
         assert sorted(diagnostics(c)["reruns"] for c in (first, second)) == [0.0, 1.0]
@@ -380,7 +381,10 @@ CROWD = "import os\nfor _ in range(14):\n    if os.fork() == 0:\n        break\n
 def test_a_crowd_of_busy_processes_in_one_slot_does_not_reach_a_sibling() -> None:
     concurrency = min(2, os.cpu_count() or 1)
     with rewardkit.load(config(group_size=6, concurrency=concurrency)) as reward:  # onError: raise
-        batch = reward.score([group(CROWD, HONEST_WORK, CROWD, HONEST_WORK, CROWD, CROWD)])
+        # each a distinct text (code-tests runs equal answers once), so four crowds run at once
+        crowds = [f"{CROWD}# crowd {number}\n" for number in range(4)]
+        honest = [f"{HONEST_WORK}# honest {number}\n" for number in range(2)]
+        batch = reward.score([group(crowds[0], honest[0], crowds[1], honest[1], crowds[2], crowds[3])])
     finals = [candidate.final for candidate in scored(batch)]
     assert finals == [0.0, 1.0, 0.0, 1.0, 0.0, 0.0], batch
     honest = scored(batch)[1]
@@ -400,3 +404,39 @@ def test_a_run_cannot_leave_its_slots_cpu() -> None:
     with rewardkit.load(config()) as reward:
         [candidate] = scored(reward.score([group(program)]))
     assert candidate.final == 1.0, candidate
+
+
+# -- stdin/stdout tests: one candidate spends at most one of the batch's reruns ---------------------
+
+# Six cases, each of which the attacker runs past its deadline; rerunning each case would spend six
+# reruns of the batch, leaving none for an honest sibling whose run the host froze once.
+IO_REFERENCE = {"inputs": [f"{number}\n" for number in range(6)], "outputs": [str(2 * n) for n in range(6)]}
+IO_HONEST = "print(2 * int(input()))\n"
+IO_ATTACKER = "import time\nif int(input()) >= 0:\n    time.sleep(600)\n"
+
+
+def test_an_io_candidate_whose_every_case_times_out_spends_one_rerun_and_a_flaky_sibling_keeps_its_own(
+    stall_runs: Callable[[Callable[[Mapping[str, Any]], bool]], None],
+) -> None:
+    stalled: list[str] = []
+
+    def the_honest_run_once(request: Mapping[str, Any]) -> bool:
+        # the honest candidate runs after the attacker (one worker, candidates in order)
+        if request["program"] == IO_HONEST and not stalled:
+            stalled.append(str(request["stdin"]))
+            return True
+        return False
+
+    stall_runs(the_honest_run_once)
+    rollouts = [
+        {"trajectory_id": name, "completion": f"```python\n{program}```", "reference": IO_REFERENCE}
+        for name, program in (("attacker", IO_ATTACKER), ("honest", IO_HONEST))
+    ]
+    with rewardkit.load(config(group_size=2, per_batch=2, timeout_s=1.0)) as reward:  # onError: raise
+        batch = reward.score([{"group_id": "io", "rollouts": rollouts}])
+    attacker, honest = scored(batch)
+    assert stalled, "the seam never froze the honest run"
+    assert (attacker.final, honest.final) == (0.0, 1.0), honest
+    assert diagnostics(attacker)["cases_timeout"] == 6.0 and diagnostics(attacker)["reruns"] == 1.0
+    assert entry(attacker)["reproduction"].startswith("reproduced: scored again alone")
+    assert diagnostics(honest)["reruns"] == 1.0 and diagnostics(honest)["timeout"] == 0.0

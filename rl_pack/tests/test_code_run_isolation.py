@@ -545,7 +545,198 @@ def test_unsandboxed_runs_leave_the_hosts_tmp_as_it_was(
     assert list(shared_tmp.iterdir()) == []
 
 
-# -- privilege: no process of a run holds or could regain a capability -----------------------------
+# -- the pid counter and /proc: each run has a pid namespace and a /proc of its own ----------------
+
+# A writer forks FORKS times before it answers: on a slot whose runs shared one pid namespace, that
+# moved every later run's pids by FORKS (a fork count can encode anything a program knows).
+FORKER = """
+import os
+for _ in range({forks}):
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)
+def answer():
+    return 7
+"""
+
+# What a program can learn of the pid counter: its own pid, its children's, the pids /proc lists
+# and the last pid /proc/loadavg and /proc/sys/kernel/ns_last_pid name (all read while its three
+# children live).
+PID_OBSERVER = """
+import os
+def observe():
+    gate_read, gate_write = os.pipe()
+    children = []
+    for _ in range(3):
+        child = os.fork()
+        if child == 0:
+            os.close(gate_write)
+            os.read(gate_read, 1)  # lives until the parent has looked
+            os._exit(0)
+        children.append(child)
+    listed = sorted(int(entry) for entry in os.listdir("/proc") if entry.isdigit())
+    with open("/proc/loadavg") as handle:
+        last_pid = int(handle.read().split()[-1])
+    with open("/proc/sys/kernel/ns_last_pid") as handle:
+        ns_last_pid = int(handle.read())
+    os.close(gate_write)
+    for child in children:
+        os.waitpid(child, 0)
+    return [os.getpid(), children, listed, last_pid, ns_last_pid]
+OBSERVED = observe()
+"""
+# The candidate's process is pid 2 of its run's namespace (pid 1 is the namespace's init) and its
+# children 3, 4 and 5, and /proc lists those alone, whatever ran before in the slot (on one shared
+# counter the observer saw its pid, its children's and both last pids move by what the run before
+# it forked).
+SEEN_IN_A_FRESH_NAMESPACE = [2, [3, 4, 5], [1, 2, 3, 4, 5], 5, 5]
+
+
+def _observer_group(group_id: str, mode: str) -> dict[str, Any]:
+    """The observer as the group's subject, as an assert-style or a stdin/stdout program."""
+    if mode == "asserts":
+        program = PID_OBSERVER + "def answer():\n    return OBSERVED\n"
+        return _group(group_id, program, SEEN_IN_A_FRESH_NAMESPACE)
+    reference = {"inputs": [""], "outputs": [repr(SEEN_IN_A_FRESH_NAMESPACE)]}
+    programs = {
+        "subject": PID_OBSERVER + "print(OBSERVED)\n",
+        "honest": f"print({SEEN_IN_A_FRESH_NAMESPACE!r})\n",
+        "wrong": "print([])\n",
+    }
+    return {
+        "group_id": group_id,
+        "rollouts": [
+            {"trajectory_id": role, "completion": f"```python\n{code}```", "reference": reference}
+            for role, code in programs.items()
+        ],
+    }
+
+
+@pytest.mark.parametrize("mode", ["asserts", "io"])
+def test_a_runs_pids_and_proc_do_not_depend_on_earlier_forks(reward: Any, mode: str) -> None:
+    slot_starts = []
+    # the same observations after a run that forked nothing, one that forked 37 times, and nothing
+    for forks in (0, 37, 0):
+        written = reward.score([_group(f"fork-{forks}", FORKER.format(forks=forks), 7)])
+        assert _finals(written) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}
+        observed = reward.score([_observer_group(f"observe-after-{forks}", mode)])
+        slot_starts.append(_the_slot(reward).starts)
+        assert _finals(observed) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}, f"after {forks} forks"
+    assert slot_starts == [1, 1, 1]  # one slot, never restarted: the counter was not reset that way
+
+
+# A signal a candidate sends itself ends it as it did before each run had its own pid namespace
+# (whose pid 1, the candidate's process, the kernel shields from every signal with the default
+# action sent from inside): each program below ends before it can answer, so it scores 0, by a
+# runtime error, not the deadline (no timeout, no rerun).
+SELF_ENDINGS = {
+    "sigterm_to_itself": "os.kill(os.getpid(), signal.SIGTERM)",
+    "raise_signal_usr1": "signal.raise_signal(signal.SIGUSR1)",
+    "sigterm_from_its_child": (
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    os.kill(os.getppid(), signal.SIGTERM)\n"
+        "    os._exit(0)\n"
+        "os.waitpid(child, 0)"
+    ),
+    "alarm": "signal.setitimer(signal.ITIMER_REAL, 0.01)\ntime.sleep(2)",
+    "abort": "os.abort()",
+}
+
+
+@pytest.mark.parametrize("ending", sorted(SELF_ENDINGS))
+@pytest.mark.parametrize("mode", ["asserts", "io"])
+def test_a_signal_a_candidate_sends_itself_still_ends_it(reward: Any, mode: str, ending: str) -> None:
+    prologue = "import os, signal, time\n" + SELF_ENDINGS[ending] + "\n"
+    if mode == "asserts":
+        group = _group(f"self-{ending}", prologue + "def answer():\n    return 7\n", 7)
+    else:
+        reference = {"inputs": [""], "outputs": ["7"]}
+        programs = {"subject": prologue + "print(7)\n", "honest": "print(7)\n", "wrong": "print(6)\n"}
+        group = {
+            "group_id": f"self-{ending}",
+            "rollouts": [
+                {"trajectory_id": role, "completion": f"```python\n{code}```", "reference": reference}
+                for role, code in programs.items()
+            ],
+        }
+    batch = reward.score([group])
+    assert _finals(batch) == {"subject": 0.0, "honest": 1.0, "wrong": 0.0}, f"{ending} did not end it"
+    [subject] = [candidate for _, candidate in batch.candidates() if candidate.trajectory_id == "subject"]
+    seen = subject.diagnostics["code-tests"]
+    assert seen["timeout"] == 0.0 and seen["reruns"] == 0.0
+    # the slot serves the next run as before
+    after = reward.score([_group(f"after-{ending}", "def answer():\n    return 7\n", 7)])
+    assert _finals(after) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}
+    assert _the_slot(reward).starts == 1
+
+
+# A child the candidate forks and leaves behind, holding every descriptor the candidate had: the
+# run's output pipes and, assert style, its call and reply pipes to the test process. The runner
+# must still answer, whole, at the run's end (the child is killed with the rest); what the child
+# writes into the reply pipe garbles only the candidate's own answers. ``os.pause`` does not exist:
+# the child's AttributeError makes it report a failed load into the reply pipe, then leave.
+LEFTOVERS = {
+    "os_pause": "if os.fork() == 0:\n    os.pause()\n",
+    "blocks_forever": "if os.fork() == 0:\n    signal.pause()\n",
+    "writes_the_reply_fd_then_blocks": (
+        "if os.fork() == 0:\n    os.write(4, bytes(range(256)) * 64)\n    signal.pause()\n"
+    ),
+    "writes_a_huge_frame_header_then_blocks": (
+        "if os.fork() == 0:\n    os.write(4, (1 << 30).to_bytes(4, 'big'))\n    signal.pause()\n"
+    ),
+    # the candidate prints only once its child has written (the gate closes), so the flood is there
+    "floods_stdout_then_blocks": (
+        "gate, shut = os.pipe()\n"
+        "if os.fork() == 0:\n"
+        "    os.write(1, b'7\\n' * 300000)\n"
+        "    os.close(shut)\n"
+        "    signal.pause()\n"
+        "os.close(shut)\n"
+        "os.read(gate, 1)\n"
+    ),
+}
+# What the subject scores: its honest result, or 0 when the child garbled its answers (with a reason)
+# or its output (a wrong output, as any program's).
+LEFTOVER_FINALS = {
+    ("asserts", "os_pause"): 0.0,
+    ("asserts", "blocks_forever"): 1.0,
+    ("asserts", "writes_the_reply_fd_then_blocks"): 0.0,
+    ("asserts", "writes_a_huge_frame_header_then_blocks"): 0.0,
+    ("asserts", "floods_stdout_then_blocks"): 1.0,
+    ("io", "os_pause"): 1.0,
+    ("io", "blocks_forever"): 1.0,
+    ("io", "floods_stdout_then_blocks"): 0.0,
+}
+
+
+@pytest.mark.parametrize(("mode", "leftover"), sorted(LEFTOVER_FINALS))
+def test_a_blocked_child_of_the_candidate_leaves_the_runners_answer_whole(
+    reward: Any, mode: str, leftover: str
+) -> None:
+    prologue = "import os, signal\n" + LEFTOVERS[leftover]
+    if mode == "asserts":
+        group = _group(f"left-{leftover}", prologue + "def answer():\n    return 7\n", 7)
+    else:
+        reference = {"inputs": [""], "outputs": ["7"]}
+        programs = {"subject": prologue + "print(7)\n", "honest": "print(7)\n", "wrong": "print(6)\n"}
+        group = {
+            "group_id": f"left-{leftover}",
+            "rollouts": [
+                {"trajectory_id": role, "completion": f"```python\n{code}```", "reference": reference}
+                for role, code in programs.items()
+            ],
+        }
+    batch = reward.score([group])  # onError: raise; a corrupt answer would fail the batch
+    expected = LEFTOVER_FINALS[(mode, leftover)]
+    [subject] = [candidate for _, candidate in batch.candidates() if candidate.trajectory_id == "subject"]
+    assert _finals(batch) == {"subject": expected, "honest": 1.0, "wrong": 0.0}, subject.breakdown
+    if expected == 0.0 and mode == "asserts":  # its answers garbled: the reason says so
+        assert subject.breakdown["code-tests"]["reason"], subject.breakdown
+    after = reward.score([_group(f"after-{leftover}", "def answer():\n    return 7\n", 7)])
+    assert _finals(after) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}
+
 
 # Everything a run's process holds of privilege, and what CAP_SYS_ADMIN would let it do.
 PRIVILEGE_PROBE = """
@@ -579,7 +770,8 @@ NO_PRIVILEGE = {
 
 def test_a_runs_process_holds_no_capability(reward: Any) -> None:
     # bwrap left the slot's bounding set nearly full and its inheritable set holding the slot's
-    # capabilities; a candidate must see every set empty, and be refused what CAP_SYS_ADMIN allows
-    # (remounting the read-only host binds writable, uncovering /proc, making namespaces).
+    # capabilities, and the zygote holds CAP_SYS_ADMIN to make each run's namespaces: a candidate
+    # must see every set empty, and be refused what CAP_SYS_ADMIN allows (remounting the read-only
+    # host binds writable, uncovering the slot's /proc, making namespaces).
     batch = reward.score([_group("privileges", PRIVILEGE_PROBE, NO_PRIVILEGE)])
     assert _finals(batch) == {"subject": 1.0, "honest": 1.0, "wrong": 0.0}

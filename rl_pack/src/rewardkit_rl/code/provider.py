@@ -106,6 +106,11 @@ class CaseOutcome:
             return "code-tests: the program's output passed its limit"
         if self.runtime_error:
             return "code-tests: the program failed while it ran"
+        if any(status == "error:CandidateGone" for status in self.statuses):
+            return (
+                "code-tests: the program's process broke its channel to the tests (a reply garbled, "
+                "cut short or missing, as when a process it forked writes into that channel)"
+            )
         return None
 
     def with_decisions(self, decided: list[_Decided]) -> CaseOutcome:
@@ -388,8 +393,12 @@ class CodeTestsProvider:
         statuses: list[str] = []
         flags = {"runtime": False, "timeout": False, "truncated": False}
         decisions: list[_Decided] = []
+        # One run per case, but one candidate: it is scored again once at most, whatever number of
+        # its cases fault, so a program that times out on every case leaves the batch's other
+        # reruns to its siblings; its later faults are decided by a canary alone.
+        share = _CandidateReruns(budget)
         for index, (given, expected) in enumerate(zip(plan.inputs, plan.outputs)):
-            decided = self._decided(slot, self._request(plan, program, stdin=given), budget)
+            decided = self._decided(slot, self._request(plan, program, stdin=given), share)
             decisions.append(decided)
             if decided.response is None:
                 broken = ("fail:sandbox_broken",) * len(plan.inputs)
@@ -429,6 +438,7 @@ class CodeTestsProvider:
             again.append(self._attempt(slot, request))  # the slot is leased: the run is alone in it
             return again[-1]
 
+        had_its_rerun = isinstance(budget, _CandidateReruns) and budget.asked
         verdict = reproduce(
             first,
             canary_name=CANARY_NAME,
@@ -437,6 +447,8 @@ class CodeTestsProvider:
             budget=budget,
         )
         reruns = len(again)
+        if isinstance(verdict, Charged) and had_its_rerun:
+            verdict = replace(verdict, evidence=_ONE_RERUN_SPENT)
         if isinstance(verdict, Charged):
             # A timed-out answer, the second's when there is one, says which cases had run.
             answers = [fault.response for fault in (*again, first) if isinstance(fault, RunFault)]
@@ -494,6 +506,29 @@ class CodeTestsProvider:
         if outputs_match(response["stdout"], expected, self.compare, rel_tol, abs_tol):
             return "pass"
         return "fail:wrong_output"
+
+
+_ONE_RERUN_SPENT = (
+    "not scored again: one rerun per candidate, not per test case, and an earlier case of this "
+    "candidate had it; a canary passed on the worker"
+)
+
+
+class _CandidateReruns(RerunBudget):
+    """One candidate's share of its batch's reruns, for a candidate run once per test case: the
+    first of its faults asks the batch for a rerun (which may have none left); every later one is
+    refused, so the canary alone decides it."""
+
+    def __init__(self, batch: RerunBudget) -> None:
+        super().__init__(batch.per_batch)
+        self.batch = batch
+        self.asked = False
+
+    def take(self) -> bool:
+        with self._lock:
+            first, self.asked = not self.asked, True
+            self.canaries += 1
+        return self.batch.take() if first else False
 
 
 def _answered(response: dict[str, Any]) -> _Decided:

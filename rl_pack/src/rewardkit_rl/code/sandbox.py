@@ -1,23 +1,34 @@
 """The bubblewrap sandbox: a pool of warm slots, each one bwrap process running the runner.
 
-The runner is the stdlib-only code in ``inside/`` (``rk_runner`` with ``rk_wire``, ``rk_serve``
-and ``rk_judge``); the slot's interpreter receives it as the first frame on its stdin and loads
-it before saying it is ready, so nothing of the host's file system is needed inside.
+The runner is the stdlib-only code in ``inside/`` (``rk_runner`` with ``rk_wire``, ``rk_procs``,
+``rk_seccomp``, ``rk_isolate``, ``rk_serve`` and ``rk_judge``); the slot's interpreter receives it as
+the first frame on its stdin and loads it before saying it is ready, so nothing of the host's file
+system is needed inside.
 
 Isolation of one slot (``isolation="bwrap"``):
 
 - new network, pid, ipc, uts and cgroup namespaces; a tmpfs root holding read-only binds of the
   system directories and of the Python installation only (no home, no project, no host ``/tmp``);
 - a private, size-capped tmpfs ``/tmp`` and a private ``/dev``;
-- the runner keeps only CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN, CAP_FOWNER and CAP_DAC_OVERRIDE
-  (it empties the bounding, inheritable and ambient sets with CAP_SETPCAP, then drops that, before
-  it forks anything: no run's process sees a capability in any set); each candidate runs in a child
-  of the slot's zygote that drops to a fresh candidate uid, and the tests in another child under a
-  fresh test uid (so RLIMIT_NPROC binds, the candidate can signal neither the runner nor the tests,
-  and nothing of one run can signal a later run's processes), with rlimits on address space, CPU,
-  processes, file size and open files, and a seccomp filter that refuses user namespaces, scheduling
-  changes and sockets of any family but ``AF_UNIX``;
-- the namespaces and ``/tmp`` belong to the slot, not to one run, so nothing a run makes may
+- the slot starts with CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN, CAP_FOWNER,
+  CAP_DAC_OVERRIDE, CAP_SYS_ADMIN and CAP_SETPCAP; before it forks anything the runner empties
+  its bounding, inheritable and ambient sets and drops CAP_SETPCAP, and once it has forked its
+  zygote it drops CAP_SYS_ADMIN, before it reads a request; the zygote, which reads none, keeps
+  CAP_SYS_ADMIN to make each run's namespaces (below);
+- a candidate's processes live in a pid namespace and a mount namespace of their own, with a
+  ``/proc`` of that namespace: the candidate's process is pid 2 of it, under pid 1 the run's test
+  process (assert style) or a tiny init that only reaps and reports the candidate's exit status
+  (stdin/stdout). So a run's pids, and what ``/proc``
+  lists, do not depend on what earlier runs of the slot forked (the slot's pid counter is no
+  channel between runs), its signals behave as anywhere else (it is not pid 1), and its end kills
+  everything the run started;
+- each candidate runs there, dropping every capability (bounding set
+  included) as it takes a fresh candidate uid, and the tests in another under a fresh test uid (so
+  RLIMIT_NPROC binds, the candidate can signal neither the runner nor the tests, and nothing of one
+  run can signal a later run's processes), with rlimits on address space, CPU, processes, file size
+  and open files, and a seccomp filter that refuses user namespaces, scheduling changes and sockets
+  of any family but ``AF_UNIX``;
+- the other namespaces and ``/tmp`` belong to the slot, not to one run, so nothing a run makes may
   outlive it: its processes are killed and its work dirs removed before the runner answers, and
   ``/tmp`` and ``/dev/shm`` must then be empty (else the slot restarts); the filter refuses the
   objects that outlive processes (SysV IPC, POSIX message queues, kernel keys, whose keyrings
@@ -90,11 +101,11 @@ sys.modules["rk_runner"].main()
 """
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _SYSTEM_FILES = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group")
-# CAP_SETPCAP lets the runner empty the slot's bounding and inheritable sets; it drops it with them
-# before it forks anything (rk_isolate.limit_capabilities), so no run's process sees a capability.
+# CAP_SYS_ADMIN and CAP_SETPCAP make each run's pid namespace and /proc and drop the bounding set;
+# the runner drops both before it reads a request and no run's process has any (rk_isolate).
 _CAPABILITIES = (
     *("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_FOWNER", "CAP_DAC_OVERRIDE"),
-    "CAP_SETPCAP",
+    *("CAP_SYS_ADMIN", "CAP_SETPCAP"),
 )
 _START_TIMEOUT_S = 20.0
 _HOST_GRACE_S = 5.0

@@ -56,7 +56,9 @@ class Link:
         if reply is None:
             self.broken = "the candidate's process exited"
             raise CandidateGone(self.broken)
-        if type(reply) is not dict:
+        # Every reply holds a value or an exception; anything else (a stray frame a process the
+        # candidate forked wrote into the pipe) is no answer to this request.
+        if type(reply) is not dict or ("v" not in reply and "e" not in reply):
             self.broken = "the candidate's process sent a malformed reply"
             raise CandidateGone(self.broken)
         return reply

@@ -1,11 +1,10 @@
 """The in-sandbox runner: a warm interpreter, and the zygote that forks every process of a run.
 
 Loaded by the slot's bootstrap (``python -I -S``, standard library only) together with
-``rk_wire``, ``rk_procs``, ``rk_seccomp``, ``rk_isolate``, ``rk_serve`` and ``rk_judge``. It starts
-once per sandbox slot and stays root inside the sandbox's namespaces, with only the capabilities it
-needs to set uids and kill, so nothing it forks can signal it or read its memory; before it forks
-anything it empties its bounding, inheritable and ambient sets and drops CAP_SETPCAP
-(``rk_isolate``), so no process of a run sees a capability in any of its sets.
+``rk_wire``, ``rk_procs``, ``rk_seccomp``, ``rk_isolate``, ``rk_serve`` and ``rk_judge``. It starts once
+per sandbox slot and stays root inside the sandbox's namespaces, so nothing it forks can signal it
+or read its memory; once it has forked the zygote it keeps only the capabilities it needs to set
+uids and kill (CAP_SYS_ADMIN and CAP_SETPCAP go, before any request is read).
 
 Before it reads any request it forks the **zygote**, and every process of every run is a child of
 the zygote, never of the runner. The zygote never reads request data: it takes the seccomp filter
@@ -16,6 +15,19 @@ pipe. So no process of a run holds another process's data, an earlier request's,
 candidate's: the candidate's memory holds its own program and nothing else, and the tests travel
 to the test process only, after the candidate's process exists.
 
+Isolated, each blank child for a candidate is pid 2 of a pid namespace and a mount namespace of
+its own, with a ``/proc`` of that namespace (``rk_isolate``). Pid 1 runs no candidate code: for
+an assert-style run it is the run's blank test process (a ``PAIR``: the test process must outlive
+the candidate anyway, and when it ends the kernel ends the namespace, so the run costs no process
+more than without one); for a stdin/stdout run it is an ``_init`` that only reaps and hands the
+candidate's exit status to the zygote. So no run sees another's pids or moves them: whatever an
+earlier run forked, a candidate is pid 2, its children 3, 4, ..., and its ``/proc`` lists its own
+processes and pid 1 only. The candidate is not pid 1 because the kernel shields a namespace's
+pid 1 from every signal with the default action sent from inside (SIGKILL included):
+``os.kill(0, SIGKILL)``, its own SIGTERM or an alarm would no longer end it. The zygote forks both
+ahead of the run, and hands each mount namespace to a closer process once the run is over
+(dropping the last reference waits for an RCU grace period).
+
 An assert-style run has two processes under two fresh unprivileged uids (the host hands out new
 ones for every run and never reuses them while the slot lives):
 
@@ -25,11 +37,12 @@ ones for every run and never reuses them while the slot lives):
 
 A stdin/stdout run forks the candidate's process alone; its stdout is compared on the host.
 
-A run ends for certain: at its end (or deadline) every live non-root process of the sandbox is
-SIGKILLed until none is left (``rk_procs``: a zombie leader with live threads is alive), and the
-pipes are drained for at most ``DRAIN_S`` and ``output_cap`` bytes, so no leftover can keep the
-runner from answering. A run that hit its deadline reports its processes' CPU time and run-queue
-wait (read before the kill), so the host can tell a program that used its time from a starved one.
+A run ends for certain: at its end (or deadline) its children of the zygote are SIGKILLed (a
+candidate's init, pid 1 of its namespace, takes every process of it along), then every live
+non-root process of the sandbox until none is left (``rk_procs``: a zombie leader with live
+threads is alive), and the pipes are drained for at most ``DRAIN_S`` and ``output_cap`` bytes,
+so no leftover can keep the runner from answering. A run that hit its deadline reports its
+processes' CPU time and run-queue wait (read before the kill), for diagnostics.
 
 Nothing of a run outlives it. After the kill its work dirs are removed, and ``/tmp`` and
 ``/dev/shm`` must be empty again (a run can write neither outside its own work dir: ``/tmp`` is
@@ -149,7 +162,7 @@ def _enter(fds: dict[int, int], workdir: str, uid: int | None) -> None:
             with contextlib.suppress(OSError):
                 os.close(fd)
     os.chdir(workdir)
-    if uid is not None:
+    if uid is not None:  # from root to another uid: the effective and permitted sets empty too
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
@@ -203,12 +216,43 @@ def _spare(link: socket.socket) -> None:
     _child(json.loads(message), fds)
 
 
+def _init(candidate: int, status_out: int) -> None:
+    """Pid 1 of a candidate's namespace, forever after ``candidate`` (pid 2) forked: reap every
+    process of the namespace until ``candidate`` ends, then hand its raw wait status to the zygote
+    on ``status_out`` and exit (the kernel then kills whatever of the namespace is left).
+
+    This process exists so that the candidate is not pid 1: the kernel drops every signal with the
+    default action sent to a namespace's pid 1 from inside the namespace (SIGKILL and SIGSTOP
+    included), so a candidate that was pid 1 would survive ``os.kill(0, SIGKILL)``, its own SIGTERM
+    or an alarm, and its orphans would be its own children. It runs no candidate code, holds no
+    capability and no descriptor but ``status_out``, and is root: no process of the run (a
+    non-root uid) can signal or trace it.
+    """
+    code = 0
+    try:
+        os.closerange(3, status_out)
+        os.closerange(status_out + 1, 65536)
+        rk_isolate.drop_capabilities(tuple(range(64)))
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == candidate:
+                os.write(status_out, status.to_bytes(4, "little"))
+                return
+    except BaseException:
+        code = EXIT_HARNESS_ERROR
+    finally:
+        os._exit(code)
+
+
 def _zygote(channel: socket.socket, isolated: bool) -> None:
     """The zygote's loop, until the runner goes: fork spare children on request, each with a
     socket of its own that goes to the runner, and report the exit statuses of children.
 
     Isolated, the zygote takes the seccomp filter first, so every process of every run inherits
     it from birth (a filter can never be removed); it allows the forks and uid drops that follow.
+    Isolated, a candidate's spare is pid 2 of a pid and mount namespace of its own, whose pid 1 is
+    an ``_init`` (stdin/stdout) or the run's test process (a pair, assert style); see
+    ``_fork_spare``. The zygote keeps CAP_SYS_ADMIN to make them and never reads request data.
     """
     if isolated:
         rk_seccomp.install()
@@ -216,37 +260,152 @@ def _zygote(channel: socket.socket, isolated: bool) -> None:
     for fd in (PROTO_IN, PROTO_OUT):  # the host's protocol is the runner's alone
         os.dup2(devnull, fd)
     os.close(devnull)
+    # A mount namespace of each candidate, held until the runner has its status: the last process to
+    # leave a mount namespace waits for an RCU grace period (milliseconds on a busy host), so none of
+    # a run's processes does, nor the zygote, which hands each to the closer once the run is over.
+    # They hold nothing of a run: its processes, all of its pid namespace, are gone.
+    held: dict[int, int] = {}
+    closer = _start_closer(channel)
+    # the read end of each namespace's init's status pipe, by the init's pid
+    status_of: dict[int, int] = {}
     while True:
         message = channel.recv(_ORDER_BYTES)
         if not message:
             return
         order = json.loads(message)
         if order["op"] == "wait":
-            statuses = [os.waitpid(pid, 0)[1] for pid in order["pids"]]
-            channel.send(json.dumps({"statuses": statuses}).encode())
-        for _ in range(order.get("spares", 0)):
-            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            pid = os.fork()
-            if pid == 0:
-                channel.close()
-                theirs.close()
-                _spare(mine)
-            mine.close()
-            socket.send_fds(channel, [json.dumps({"spare": pid}).encode()], [theirs.fileno()])
-            theirs.close()
+            # a run's two roles share one pid when they are a pair: wait for it once
+            waited = {pid: _status(pid, status_of.pop(pid, None)) for pid in dict.fromkeys(order["pids"])}
+            channel.send(json.dumps({"statuses": [waited[pid] for pid in order["pids"]]}).encode())
+            done = [held.pop(pid) for pid in waited if pid in held]
+            if done:
+                socket.send_fds(closer, [b"close"], done)
+                for fd in done:
+                    os.close(fd)  # the closer holds each now: this close is never the last one
+        for kind in order.get("spares", []):
+            pid, links, status_in = _fork_spare(kind, channel)
+            if status_in is not None:
+                status_of[pid] = status_in
+            if kind != PLAIN:
+                with contextlib.suppress(OSError):  # a child that failed is gone: nothing to hold
+                    held[pid] = os.open(f"/proc/{pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+            announce = {"spare": pid, "kind": kind}
+            socket.send_fds(channel, [json.dumps(announce).encode()], [link.fileno() for link in links])
+            for link in links:
+                link.close()
+
+
+# The kinds of spare the zygote forks: a blank child (``PLAIN``: the test process, or any role
+# unsandboxed); a candidate's blank child as pid 2 of a namespace of its own under an ``_init``
+# (``INIT``: stdin/stdout runs); and a ``PAIR`` for an assert-style run: the blank test process as
+# pid 1 of a namespace of its own and the candidate's blank child as its pid 2, so that the run
+# costs no process more than without a namespace (the test process, which must outlive the
+# candidate anyway, is its init: when it ends, the kernel ends the namespace).
+PLAIN, INIT, PAIR = "plain", "init", "pair"
+
+
+def _fork_spare(kind: str, channel: socket.socket) -> tuple[int, list[socket.socket], int | None]:
+    """Fork one spare of ``kind``; returns the pid of the zygote's child, the runner's ends of the
+    links (the test process's first for a pair), and the read end of an init's status pipe."""
+    count = 2 if kind == PAIR else 1
+    pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) for _ in range(count)]
+    mine = [first for first, _ in pairs]
+    theirs = [second for _, second in pairs]
+    if kind == PLAIN:
+        pid = os.fork()
+        if pid == 0:
+            channel.close()
+            theirs[0].close()
+            _spare(mine[0])
+        mine[0].close()
+        return pid, theirs, None
+    status_in, status_out = os.pipe() if kind == INIT else (None, None)
+    pid = rk_isolate.fork_into_own_namespaces()
+    if pid == 0:  # pid 1 of the new namespace: mount its /proc, fork the candidate's spare
+        channel.close()
+        for link in theirs:
+            link.close()
+        if status_in is not None:
+            os.close(status_in)
+        rk_isolate.mount_own_proc()
+        candidate = os.fork()
+        if candidate == 0:  # pid 2: the candidate's blank child
+            if status_out is not None:
+                os.close(status_out)
+            if kind == PAIR:
+                mine[0].close()
+            _spare(mine[-1])
+        if status_out is not None:
+            _init(candidate, status_out)
+        mine[1].close()
+        _spare(mine[0])  # a pair's pid 1: the blank test process
+    for link in mine:
+        link.close()
+    if status_out is not None:
+        os.close(status_out)
+    return pid, theirs, status_in
+
+
+def _start_closer(channel: socket.socket) -> socket.socket:
+    """Fork the zygote's closer, which closes the mount namespaces it is sent; returns its socket.
+
+    Dropping the last reference to a mount namespace waits for an RCU grace period: the closer
+    waits, in its own time, so the zygote forks the next run's spares at once. It runs no
+    candidate code and holds nothing but the namespaces (root, in the slot's namespaces)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    if os.fork() == 0:
+        code = 0
+        try:
+            channel.close()
+            ours.close()
+            _close_what_comes(theirs)
+        except BaseException:
+            code = EXIT_HARNESS_ERROR
+        finally:
+            os._exit(code)
+    theirs.close()
+    return ours
+
+
+def _close_what_comes(link: socket.socket) -> None:
+    """The closer's loop: close every descriptor sent on ``link`` until the zygote goes."""
+    while True:
+        message, fds, _, _ = socket.recv_fds(link, 16, 64)
+        for fd in fds:
+            os.close(fd)
+        if not message:
+            return
+
+
+def _status(pid: int, status_in: int | None) -> int:
+    """The exit status of child ``pid`` once it has ended; for a namespace's init, the status its
+    spare (the run's process) ended with, which the init wrote on ``status_in`` before it exited.
+    An init killed first (the run's deadline or end: it takes its namespace along) wrote none: its
+    own status, SIGKILL, is the run process's too."""
+    _, status = os.waitpid(pid, 0)
+    if status_in is None:
+        return status
+    try:
+        written = os.read(status_in, 4)
+    finally:
+        os.close(status_in)
+    return int.from_bytes(written, "little") if len(written) == 4 else status
 
 
 class Zygote:
     """The runner's handle on its zygote (forked at once, before any request is read).
 
-    The zygote keeps blank children ready (``SPARES`` per run), so a run's processes start without
-    waiting for a fork: the runner hands a spare its order and descriptors, and asks for the next
-    ones, which the zygote forks while the run goes on.
+    The zygote keeps blank children ready (one per role of a run), so a run's processes start
+    without waiting for a fork: the runner hands a spare its order and descriptors, and asks for
+    the next ones, which the zygote forks while the run goes on.
+
+    Isolated, a candidate's spare has a pid namespace of its own (``_fork_spare``): an assert-style
+    run takes a ``PAIR`` (its test process is the namespace's pid 1), a stdin/stdout run an
+    ``INIT`` spare. Only what a candidate can observe must not depend on earlier runs.
     """
 
-    SPARES = 2
-
     def __init__(self, isolated: bool) -> None:
+        self.isolated = isolated
         self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.pid = os.fork()
         if self.pid == 0:
@@ -259,39 +418,64 @@ class Zygote:
             finally:
                 os._exit(code)
         theirs.close()
-        self.spares: list[tuple[int, socket.socket]] = []
-        self._send({"op": "spares", "spares": self.SPARES})
+        # blank children by kind: [(pid, links)] (a pair's test process's link first)
+        self.spares: dict[str, list[tuple[int, list[socket.socket]]]] = {PLAIN: [], INIT: [], PAIR: []}
+        self.used: list[str] = []  # the kinds of the spares spawned since the last refill
+        self._send({"op": "spares", "spares": [PAIR, INIT] if isolated else [PLAIN, PLAIN]})
 
     def _send(self, order: dict[str, Any]) -> None:
         self.channel.send(json.dumps(order).encode())
 
     def _receive(self) -> dict[str, Any]:
         """The zygote's next message; a spare it announces joins ``spares``."""
-        message, fds, _, _ = socket.recv_fds(self.channel, _ORDER_BYTES, 1)
+        message, fds, _, _ = socket.recv_fds(self.channel, _ORDER_BYTES, 2)
         if not message:
             raise RuntimeError("the zygote is gone")
         answer = json.loads(message)
         if "spare" in answer:
-            self.spares.append((answer["spare"], socket.socket(fileno=fds[0])))
+            links = [socket.socket(fileno=fd) for fd in fds]
+            self.spares[answer["kind"]].append((answer["spare"], links))
         return answer
+
+    def _take(self, kind: str) -> tuple[int, list[socket.socket]]:
+        while not self.spares[kind]:
+            self._receive()
+        self.used.append(kind)
+        return self.spares[kind].pop(0)
 
     def spawn(self, uid_of: dict[str, int | None], workdirs: dict[str, str],
               fds_of: dict[str, dict[int, int]]) -> list[int]:  # fmt: skip
         """Start one blank child per role (in order), each holding its ``fds`` (its descriptor ->
-        ours, which are closed here); returns their pids."""
+        ours, which are closed here); returns their pids (isolated, an assert-style run's two
+        roles are a pair with one pid: the test process's, whose end ends the candidate's)."""
+        if self.isolated and set(fds_of) == {"candidate", "tests"}:
+            pid, links = self._take(PAIR)
+            taken = {"tests": (pid, links[0]), "candidate": (pid, links[1])}
+        else:
+            kinds = {role: INIT if self.isolated else PLAIN for role in fds_of}
+            kinds["tests"] = PLAIN
+            taken = {}
+            for role in fds_of:
+                pid, links = self._take(kinds[role])
+                taken[role] = (pid, links[0])
         pids = []
         for role, fds in fds_of.items():
-            while not self.spares:
-                self._receive()
-            pid, link = self.spares.pop(0)
+            pid, link = taken[role]
             order = {"role": role, "uid": uid_of[role], "workdir": workdirs[role], "targets": list(fds)}
             socket.send_fds(link, [json.dumps(order).encode()], list(fds.values()))
             link.close()
             pids.append(pid)
         for fd in {fd for fds in fds_of.values() for fd in fds.values()}:
             os.close(fd)
-        self._send({"op": "spares", "spares": len(pids)})
         return pids
+
+    def refill(self) -> None:
+        """Ask for new spares in place of those spawned since the last call. The runner asks once
+        it has answered, so the zygote forks them while the host reads the answer and sends the
+        next request, not while a run competes with it for the slot's CPU."""
+        if self.used:
+            self._send({"op": "spares", "spares": self.used})
+            self.used = []
 
     def wait(self, pids: list[int]) -> dict[int, int]:
         """The exit statuses of ``pids`` (children it spawned), once each has ended."""
@@ -424,7 +608,10 @@ class _Run:
         for pid in self.pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        statuses = self.zygote.wait(self.pids)  # once they are gone, only what they forked is left
+        # A candidate's init (pid 1 of its namespace) is gone only once every process of it is;
+        # the sweep is for the test process's forks, runs without namespaces (isolation "none"),
+        # and a safety net for the others.
+        statuses = self.zygote.wait(self.pids)
         _kill_all(self.uids is not None, self.pids)
         stop = time.monotonic() + DRAIN_S
         for capture in captures.values():
@@ -557,12 +744,14 @@ def main() -> None:
         # The slot's CPU, for the runner and all it forks; no run may leave it (the filter).
         os.sched_setaffinity(0, {json.loads(sys.argv[2])})
         os.chmod(WORK_ROOT, 0o711)  # candidates may enter their own run dir, never list or write /tmp
-        rk_isolate.limit_capabilities()  # for good, for every process of the slot, before any fork
+        rk_isolate.limit_capabilities()  # for good, for every process of the slot
     else:
         # Unsandboxed, /tmp is the host's: never change its mode or share its names with other
         # runners. The host made this folder for the slot and removes it when the slot stops.
         WORK_ROOT = json.loads(sys.argv[2])
     zygote = Zygote(isolated)  # before any request exists in this process
+    if isolated:  # only the zygote makes namespaces; the runner, which reads requests, cannot
+        rk_isolate.drop_capabilities((rk_isolate.CAP_SYS_ADMIN,))
     rk_wire.write_frame(PROTO_OUT, {"ready": True, "pid": os.getpid()})
     counter = 0
     while True:
@@ -579,3 +768,4 @@ def main() -> None:
         except BaseException as error:
             response = {"error": f"runner: {type(error).__name__}: {error}", "trace": traceback.format_exc()}
         rk_wire.write_frame(PROTO_OUT, response)
+        zygote.refill()

@@ -213,6 +213,11 @@ def _unix_sockets_only(nr: int) -> list[bytes]:
     ]
 
 
+def number(name: str) -> int:
+    """The number of syscall ``name`` on this machine (one the filter knows)."""
+    return _ARCHES[os.uname().machine][name]
+
+
 def program(machine: str) -> bytes:
     """The filter for ``machine`` (an ``os.uname().machine`` value) as packed ``sock_filter``s."""
     nrs = _ARCHES.get(machine)
