@@ -40,6 +40,7 @@ from rewardkit.extensions import (
     CatalogSpec,
     ConfigSectionSpec,
     RewardBackendSpec,
+    RewardExpansionSpec,
     ServingStrategySpec,
     TrainerBindingSpec,
 )
@@ -55,13 +56,10 @@ _install_moved_paths()
 
 
 def __getattr__(name: str) -> Any:
-    # ``rewardkit.audit`` lives in the rewardkit-audit distribution: reached on first use, with the
-    # one-line install hint when it is missing (the core imports no distribution).
-    if name == "audit":
-        from rewardkit.extras import import_from
+    # ``rewardkit.audit`` moved to the audit distribution: found through the moved-paths table until 0.3.
+    from rewardkit.moved import moved_attribute
 
-        return import_from("rewardkit-audit", "audit", "rewardkit.audit")
-    raise AttributeError(f"module 'rewardkit' has no attribute {name!r}")
+    return moved_attribute(__name__, name)
 
 
 __all__ = [
@@ -87,6 +85,7 @@ __all__ = [
     "RewardCandidateResult",
     "RewardContext",
     "RewardContractError",
+    "RewardExpansionSpec",
     "RewardGroupRequest",
     "RewardGroupResult",
     "RewardProvider",

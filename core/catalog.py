@@ -24,6 +24,7 @@ from rewardkit.extensions import (
     CatalogSpec,
     ConfigSectionSpec,
     RewardBackendSpec,
+    RewardExpansionSpec,
     ServingStrategySpec,
     TrainerBindingSpec,
 )
@@ -179,11 +180,14 @@ class Catalog:
         params: Mapping[str, Any] | None = None,
         available_inputs: Sequence[str] = KNOWN_NEEDS,
         runtime: Mapping[str, Any] | None = None,
+        normalised: Mapping[str, Any] | None = None,
     ) -> BoundProvider:
         """Construct provider ``name`` with ``params``, bound to its spec (preflight). ``runtime`` holds
         in-process objects (a decoder) for providers declaring them in ``spec.runtime``; ``None`` (Reward
-        Service, ``rewardkit score``, Ray actors) refuses those and in-process ``media``. ``PreflightError``:
-        params outside the schema, unsandboxed choices without opt-in, a failing factory, missing inputs."""
+        Service, ``rewardkit score``, Ray actors) refuses those and in-process ``media``. ``normalised``:
+        ``normalise(name, params)`` when the caller has it already (a reward's components are normalised
+        once). ``PreflightError``: params outside the schema, unsandboxed choices without opt-in, a failing
+        factory, missing inputs."""
         entry = self.entry(name)
         spec = entry.spec
         params = dict(params or {})
@@ -202,7 +206,7 @@ class Catalog:
                 f"{list(available_inputs)}; map a column to it (rl.data.prompt_column / "
                 "rl.data.reference_column)"
             )
-        normal = self.normalise(name, params)
+        normal = dict(normalised) if normalised is not None else self.normalise(name, params)
         try:
             require_unsandboxed_opt_in(name, unsandboxed_choices(entry.params_model, params))
         except ParamsError as error:
@@ -378,6 +382,12 @@ def trainer_bindings(manager: PluginManager | None = None) -> Registry[TrainerBi
 def reward_backends(manager: PluginManager | None = None) -> Registry[RewardBackendSpec]:
     return _spec_registry(
         manager, "backends", "reward backend", RewardBackendSpec, "register_reward_backends"
+    )
+
+
+def reward_expansions(manager: PluginManager | None = None) -> Registry[RewardExpansionSpec]:
+    return _spec_registry(
+        manager, "reward_expansions", "reward expansion", RewardExpansionSpec, "register_reward_expansions"
     )
 
 

@@ -30,13 +30,14 @@ from pydantic import (
     Field,
     PrivateAttr,
     ValidationError,
+    ValidationInfo,
     create_model,
     field_validator,
     model_validator,
 )
 
 from rewardkit.errors import ConfigError, nearest
-from rewardkit.extensions import LOCAL_BACKEND, ConfigSectionSpec
+from rewardkit.extensions import LOCAL_BACKEND, ConfigSectionSpec, expand_selection, is_expansion_key
 from rewardkit.moved import REMOVED_IN
 
 if sys.version_info >= (3, 11):
@@ -150,6 +151,12 @@ class RewardSelection(_Section):
     # verl's data_source -> the selection used for rows of that source (verl binding); others use this one.
     by_data_source: dict[str, RewardSelection] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _expanded(cls, data: Any, info: ValidationInfo) -> Any:
+        # A distribution's key (``grader``) becomes the spec it stands for (``register_reward_expansions``).
+        return expand_selection(data, cls.model_fields, (info.context or {}).get("base_dir"))
+
     @field_validator("provider", "catalog", "term")
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
@@ -209,9 +216,6 @@ class RLConfig(_Section):
     advantage_eps: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     reward: RewardSelection
     validation: ValidationConfig | None = None
-    # The reward monitor's settings, validated by rewardkit-monitor when a binding builds it. Left here
-    # until that distribution registers the section itself (``register_config_sections``).
-    monitor: dict[str, Any] | None = None
 
 
 MAX_DEADLINE_S = 86_400.0  # a day: the longest a scoring call may wait (rewards.deadline_s)
@@ -434,8 +438,9 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
 
 
 def _is_free_mapping(annotation: Any) -> bool:
-    """Whether a field holds an open mapping (``params``, ``spec``) whose own keys are not checked."""
-    if annotation is dict or typing.get_origin(annotation) is dict:
+    """Whether a field holds an open mapping (``params``, ``spec``) whose own keys are not checked; a field
+    typed ``Any`` too, as its validator reads the value as written (``rl.monitor.reference``)."""
+    if annotation is dict or annotation is Any or typing.get_origin(annotation) is dict:
         return True
     union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
     return union and any(_is_free_mapping(member) for member in typing.get_args(annotation))
@@ -524,10 +529,10 @@ def _put(
     free = model is None
     if model is not None:
         info = model.model_fields.get(head)
-        if info is None:
+        if info is None and not (issubclass(model, RewardSelection) and is_expansion_key(head)):
             raise _unknown_key(path, model, source)
-        sub_model = _model_in(info.annotation)
-        free = _is_free_mapping(info.annotation)
+        sub_model = _model_in(info.annotation) if info is not None else None
+        free = _is_free_mapping(info.annotation) if info is not None else True  # an expansion's value is open
         if rest and sub_model is None and not free and not isinstance(tree.get(head), (list, tuple)):
             raise ConfigError(
                 f"{dotted} is a single value, it has no key {rest[0]!r}",
@@ -836,7 +841,7 @@ def load_config(
         _drop_other_name(tree, parts, root)
         _put(tree, root, [], parts, value, replace=True, source=origin)
     try:
-        config = root.model_validate(tree)
+        config = root.model_validate(tree, context={"base_dir": source_path and source_path.parent})
     except ValidationError as error:
         where = label if not overrides else f"{label or 'config'} (with overrides)"
         raise _validation_error(error, where, root) from None

@@ -31,8 +31,15 @@ from rewardkit.errors import DataError
 from rewardkit.frozen import NotJSONError, freeze, strictly_equal
 from rewardkit.plugins import import_module_attribute
 
-__all__ = ["PreparedRow", "RolloutGroup", "check_group_sizes", "iter_rollout_groups", "load_prompt_rows",
-           "parse_json_line", "read_rollouts"]  # fmt: skip
+__all__ = [
+    "PreparedRow",
+    "RolloutGroup",
+    "check_group_sizes",
+    "iter_rollout_groups",
+    "load_prompt_rows",
+    "parse_json_line",
+    "read_rollouts",
+]
 
 # Local data files ``datasets`` reads with a packaged builder (no hub access needed).
 _HF_BUILDERS = {".json": "json", ".jsonl": "json", ".txt": "text"}

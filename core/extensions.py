@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -102,13 +103,17 @@ class ConfigSectionSpec:
     core's did-you-mean when the model forbids extras, as ``rewardkit.config.Section`` does).
     ``always``: the section is present with the schema's defaults when not configured (every field needs
     a default); otherwise it is ``None`` until configured. ``path_keys`` are keys inside it holding file
-    paths, resolved against a configuration file's folder like ``rl.data.path``."""
+    paths, resolved against a configuration file's folder like ``rl.data.path``. ``observer``: what the
+    section configures when it is a batch observer of the bindings and the Reward Service (the reward
+    monitor's ``rl.monitor``): called as ``observer(config)`` when the section is set, it returns a
+    ``rewardkit.observers.BatchObserver``; a ``module:attribute`` path is imported only then."""
 
     path: str
     schema: type[BaseModel]
     description: str = ""
     always: bool = False
     path_keys: tuple[str, ...] = ()
+    observer: Callable[..., Any] | str | None = None
 
     def __post_init__(self) -> None:
         parent, _, name = self.path.rpartition(".")
@@ -119,3 +124,61 @@ class ConfigSectionSpec:
             )
         if not (isinstance(self.schema, type) and issubclass(self.schema, BaseModel)):
             raise RegistrationError(f"config section {self.path!r}: schema must be a pydantic model class")
+        observer = self.observer
+        if not (observer is None or callable(observer) or (isinstance(observer, str) and ":" in observer)):
+            raise RegistrationError(
+                f"config section {self.path!r}: observer must be callable or 'module:attribute'"
+            )
+
+
+@dataclass(frozen=True)
+class RewardExpansionSpec:
+    """A key of a reward selection that a distribution owns (``rl.reward.grader``; also in
+    ``rl.validation.reward`` and ``by_data_source`` entries): ``expand(value, base_dir)`` returns the
+    composed spec the key stands for (the mapping ``rl.reward.spec`` would hold, its components naming
+    providers), which replaces the key before the selection is validated; it raises ``ValueError``
+    saying what is wrong and where. ``base_dir`` is the configuration file's folder (``None`` for a
+    mapping), against which a relative path in ``value`` is read. Expanding is deterministic, light,
+    CPU-only and offline, like a provider factory."""
+
+    name: str
+    expand: Callable[[Any, Path | None], Mapping[str, Any]]
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.name, str) and self.name.isidentifier()):
+            raise RegistrationError(f"reward expansion {self.name!r}: the key must be an identifier")
+        if not callable(self.expand):
+            raise RegistrationError(f"reward expansion {self.name!r}: expand is not callable")
+
+
+def expand_selection(data: Any, own_keys: Collection[str], base_dir: Path | None) -> Any:
+    """``data`` (a reward selection as written) with a registered expansion's key replaced by the
+    ``spec`` it expands to; unchanged when it holds none (an unknown key is left for validation to
+    name, with the nearest known one). The key stands for a whole spec, so it comes alone."""
+    if not isinstance(data, Mapping):
+        return data
+    foreign = [key for key in data if key not in own_keys]
+    if not foreign:
+        return data
+    from rewardkit.catalog import reward_expansions
+
+    expansions = reward_expansions()
+    chosen = [key for key in foreign if isinstance(key, str) and key in expansions]
+    if not chosen:
+        return data
+    rivals = sorted({*chosen[1:], *(key for key in ("provider", "spec", "params", "term") if key in data)})
+    if rivals:
+        raise ValueError(f"{chosen[0]!r} stands for a whole composed spec; give it without {rivals}")
+    try:
+        spec = expansions.get(chosen[0]).value.expand(data[chosen[0]], base_dir)
+    except (TypeError, KeyError) as error:  # an expansion's bug or a malformed value, said as one
+        raise ValueError(f"{chosen[0]}: {type(error).__name__}: {error}") from error
+    return {**{key: value for key, value in data.items() if key != chosen[0]}, "spec": dict(spec)}
+
+
+def is_expansion_key(key: str) -> bool:
+    """Whether a plugin registered ``key`` of a reward selection (``rl.reward.grader``)."""
+    from rewardkit.catalog import reward_expansions
+
+    return key in reward_expansions()

@@ -32,7 +32,6 @@ __all__ = [
     "SERVICE_BACKEND",
     "Known",
     "MissingExtraError",
-    "import_from",
     "import_optional",
     "install_line",
     "missing_extra",
@@ -65,6 +64,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
         Distribution("rewardkit-media", "plugins/media"),
         Distribution("rewardkit-audit", "plugins/audit"),
         Distribution("rewardkit-monitor", "plugins/monitor"),
+        Distribution("rewardkit-view", "plugins/view"),
     )
 }
 
@@ -90,6 +90,9 @@ class Known:
     distribution: str
     extra: str | None
     about: str
+    # A section that configures a batch observer (``ConfigSectionSpec.observer``): set without its
+    # distribution, the bindings and the service fail with the install line rather than run unwatched.
+    observes: bool = False
 
     def missing(self, needed_for: str) -> MissingExtraError:
         """The one-line error: ``needed_for`` needs the distribution's package, with its install line."""
@@ -104,6 +107,8 @@ KNOWN_VERBS: dict[str, Known] = {
     "audit": Known("rewardkit-audit", None, "red-team the configured reward (docs/audit.md)"),
     "checkpoints": Known("rewardkit-checkpoints", None, "evaluate checkpoints as a model trains"),
     "monitor": Known("rewardkit-monitor", None, "report the reward monitor's signals and alarms"),
+    "view": Known("rewardkit-view", None, "write an HTML page of scored results"),
+    "compare": Known("rewardkit-view", None, "compare two rewards on the same rollouts"),
 }
 # Reward backends (``register_reward_backends``) that ``rewards.backend`` names.
 KNOWN_BACKENDS: dict[str, Known] = {
@@ -116,6 +121,7 @@ KNOWN_SERVICE_BACKEND = Known("rewardkit-service", None, "score in a Reward Serv
 # as given, unchecked: what reads it is missing too, and fails with this install line when used.
 KNOWN_SECTIONS: dict[str, Known] = {
     "checkpoints": Known("rewardkit-checkpoints", None, "checkpoint evaluation"),
+    "rl.monitor": Known("rewardkit-monitor", None, "the reward monitor", observes=True),
     "rewards.ray": Known("rewardkit-ray", None, "the Ray backend"),
     "rewards.service": Known("rewardkit-service", None, "the Reward Service's policy"),
 }
@@ -148,12 +154,6 @@ def import_optional(module: str, attribute: str, needed_for: str, *, extra: str 
         if missing is not None:
             raise missing from error
         raise
-
-
-def import_from(distribution: str, attribute: str, needed_for: str) -> Any:
-    """``attribute`` of the package of ``distribution`` (a subsystem of this repository, reached by its
-    distribution name: ``DISTRIBUTIONS``), or the one-line install error naming ``needed_for``."""
-    return import_optional(DISTRIBUTIONS[distribution].package, attribute, needed_for)
 
 
 def install_line(distribution: str, extra: str | None = None) -> str:

@@ -42,10 +42,16 @@ class FunctionScorer:
         self.terms = terms
         self.__signature__ = _scorer_signature(function, inputs)
 
-    def __call__(self, candidate: RewardCandidate, context: RewardContext, /, **params: Any
-                 ) -> RewardProviderResult:  # fmt: skip
-        available = {"completion": candidate.completion, "prompt": context.prompt,
-                     "reference": context.reference, "candidate": candidate, "context": context}  # fmt: skip
+    def __call__(
+        self, candidate: RewardCandidate, context: RewardContext, /, **params: Any
+    ) -> RewardProviderResult:
+        available = {
+            "completion": candidate.completion,
+            "prompt": context.prompt,
+            "reference": context.reference,
+            "candidate": candidate,
+            "context": context,
+        }
         value = self.__wrapped__(**{name: available[name] for name in self.inputs}, **params)
         return self.result(value)
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         ProviderRegistrar,
         RewardAttackRegistrar,
         RewardBackendRegistrar,
+        RewardExpansionRegistrar,
         ServingStrategyRegistrar,
         TrainerBindingRegistrar,
     )
@@ -40,6 +41,7 @@ __all__ = [
     "register_config_sections",
     "register_reward_attacks",
     "register_reward_backends",
+    "register_reward_expansions",
     "register_reward_providers",
     "register_serving_strategies",
     "register_trainer_bindings",
@@ -83,8 +85,8 @@ def register_trainer_bindings(register: TrainerBindingRegistrar) -> None:
 @hookspec
 def register_reward_attacks(register: RewardAttackRegistrar) -> None:
     """Contribute attack families for ``rewardkit audit`` (red-teaming a reward before training). Called
-    once per plugin when an audit first looks up the families (``rewardkit audit``, ``rewardkit.audit``,
-    ``rewardkit attacks``). ``register(item)`` takes a
+    once per plugin when an audit first looks up the families (``rewardkit audit``, the audit
+    distribution's ``audit()``, ``rewardkit attacks``). ``register(item)`` takes a
     ``rewardkit.attacks.AttackFamily`` (the baselines) or a ``rewardkit.attacks.AttackSpec`` (one attack
     of a family, which any plugin may register). Return value: ignored. Since 0.2."""
 
@@ -104,8 +106,9 @@ def register_config_sections(register: ConfigSectionRegistrar) -> None:
     per plugin when a configuration is first validated. ``register(spec)`` takes a
     ``rewardkit.ConfigSectionSpec``: the section's dotted key (top level, ``rl.*`` or ``rewards.*``) and
     the pydantic model that validates it, with the core's messages (an unknown key names the nearest
-    known one). A plugin reads its section with ``config.section(path, Model)``. Return value: ignored.
-    Since 0.2."""
+    known one), and optionally the batch observer the section configures (``observer``: the bindings and
+    the Reward Service hand it every scored batch while the section is set). A plugin reads its section
+    with ``config.section(path, Model)``. Return value: ignored. Since 0.2."""
 
 
 @hookspec
@@ -115,3 +118,13 @@ def register_reward_backends(register: RewardBackendRegistrar) -> None:
     (``rewardkit.load``, the trainer bindings, ``rewardkit score``). ``register(spec)`` takes a
     ``rewardkit.RewardBackendSpec``; its ``target`` is imported only when a reward is built there.
     Return value: ignored. Since 0.2."""
+
+
+@hookspec
+def register_reward_expansions(register: RewardExpansionRegistrar) -> None:
+    """Contribute keys of a reward selection that stand for a composed spec (``rl.reward.grader``: an
+    OpenAI grader spec). Called once per plugin when a reward selection first holds a key the core does
+    not know (``rl.reward``, a validation reward, a ``by_data_source`` entry). ``register(spec)`` takes a
+    ``rewardkit.RewardExpansionSpec``: the key, and ``expand(value, base_dir)`` returning the mapping
+    ``rl.reward.spec`` would hold, which replaces the key before validation. Return value: ignored.
+    Since 0.2."""

@@ -2,7 +2,8 @@
 
 An old path imports the very same module object (so ``isinstance`` and monkeypatching behave) with a
 ``DeprecationWarning`` naming the new path and the version that removes the old one; a distribution
-that is not installed fails naming its install line.
+that is not installed fails naming its install line. Functions that moved out of a core module
+(``MOVED_ATTRIBUTES``: ``rewardkit.audit``) are found the same way by that module's ``__getattr__``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ import sys
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
+from typing import Any
 
-from rewardkit.extras import DISTRIBUTIONS, MODULES, install_line
+from rewardkit.extras import DISTRIBUTIONS, MODULES, import_optional, install_line
 
-__all__ = ["MOVED", "REMOVED_IN", "install"]
+__all__ = ["MOVED", "MOVED_ATTRIBUTES", "REMOVED_IN", "install", "moved_attribute"]
 
 REMOVED_IN = "0.3"
 
@@ -34,6 +36,13 @@ MOVED_OUT: dict[str, tuple[str, str]] = {
     "rewardkit.media": ("rewardkit-media", ""),
 }
 
+# old dotted name of a function -> (the distribution it moved to, ``module:attribute`` inside that
+# distribution's package, the module "" for the package itself)
+MOVED_ATTRIBUTES: dict[str, tuple[str, str]] = {
+    "rewardkit.audit": ("rewardkit-audit", ":audit"),
+    "rewardkit.testing.assert_attacks_hold": ("rewardkit-audit", "testing:assert_attacks_hold"),
+}
+
 # old dotted path (a module or a package prefix) -> new dotted path; the longest prefix wins
 MOVED: dict[str, str] = {
     **{
@@ -47,6 +56,25 @@ MOVED: dict[str, str] = {
     "rewardkit.bindings.groups": "rewardkit.bindings.sample_groups",
     "rewardkit.batch_report": "rewardkit.metrics",
 }
+
+
+def moved_attribute(module: str, name: str) -> Any:
+    """``module.name`` from where it moved (``MOVED_ATTRIBUTES``), with the ``DeprecationWarning`` naming its
+    new path; the one-line install error when its distribution is missing; ``AttributeError`` when
+    ``module`` never had ``name``. For a core module's ``__getattr__``."""
+    old = f"{module}.{name}"
+    if old not in MOVED_ATTRIBUTES:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    distribution, where = MOVED_ATTRIBUTES[old]
+    inner, _, attribute = where.partition(":")
+    target_module = ".".join(filter(None, (DISTRIBUTIONS[distribution].package, inner)))
+    value = import_optional(target_module, attribute, old)
+    warnings.warn(
+        f"{old} moved to {target_module}.{attribute}; the old path is removed in rewardkit {REMOVED_IN}",
+        DeprecationWarning,
+        stacklevel=3,  # the line that reached for the old name, past the module's __getattr__
+    )
+    return value
 
 
 def new_path(old: str) -> str | None:

@@ -41,12 +41,25 @@ UNSANDBOXED_ENV = "REWARDKIT_ALLOW_UNSANDBOXED"
 # the Reward Service refuses to start with such a param in its allow-list.
 _NAME_WORDS: dict[str, frozenset[str]] = {
     "isolation": frozenset({"isolation", "sandbox", "cgroup", "unsandboxed", "seccomp"}),
-    "resource": frozenset({"worker", "workers", "concurrency", "timeout", "memory", "mb", "bytes",
-                           "processes", "threads", "parallelism", "limit"}),
+    "resource": frozenset(
+        {
+            "worker",
+            "workers",
+            "concurrency",
+            "timeout",
+            "memory",
+            "mb",
+            "bytes",
+            "processes",
+            "threads",
+            "parallelism",
+            "limit",
+        }
+    ),
     "url": frozenset({"url", "endpoint", "host", "port", "address", "uri"}),
     "credential": frozenset({"key", "token", "secret", "password", "credential", "credentials", "env"}),
     "path": frozenset({"path", "file", "dir", "directory", "folder"}),
-}  # fmt: skip
+}
 
 
 class ParamsModel(BaseModel):
@@ -55,8 +68,9 @@ class ParamsModel(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-def operator_only(reason: OperatorOnly, *, unsandboxed: tuple[Any, ...] = (), expects: str | None = None
-                  ) -> dict[str, Any]:  # fmt: skip
+def operator_only(
+    reason: OperatorOnly, *, unsandboxed: tuple[Any, ...] = (), expects: str | None = None
+) -> dict[str, Any]:
     """``json_schema_extra`` marking a field operator-only for ``reason``; ``unsandboxed``: values that
     disable isolation; ``expects``: the description of a valid value in error messages."""
     if reason not in OPERATOR_ONLY_REASONS:
@@ -117,8 +131,9 @@ def derive_params_model(factory: Any, name: str = "provider") -> type[BaseModel]
     except (TypeError, ValueError):
         return None
     try:
-        hints = typing.get_type_hints(target.__init__ if inspect.isclass(target) else target,
-                                      include_extras=True)  # fmt: skip
+        hints = typing.get_type_hints(
+            target.__init__ if inspect.isclass(target) else target, include_extras=True
+        )
     except Exception:
         hints = {}
     fields: dict[str, Any] = {}
@@ -145,8 +160,16 @@ class ParamsError(ValueError):
         self.fields = fields
 
 
-_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
-               "list": "a list", "tuple": "a list", "dict": "a mapping", "NoneType": "null"}  # fmt: skip
+_TYPE_WORDS = {
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "str": "a string",
+    "list": "a list",
+    "tuple": "a list",
+    "dict": "a mapping",
+    "NoneType": "null",
+}
 
 
 def _type_text(annotation: Any) -> str:
@@ -191,8 +214,9 @@ def expects(model: type[BaseModel], name: str) -> str:
 _TYPE_ERRORS = ("_type", "_parsing", "union_tag")
 
 
-def validate_params(model: type[BaseModel], params: Mapping[str, Any], *, json_text: str | None = None
-                    ) -> BaseModel:  # fmt: skip
+def validate_params(
+    model: type[BaseModel], params: Mapping[str, Any], *, json_text: str | None = None
+) -> BaseModel:
     """The params validated against ``model`` (strict JSON types), or ``ParamsError`` naming, per
     param, what it must be and the value given."""
     try:
@@ -230,8 +254,9 @@ def normalise(model: type[BaseModel] | None, params: Mapping[str, Any]) -> dict[
     return dict(params) if model is None else normalised_params(model, params)
 
 
-def normalised_params(model: type[BaseModel], params: Mapping[str, Any], *, json_text: str | None = None
-                      ) -> dict[str, Any]:  # fmt: skip
+def normalised_params(
+    model: type[BaseModel], params: Mapping[str, Any], *, json_text: str | None = None
+) -> dict[str, Any]:
     """What identity hashes: the validated params, defaults filled in, each dumped to JSON as its declared
     type (a ``float`` given ``6`` is ``6.0``); a default JSON cannot hold is left out, covered by the
     revision."""
@@ -272,8 +297,13 @@ def require_unsandboxed_opt_in(provider: str, choices: list[str]) -> None:
             f"{shown} runs untrusted completions without a sandbox, as this process's user; "
             f"set {UNSANDBOXED_ENV}=1 in the environment to allow it (for trusted code only)"
         )
-    log.warning("provider %r runs WITHOUT a sandbox (%s; %s=1): completions run as this process's "
-                "user, uid %s", provider, shown, UNSANDBOXED_ENV, os.getuid())  # fmt: skip
+    log.warning(
+        "provider %r runs WITHOUT a sandbox (%s; %s=1): completions run as this process's user, uid %s",
+        provider,
+        shown,
+        UNSANDBOXED_ENV,
+        os.getuid(),
+    )
 
 
 def schema_document(model: type[BaseModel] | None) -> dict[str, Any] | None:

@@ -138,6 +138,7 @@ if TYPE_CHECKING:
         CatalogSpec,
         ConfigSectionSpec,
         RewardBackendSpec,
+        RewardExpansionSpec,
     )
     from rewardkit.extras import (
         MissingExtraError,
@@ -185,6 +186,7 @@ if TYPE_CHECKING:
         ProviderRegistrar,
         RewardAttackRegistrar,
         RewardBackendRegistrar,
+        RewardExpansionRegistrar,
         RewardLike,
         ServingStrategyRegistrar,
         TrainerBindingRegistrar,
@@ -324,6 +326,8 @@ _WHERE: dict[str, tuple[str, str]] = {
     "RewardAttacks": ("rewardkit.attacks", "RewardAttacks"),
     "RewardBackendRegistrar": ("rewardkit.protocols", "RewardBackendRegistrar"),
     "RewardBackendSpec": ("rewardkit.extensions", "RewardBackendSpec"),
+    "RewardExpansionRegistrar": ("rewardkit.protocols", "RewardExpansionRegistrar"),
+    "RewardExpansionSpec": ("rewardkit.extensions", "RewardExpansionSpec"),
     "RewardCandidate": ("rewardkit.contracts", "RewardCandidate"),
     "RewardCandidateResult": ("rewardkit.contracts", "RewardCandidateResult"),
     "RewardContext": ("rewardkit.contracts", "RewardContext"),
@@ -481,6 +485,8 @@ __all__ = [
     "RewardCandidateResult",
     "RewardContext",
     "RewardContractError",
+    "RewardExpansionRegistrar",
+    "RewardExpansionSpec",
     "RewardGroupRequest",
     "RewardGroupResult",
     "RewardLike",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         CatalogSpec,
         ConfigSectionSpec,
         RewardBackendSpec,
+        RewardExpansionSpec,
         ServingStrategySpec,
         TrainerBindingSpec,
     )
@@ -38,6 +39,7 @@ __all__ = [
     "ProviderRegistrar",
     "RewardAttackRegistrar",
     "RewardBackendRegistrar",
+    "RewardExpansionRegistrar",
     "RewardLike",
     "ServingStrategyRegistrar",
     "TrainerBindingRegistrar",
@@ -90,6 +92,12 @@ class RewardBackendRegistrar(Protocol):
     """``register`` of ``register_reward_backends``: one call per backend."""
 
     def __call__(self, spec: RewardBackendSpec, /) -> None: ...
+
+
+class RewardExpansionRegistrar(Protocol):
+    """``register`` of ``register_reward_expansions``: one call per key of a reward selection."""
+
+    def __call__(self, spec: RewardExpansionSpec, /) -> None: ...
 
 
 # What a verb runs: its parsed arguments in, the exit status out.

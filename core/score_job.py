@@ -107,8 +107,12 @@ def journal_path(out: Path) -> Path:
 
 def check_out_path(out: Path) -> None:
     """Refuse an ``--out`` that cannot take the results, before anything is scored."""
-    named = {out: "--out", manifest_path(out): "the run manifest", journal_path(out): "the journal",
-             answers_path(out): "the answer journal"}  # fmt: skip
+    named = {
+        out: "--out",
+        manifest_path(out): "the run manifest",
+        journal_path(out): "the journal",
+        answers_path(out): "the answer journal",
+    }
     for path, what in named.items():
         if path.is_dir():
             problem = f"{what} {path} is a folder; --out names the results file, e.g. {out / 'results.jsonl'}"
@@ -244,11 +248,14 @@ def _check_resume(
         ) from None
     current = {record.provider: record for record in reward.providers}
     changes = [
-        {"provider": record.provider, "revision": record.revision, "code_fingerprints": [
-            record.code_fingerprint, current[record.provider].code_fingerprint]}
+        {
+            "provider": record.provider,
+            "revision": record.revision,
+            "code_fingerprints": [record.code_fingerprint, current[record.provider].code_fingerprint],
+        }
         for record in records
         if record.code_fingerprint != current[record.provider].code_fingerprint
-    ]  # fmt: skip
+    ]
     changes.extend(previous.get("code_changes") or [])
     recorded_spec, current_spec = previous.get("spec"), reward.spec_identity
     if canonical_json(recorded_spec) != canonical_json(current_spec):
@@ -260,8 +267,11 @@ def _check_resume(
         )
     recorded_job, current_job = previous.get("job") or {}, _job_settings(config)
     recorded_job = {key: value for key, value in recorded_job.items() if key not in _NOT_COMPARED}
-    changed = sorted(key for key in current_job.keys() | recorded_job.keys()
-                     if recorded_job.get(key) != current_job.get(key))  # fmt: skip
+    changed = sorted(
+        key
+        for key in current_job.keys() | recorded_job.keys()
+        if recorded_job.get(key) != current_job.get(key)
+    )
     if changed:
         shown = "; ".join(
             f"{key}: {recorded_job.get(key)!r} then, {current_job.get(key)!r} now" for key in changed
@@ -642,6 +652,52 @@ def _answers_kept(out: Path, previous: dict[str, Any]) -> str:
     )
 
 
+@dataclass
+class _Plan:
+    """What the plan phase settled before anything is scored: the command (for the lines that say how
+    to resume), where the run writes, what ``--out`` held, and which run this is (a new one, or the
+    pending one it resumes, with the code changes ``--allow-code-change`` let through)."""
+
+    config_source: str
+    overrides: Sequence[str]
+    out: str
+    config: RewardkitConfig
+    rollouts_path: str
+    out_path: Path
+    previous: dict[str, Any] | None  # the manifest --out's last run left, if any
+    previous_raw: bytes | None
+    pending: dict[str, Any] | None  # that manifest when its run is unfinished
+    resume: bool
+    run: str
+    started: str
+    journal: Journal
+    changed: dict[str, Any]  # {"code_changes": [...]} when a resume scores with changed code, else {}
+
+    def resume_line(self) -> str:
+        return resume_command(self.config_source, self.overrides, self.out)
+
+
+@dataclass
+class _Scored:
+    """What the run phase scored over the whole file (chunks journaled by an earlier run included)."""
+
+    chunks: int = 0
+    reused: int = 0  # chunks found journaled with the same input
+    reused_rollouts: int = 0
+    groups: int = 0
+    rollouts: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class _Finished:
+    """What the finish phase wrote: the chunks' summaries, and the zero-variance groups when any."""
+
+    summaries: list[dict[str, Any]]
+    zero_variance: int
+    zero_line: str | None
+
+
 def run_score(
     config_source: str,
     overrides: Sequence[str],
@@ -660,7 +716,8 @@ def run_score(
     some chunks were journaled, 3 every candidate errored under ``onError: none`` and
     ``allow_all_errored`` is false (the output is written), 130 Ctrl-C). ``on_chunk(n)`` is called
     after chunk ``n`` is journaled (tests stop a job with it); ``plot`` names a picture of the reward
-    distributions."""
+    distributions. Four phases: plan (what to score and where), run (score and journal chunk by
+    chunk), finish (the output and the complete manifest), report (the summary)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     try:
         if plot is not None:
@@ -684,201 +741,285 @@ def run_score(
             note = _term_note(config, reward)
             if note is not None:
                 print(f"rewardkit: {note}", file=stderr)
-            previous, previous_raw = _read_manifest(out_path)
-            pending = previous if previous is not None and previous.get("status") == "pending" else None
-            if resume and previous is None:
-                # Nothing was journaled (a stop in the first second leaves no manifest): the job
-                # from the start is what finishing it means, so the `--resume` line always works.
-                print(
-                    f"rewardkit: --resume: nothing is journaled for {out_path} (no run manifest at "
-                    f"{manifest_path(out_path)}); scoring it from the start",
-                    file=stderr,
-                )
-                resume = False
-            if resume and pending is None:
-                raise PreflightError(
-                    f"--resume: the run recorded in {manifest_path(out_path)} is complete; nothing to resume "
-                    "(run without --resume to score again)"
-                )
-            if previous is not None and pending is None and not overwrite and out_path.exists():
-                raise PreflightError(
-                    f"--out {out_path} holds the complete result of an earlier run (started "
-                    f"{previous.get('started') or '(unknown)'}, config {previous.get('config')}, "
-                    f"{previous.get('rollouts_scored', '?')} rollouts; manifest {manifest_path(out_path)}): "
-                    "pass --overwrite to replace it, or choose another --out"
-                )
-            if pending is not None and not resume and not overwrite:
-                raise PreflightError(
-                    f"{_pending_summary(out_path, pending)}. Pass --resume to finish it under the same "
-                    "provider identities, or --overwrite to discard it and start over"
-                )
-            code_changes: list[dict[str, Any]] = []
-            if resume and pending is not None:  # a resume without a pending run was refused above
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RevisionNotBumpedWarning)  # said below, once, plainly
-                    code_changes = _check_resume(out_path, pending, reward, config, allow_code_change)
-                for change in code_changes:
-                    old, new = change["code_fingerprints"]
-                    print(
-                        f"rewardkit: warning: --allow-code-change: provider {change['provider']!r} "
-                        f"(revision {change['revision']!r}) scored the journaled chunks with code {old[:12]} "
-                        f"and scores the rest with {new[:12]}; the manifest records both",
-                        file=stderr,
-                    )
-                run, started = str(pending.get("run") or ""), str(pending.get("started") or "")
-                journal = Journal.scan(journal_path(out_path), run)
-            else:
-                if previous is not None:  # a fresh run over a recorded one: say what changed unbumped
-                    for line in unbumped_code_changes(previous.get("providers"), reward.providers):
-                        where = manifest_path(out_path)
-                        print(f"rewardkit: warning: {line} (run recorded in {where})", file=stderr)
-                run, started = uuid.uuid4().hex, time.strftime("%Y-%m-%dT%H:%M:%S%z")
-                journal = Journal(journal_path(out_path), run)
-            changed = {"code_changes": code_changes} if code_changes else {}
-            _write_manifest(out_path, _manifest(config, reward, "pending", run, started, **changed))
-            # Slow providers' answers inside the chunk being scored (``rewardkit.answer_journal``).
-            answers = AnswerJournal(answers_path(out_path), run, keep=resume)
-            with journal.open_for_append(fresh=not resume) as handle, recording(answers):
-                groups = iter_rollout_groups(
-                    rollouts_path,
-                    prompt_column=config.rl.data.prompt_column,
-                    response_column=config.rl.data.response_column,
-                    needs=reward.needs,
-                    group_size=config.rl.group_size,
-                )
-                bar = ProgressLine(_count_lines(rollouts_path) if stderr.isatty() else None, stderr)
-                start = time.perf_counter()
-                count = reused = reused_rollouts = groups_total = rollouts_total = 0
-
-                def discard_if_empty() -> None:
-                    """Nothing journaled: leave --out's files as they were. The file decides, not
-                    ``journal.chunks``: an interrupt can land between a chunk's write and its count."""
-                    answers.close()
-                    if journal.chunks or Journal.scan(journal.path, run).chunks or len(answers):
-                        return
-                    if previous_raw is not None and pending is None:
-                        write_atomically(manifest_path(out_path), [previous_raw])
-                    else:
-                        manifest_path(out_path).unlink(missing_ok=True)
-                    journal.path.unlink(missing_ok=True)
-                    answers.path.unlink(missing_ok=True)
-
-                try:
-                    chunking = _chunking(config)
-                    sizer = ChunkSizer(chunking["chunk_rollouts"], chunking["chunk_seconds"])
-                    if len(answers):
-                        # The answers kept from the chunk a stop cut short are dropped once the next
-                        # chunk is journaled: that chunk must reach as far as the stopped one did.
-                        sizer.target = sizer.most
-                    for item in _chunks(groups, sizer, journal):
-                        if item is None:  # the reader starts over: what came before is void
-                            count = reused = reused_rollouts = groups_total = rollouts_total = 0
-                            continue
-                        number, members, digest = item
-                        count = number + 1
-                        groups_total += len(members)
-                        rollouts = sum(len(group.rollouts) for group in members)
-                        rollouts_total += rollouts
-                        known = journal.chunks.get(number)
-                        if known is not None and known.record.get("input") == digest:
-                            reused += 1
-                            reused_rollouts += rollouts
-                            bar.skip(rollouts)
-                            continue
-                        began = time.perf_counter()
-                        batch = reward.score(members, progress=bar.update)
-                        lines = result_lines(batch, members)
-                        record = {
-                            "input": digest,
-                            "groups": len(members),
-                            "rollouts": len(lines),
-                            "first": members[0].group_id,
-                            "metrics": batch.metrics,
-                            "weights": batch.metric_weights,
-                            "summary": _chunk_sums(reward, batch),
-                        }
-                        journal.append(handle, number, lines, record)
-                        sizer.scored(len(lines), time.perf_counter() - began)  # sizes the next chunk
-                        answers.clear()  # the chunk's answers are in the journal now
-                        if on_chunk is not None:
-                            on_chunk(number)
-                except KeyboardInterrupt:
-                    bar.clear()
-                    discard_if_empty()
-                    raise
-                except RewardkitError as error:
-                    bar.close()
-                    discard_if_empty()
-                    journaled = sum(
-                        chunk.record["rollouts"] for n, chunk in journal.chunks.items() if n < count
-                    )
-                    if isinstance(error, DataError) and journal.chunks:
-                        print(
-                            f"rewardkit: error: {error} ({journaled} rollouts in the chunks before it are "
-                            f"journaled: fix the file, then finish the run with: "
-                            f"{resume_command(config_source, overrides, out)})",
-                            file=stderr,
-                        )
-                        return 2
-                    if not isinstance(error, (ConfigError, DataError)):
-                        print(
-                            f"rewardkit: the batch failed, nothing was written to {out_path}: {error}"
-                            + (f" ({journaled} rollouts are journaled: finish the run with: "
-                               f"{resume_command(config_source, overrides, out)})"
-                               if journal.chunks or len(answers) else ""),
-                            file=stderr,
-                        )  # fmt: skip
-                        return 1
-                    raise
-                elapsed = time.perf_counter() - start
-                bar.close()
-            records = [journal.chunks[number].record for number in range(count)]
-            summaries = [record["summary"] for record in records]
-            zero_line = zero_variance_line(summaries)
-            zero = sum(int(summary.get("zero_variance_groups", 0)) for summary in summaries)
-            kept = {"zero_variance_groups": zero} if zero_line is not None else {}
-            finisher = SplitBatchFinisher.for_config(config.rl)
-            for done in records:  # a chunk journaled without weights weighs its means by its rollouts
-                finisher.add_report(
-                    done["metrics"], done.get("weights") or {}, default_weight=float(done["rollouts"])
-                )
-            write_atomically(out_path, _output_pieces(journal, count, finisher))
-            metrics, _ = finisher.report()
-            tally: dict[str, Any] = dict(rollouts_scored=rollouts_total, groups=groups_total, seconds=elapsed)
-            tally.update(chunks=count, chunks_reused=reused, metrics=metrics, **kept, **changed)
-            _write_manifest(out_path, _manifest(config, reward, "complete", run, started, **tally))
-            journal.path.unlink(missing_ok=True)
-            answers.path.unlink(missing_ok=True)
-            headers = ("component", "provider:term", "mean", "std", "scored", "skipped", "errors", "gated")
-            print(format_table(summary_rows(reward, summaries), headers), file=stdout)
-            if zero_line is not None:
-                print(zero_line, file=stdout)
-            errors = error_lines(summaries)
-            if errors:
-                print("\n" + "\n".join(errors), file=stdout)
-            again = f"; {reused} of {count} chunks were journaled already" if reused else ""
-            scored_now = rollouts_total - reused_rollouts  # the rate counts only what this run scored
-            print(
-                f"\n{rollouts_total} rollouts in {groups_total} groups scored in {elapsed:.3f}s "
-                f"({scored_now / max(elapsed, 1e-9):,.0f} rollouts/s){again}; wrote {out_path} "
-                f"and its run manifest {manifest_path(out_path)}",
-                file=stdout,
+            plan = _plan(
+                (config_source, overrides, out),
+                config,
+                rollouts_path,
+                reward,
+                resume=resume,
+                overwrite=overwrite,
+                allow_code_change=allow_code_change,
+                stderr=stderr,
             )
-            if plot is not None:
-                from rewardkit.score_plot import plot_distribution
-
-                names = [component.name for component in reward.spec.components]
-                title = f"rewardkit score {out_path.name}: {rollouts_total} rollouts, {groups_total} groups"
-                plot_distribution(
-                    out_path, Path(plot), names, title=title, zero_variance=(zero, groups_total)
-                )
-                print(f"wrote the reward distribution plot to {plot}", file=stdout)
-            all_errored = all_errored_line(reward, summaries, allow_all_errored)
-            if all_errored is not None:
-                print(all_errored, file=stderr)
-                if not allow_all_errored:
-                    return ALL_ERRORED_EXIT
-        return 0
+            scored = _run(plan, reward, stderr, on_chunk)
+            if isinstance(scored, int):
+                return scored
+            finished = _finish(plan, reward, scored)
+            return _report(plan, reward, scored, finished, plot, allow_all_errored, stdout, stderr)
     except KeyboardInterrupt:
         print(interrupted_line(config_source, overrides, out), file=stderr)
         return 130
+
+
+def _plan(
+    command: tuple[str, Sequence[str], str],
+    config: RewardkitConfig,
+    rollouts_path: str,
+    reward: RewardLike,
+    *,
+    resume: bool,
+    overwrite: bool,
+    allow_code_change: bool,
+    stderr: IO[str],
+) -> _Plan:
+    """Read what ``--out`` holds, refuse what would lose a run, and open this run's journal and its
+    ``pending`` manifest: a new run, or the pending one resumed under the same identities."""
+    config_source, overrides, out = command
+    out_path = Path(out)
+    previous, previous_raw = _read_manifest(out_path)
+    pending = previous if previous is not None and previous.get("status") == "pending" else None
+    if resume and previous is None:
+        # Nothing was journaled (a stop in the first second leaves no manifest): the job
+        # from the start is what finishing it means, so the `--resume` line always works.
+        print(
+            f"rewardkit: --resume: nothing is journaled for {out_path} (no run manifest at "
+            f"{manifest_path(out_path)}); scoring it from the start",
+            file=stderr,
+        )
+        resume = False
+    if resume and pending is None:
+        raise PreflightError(
+            f"--resume: the run recorded in {manifest_path(out_path)} is complete; nothing to resume "
+            "(run without --resume to score again)"
+        )
+    if previous is not None and pending is None and not overwrite and out_path.exists():
+        raise PreflightError(
+            f"--out {out_path} holds the complete result of an earlier run (started "
+            f"{previous.get('started') or '(unknown)'}, config {previous.get('config')}, "
+            f"{previous.get('rollouts_scored', '?')} rollouts; manifest {manifest_path(out_path)}): "
+            "pass --overwrite to replace it, or choose another --out"
+        )
+    if pending is not None and not resume and not overwrite:
+        raise PreflightError(
+            f"{_pending_summary(out_path, pending)}. Pass --resume to finish it under the same "
+            "provider identities, or --overwrite to discard it and start over"
+        )
+    code_changes: list[dict[str, Any]] = []
+    if resume and pending is not None:  # a resume without a pending run was refused above
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RevisionNotBumpedWarning)  # said below, once, plainly
+            code_changes = _check_resume(out_path, pending, reward, config, allow_code_change)
+        for change in code_changes:
+            old, new = change["code_fingerprints"]
+            print(
+                f"rewardkit: warning: --allow-code-change: provider {change['provider']!r} "
+                f"(revision {change['revision']!r}) scored the journaled chunks with code {old[:12]} "
+                f"and scores the rest with {new[:12]}; the manifest records both",
+                file=stderr,
+            )
+        run, started = str(pending.get("run") or ""), str(pending.get("started") or "")
+        journal = Journal.scan(journal_path(out_path), run)
+    else:
+        if previous is not None:  # a fresh run over a recorded one: say what changed unbumped
+            for line in unbumped_code_changes(previous.get("providers"), reward.providers):
+                where = manifest_path(out_path)
+                print(f"rewardkit: warning: {line} (run recorded in {where})", file=stderr)
+        run, started = uuid.uuid4().hex, time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        journal = Journal(journal_path(out_path), run)
+    changed = {"code_changes": code_changes} if code_changes else {}
+    _write_manifest(out_path, _manifest(config, reward, "pending", run, started, **changed))
+    return _Plan(
+        config_source,
+        overrides,
+        out,
+        config,
+        rollouts_path,
+        out_path,
+        previous,
+        previous_raw,
+        pending,
+        resume,
+        run,
+        started,
+        journal,
+        changed,
+    )
+
+
+def _run(
+    plan: _Plan, reward: RewardLike, stderr: IO[str], on_chunk: Callable[[int], None] | None
+) -> _Scored | int:
+    """Score the file chunk by chunk, each journaled (fsynced) before the next is read; a chunk the
+    journal holds with the same input is reused. A scoring failure is its exit code (1, or 2 for a
+    data error after some chunks were journaled), with ``--out``'s files left as they were when
+    nothing was journaled; a configuration error propagates."""
+    config, journal, out_path = plan.config, plan.journal, plan.out_path
+    # Slow providers' answers inside the chunk being scored (``rewardkit.answer_journal``).
+    answers = AnswerJournal(answers_path(out_path), plan.run, keep=plan.resume)
+    with journal.open_for_append(fresh=not plan.resume) as handle, recording(answers):
+        groups = iter_rollout_groups(
+            plan.rollouts_path,
+            prompt_column=config.rl.data.prompt_column,
+            response_column=config.rl.data.response_column,
+            needs=reward.needs,
+            group_size=config.rl.group_size,
+        )
+        bar = ProgressLine(_count_lines(plan.rollouts_path) if stderr.isatty() else None, stderr)
+        start = time.perf_counter()
+        scored = _Scored()
+
+        def discard_if_empty() -> None:
+            """Nothing journaled: leave --out's files as they were. The file decides, not
+            ``journal.chunks``: an interrupt can land between a chunk's write and its count."""
+            answers.close()
+            if journal.chunks or Journal.scan(journal.path, plan.run).chunks or len(answers):
+                return
+            if plan.previous_raw is not None and plan.pending is None:
+                write_atomically(manifest_path(out_path), [plan.previous_raw])
+            else:
+                manifest_path(out_path).unlink(missing_ok=True)
+            journal.path.unlink(missing_ok=True)
+            answers.path.unlink(missing_ok=True)
+
+        try:
+            chunking = _chunking(config)
+            sizer = ChunkSizer(chunking["chunk_rollouts"], chunking["chunk_seconds"])
+            if len(answers):
+                # The answers kept from the chunk a stop cut short are dropped once the next
+                # chunk is journaled: that chunk must reach as far as the stopped one did.
+                sizer.target = sizer.most
+            for item in _chunks(groups, sizer, journal):
+                if item is None:  # the reader starts over: what came before is void
+                    scored = _Scored()
+                    continue
+                number, members, digest = item
+                scored.chunks = number + 1
+                scored.groups += len(members)
+                rollouts = sum(len(group.rollouts) for group in members)
+                scored.rollouts += rollouts
+                known = journal.chunks.get(number)
+                if known is not None and known.record.get("input") == digest:
+                    scored.reused += 1
+                    scored.reused_rollouts += rollouts
+                    bar.skip(rollouts)
+                    continue
+                began = time.perf_counter()
+                batch = reward.score(members, progress=bar.update)
+                lines = result_lines(batch, members)
+                record = {
+                    "input": digest,
+                    "groups": len(members),
+                    "rollouts": len(lines),
+                    "first": members[0].group_id,
+                    "metrics": batch.metrics,
+                    "weights": batch.metric_weights,
+                    "summary": _chunk_sums(reward, batch),
+                }
+                journal.append(handle, number, lines, record)
+                sizer.scored(len(lines), time.perf_counter() - began)  # sizes the next chunk
+                answers.clear()  # the chunk's answers are in the journal now
+                if on_chunk is not None:
+                    on_chunk(number)
+        except KeyboardInterrupt:
+            bar.clear()
+            discard_if_empty()
+            raise
+        except RewardkitError as error:
+            bar.close()
+            discard_if_empty()
+            journaled = sum(
+                chunk.record["rollouts"] for n, chunk in journal.chunks.items() if n < scored.chunks
+            )
+            if isinstance(error, DataError) and journal.chunks:
+                print(
+                    f"rewardkit: error: {error} ({journaled} rollouts in the chunks before it are "
+                    f"journaled: fix the file, then finish the run with: {plan.resume_line()})",
+                    file=stderr,
+                )
+                return 2
+            if not isinstance(error, (ConfigError, DataError)):
+                print(
+                    f"rewardkit: the batch failed, nothing was written to {out_path}: {error}"
+                    + (
+                        f" ({journaled} rollouts are journaled: finish the run with: {plan.resume_line()})"
+                        if journal.chunks or len(answers)
+                        else ""
+                    ),
+                    file=stderr,
+                )
+                return 1
+            raise
+        scored.seconds = time.perf_counter() - start
+        bar.close()
+    return scored
+
+
+def _finish(plan: _Plan, reward: RewardLike, scored: _Scored) -> _Finished:
+    """Write the output from the journal (advantages finished over the whole run), then the complete
+    manifest with the run's tally; the journal and the answers go once the output is in place."""
+    journal, out_path = plan.journal, plan.out_path
+    records = [journal.chunks[number].record for number in range(scored.chunks)]
+    summaries = [record["summary"] for record in records]
+    zero_line = zero_variance_line(summaries)
+    zero = sum(int(summary.get("zero_variance_groups", 0)) for summary in summaries)
+    kept = {"zero_variance_groups": zero} if zero_line is not None else {}
+    finisher = SplitBatchFinisher.for_config(plan.config.rl)
+    for done in records:  # a chunk journaled without weights weighs its means by its rollouts
+        finisher.add_report(
+            done["metrics"], done.get("weights") or {}, default_weight=float(done["rollouts"])
+        )
+    write_atomically(out_path, _output_pieces(journal, scored.chunks, finisher))
+    metrics, _ = finisher.report()
+    tally: dict[str, Any] = dict(
+        rollouts_scored=scored.rollouts, groups=scored.groups, seconds=scored.seconds
+    )
+    tally.update(chunks=scored.chunks, chunks_reused=scored.reused, metrics=metrics, **kept, **plan.changed)
+    _write_manifest(out_path, _manifest(plan.config, reward, "complete", plan.run, plan.started, **tally))
+    journal.path.unlink(missing_ok=True)
+    answers_path(out_path).unlink(missing_ok=True)
+    return _Finished(summaries, zero, zero_line)
+
+
+def _report(
+    plan: _Plan,
+    reward: RewardLike,
+    scored: _Scored,
+    finished: _Finished,
+    plot: str | None,
+    allow_all_errored: bool,
+    stdout: IO[str],
+    stderr: IO[str],
+) -> int:
+    """Print the summary table, the zero-variance and error lines and the totals, draw the plot, and
+    return the exit code (``ALL_ERRORED_EXIT`` when every candidate errored and that is not allowed)."""
+    out_path, summaries = plan.out_path, finished.summaries
+    headers = ("component", "provider:term", "mean", "std", "scored", "skipped", "errors", "gated")
+    print(format_table(summary_rows(reward, summaries), headers), file=stdout)
+    if finished.zero_line is not None:
+        print(finished.zero_line, file=stdout)
+    errors = error_lines(summaries)
+    if errors:
+        print("\n" + "\n".join(errors), file=stdout)
+    again = f"; {scored.reused} of {scored.chunks} chunks were journaled already" if scored.reused else ""
+    scored_now = scored.rollouts - scored.reused_rollouts  # the rate counts only what this run scored
+    print(
+        f"\n{scored.rollouts} rollouts in {scored.groups} groups scored in {scored.seconds:.3f}s "
+        f"({scored_now / max(scored.seconds, 1e-9):,.0f} rollouts/s){again}; wrote {out_path} "
+        f"and its run manifest {manifest_path(out_path)}",
+        file=stdout,
+    )
+    if plot is not None:
+        from rewardkit.score_plot import plot_distribution
+
+        names = [component.name for component in reward.spec.components]
+        title = f"rewardkit score {out_path.name}: {scored.rollouts} rollouts, {scored.groups} groups"
+        plot_distribution(
+            out_path, Path(plot), names, title=title, zero_variance=(finished.zero_variance, scored.groups)
+        )
+        print(f"wrote the reward distribution plot to {plot}", file=stdout)
+    all_errored = all_errored_line(reward, summaries, allow_all_errored)
+    if all_errored is not None:
+        print(all_errored, file=stderr)
+        if not allow_all_errored:
+            return ALL_ERRORED_EXIT
+    return 0

@@ -272,22 +272,8 @@ class RewardProviderTests:
         assert recorder.calls == 0
 
 
-def assert_attacks_hold(config: Any, overrides: Sequence[str] = (), **options: Any) -> Any:
-    """Audit the reward ``config`` selects (``rewardkit audit``, from ``rewardkit-audit``) and fail unless
-    every attack holds, for a provider package's tests: runs every installed attack family that applies
-    (``options`` as for ``rewardkit.audit``: ``rows``, ``family``...) and raises ``AssertionError``
-    naming each attack that leaks or errors, with its worst row; returns the report."""
-    from rewardkit.extras import import_from
+def __getattr__(name: str) -> Any:
+    # ``assert_attacks_hold`` moved to the audit distribution: found through the moved-paths table until 0.3.
+    from rewardkit.moved import moved_attribute
 
-    audit = import_from("rewardkit-audit", "audit", "rewardkit.testing.assert_attacks_hold")
-    report = audit(config, overrides, **options)
-    failed = [
-        f"{unit.family}/{attack.name}: {attack.verdict} (worst row {attack.worst_row}, "
-        f"gain {attack.worst_gain}; {attack.error_example or 'no error'})"
-        for unit, attack in report.failed
-    ]
-    if failed:
-        raise AssertionError("attacks that do not hold:\n" + "\n".join(failed))
-    if report.exit_code != 0:
-        raise AssertionError("nothing was audited: " + "; ".join(report.summary_lines()))
-    return report
+    return moved_attribute(__name__, name)

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager, nullcontext
 from functools import partial
 from typing import Any, NamedTuple, cast
 
-from rewardkit import answer_journal, cancellation
+from rewardkit import answer_journal, cancellation, shared_results
 from rewardkit.advantages import EPSILON, SCALINGS, Scaling, StdKind
 from rewardkit.batch_input import (
     GroupLike,
@@ -133,9 +133,13 @@ class RewardWorker:
         self.providers: dict[str, BoundProvider] = {}
         owners: dict[str, tuple[str, str]] = {}  # provider name -> (params key, first component)
         keys: dict[str, str] = {}  # component name -> provider key
+        # Component name -> its params as the schema reads them: normalised here, once, for the provider
+        # key, the binding's identity and the spec a run records.
+        normalised: dict[str, dict[str, Any]] = {}
         for component in spec.components:
             # Keyed by the normalised params: 6 and 6.0 of a float param are one configuration.
-            params_key = canonical_json(catalog.normalise(component.provider, component.params))
+            params = normalised[component.name] = catalog.normalise(component.provider, component.params)
+            params_key = canonical_json(params)
             key = f"{component.provider}|{params_key}"
             keys[component.name] = key
             seen = owners.get(component.provider)
@@ -149,7 +153,7 @@ class RewardWorker:
             owners.setdefault(component.provider, (params_key, component.name))
             if key not in self.providers:
                 self.providers[key] = catalog.bind(
-                    component.provider, component.params, available_inputs, runtime=runtime
+                    component.provider, component.params, available_inputs, runtime=runtime, normalised=params
                 )
         resolved = spec.with_terms(
             lambda name: next(b.spec.default_term for b in self.providers.values() if b.name == name)
@@ -186,19 +190,28 @@ class RewardWorker:
             if several or declared.notes or not declared.cheap:
                 detailed.append((part.name, part.provider_key, part.term, several))
         self._outputs = BatchOutputs(
-            namespace, tuple(component.name for component in self._components),
+            namespace,
+            tuple(component.name for component in self._components),
             {key: bound.name for key, bound in self.providers.items()},
-            scaling, advantage_std, advantage_eps, self.records, self._diagnosing, tuple(detailed),
-        )  # fmt: skip
+            scaling,
+            advantage_std,
+            advantage_eps,
+            self.records,
+            self._diagnosing,
+            tuple(detailed),
+        )
         self._pointwise: PointwiseBatch | None = None
         if all(scorable_in_one_pass(bound) for bound in self.providers.values()):
             self._pointwise = PointwiseBatch(
-                resolved, self.providers, self._components,
-                group_size=group_size, complete=self._complete,
-            )  # fmt: skip
+                resolved,
+                self.providers,
+                self._components,
+                group_size=group_size,
+                complete=self._complete,
+            )
         normal = resolved.to_json()
         for component in normal["components"]:
-            component["params"] = catalog.normalise(component["provider"], component["params"])
+            component["params"] = normalised[component["name"]]
         # What a run records and compares on resume: the spec with every component's params normalised.
         self.spec_identity: dict[str, Any] = normal
 
@@ -416,7 +429,7 @@ class RewardWorker:
     ) -> ScoredBatch:
         """Score a batch with the strategy its providers allow (chosen only here) and ``complete`` it,
         with one rerun budget for the batch (``rewardkit.reproduction``)."""
-        with batch_budget(self.spec.reruns.per_batch):
+        with batch_budget(self.spec.reruns.per_batch), shared_results.batch_scope():
             if self._pointwise is not None:
                 return self._pointwise.score(batch, admit, max_chunk_weight, self._collector_paused, complete)
             staged = self._stage(batch, executor, admit, max_chunk_weight)
@@ -442,7 +455,7 @@ class RewardWorker:
     ) -> tuple[list[tuple[str, Composition]], dict[str, Said]]:
         """Score and compose one group: its per-candidate compositions and the raw provider results
         (a group staged alone, on a reward actor, has a rerun budget of its own)."""
-        with batch_budget(self.spec.reruns.per_batch):
+        with batch_budget(self.spec.reruns.per_batch), shared_results.batch_scope():
             results = self._score_admitted(group_id, rollouts)
         return self._compose_chunk([(group_id, rollouts, results)])[0], results
 
@@ -521,5 +534,16 @@ class RewardWorker:
 
 
 # Scored results and group reading live in their own modules; they stay importable from here.
-__all__ = ["CHUNKS_PER_BATCH", "REWARD_FIELDS", "GroupLike", "RewardWorker", "ScoredBatch", "ScoredCandidate",
-           "ScoredGroup", "as_batch", "batch_parts", "check_one_prompt", "group_parts"]  # fmt: skip
+__all__ = [
+    "CHUNKS_PER_BATCH",
+    "REWARD_FIELDS",
+    "GroupLike",
+    "RewardWorker",
+    "ScoredBatch",
+    "ScoredCandidate",
+    "ScoredGroup",
+    "as_batch",
+    "batch_parts",
+    "check_one_prompt",
+    "group_parts",
+]

@@ -21,13 +21,14 @@ HOOKS = sorted(
 HANDED = {"register_commands": "cli"}
 
 
-def test_there_are_eight_extension_points():
+def test_there_are_nine_extension_points():
     assert HOOKS == [
         "register_catalogs",
         "register_commands",
         "register_config_sections",
         "register_reward_attacks",
         "register_reward_backends",
+        "register_reward_expansions",
         "register_reward_providers",
         "register_serving_strategies",
         "register_trainer_bindings",

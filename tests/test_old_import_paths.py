@@ -82,3 +82,22 @@ def test_a_renamed_core_module_is_the_new_one_with_a_warning(monkeypatch: pytest
         import rewardkit.binding  # type: ignore[import-not-found]
     assert rewardkit.binding is rewardkit.bound_provider
     assert rewardkit.binding.BoundProvider is rewardkit.BoundProvider
+
+
+def test_a_moved_function_without_its_distribution_names_the_install() -> None:
+    """``rewardkit.audit`` and ``rewardkit.testing.assert_attacks_hold`` live in rewardkit-audit now (not
+    installed in this env): each old name is the one install line, and an unknown name is still an
+    ``AttributeError`` (``rewardkit-audit``'s own tests check the aliases with their warning)."""
+    import rewardkit
+    import rewardkit.testing
+    from rewardkit.plugin import MissingExtraError
+
+    install = r"needs rewardkit_audit, which is not installed: pip install '\S*plugins/audit'$"
+    with pytest.raises(MissingExtraError, match=r"^rewardkit\.audit " + install):
+        rewardkit.audit  # noqa: B018 - the attribute access is the test
+    with pytest.raises(MissingExtraError, match=r"^rewardkit\.testing\.assert_attacks_hold " + install):
+        from rewardkit.testing import assert_attacks_hold  # noqa: F401
+    with pytest.raises(
+        AttributeError, match=r"module 'rewardkit\.testing' has no attribute 'assert_attack_holds'"
+    ):
+        rewardkit.testing.assert_attack_holds  # noqa: B018

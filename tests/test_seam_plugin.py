@@ -16,6 +16,7 @@ import pytest
 
 import rewardkit
 from rewardkit.cli import main
+from rewardkit.plugin import MissingExtraError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -110,6 +111,40 @@ def test_rewards_backend_selects_the_plugins_backend() -> None:
         rewardkit.load({**config, "rewards.backend": "seam-ech"})
 
 
+def test_a_section_brings_its_observer_to_the_bindings() -> None:
+    """``rl.seam_watch`` registers an observer with its section: a trainer binding scoring with it set
+    hands the observer each scored batch; unset, the binding runs unwatched."""
+    from rewardkit_seam_example import SeamObserver  # type: ignore[import-not-found]
+
+    import rewardkit.bindings.openrlhf as openrlhf_binding
+
+    config = {"rl.reward.provider": "exact-match", "rl.data.response_column": "reference"}
+    before = len(SeamObserver.seen)
+    queries, prompts, labels = ["Q: four", "Q: five"], ["Q:", "Q:"], ["four", "four"]
+    totals, _ = openrlhf_binding.score(
+        queries, prompts, labels, config={**config, "rl.seam_watch.label": "w"}
+    )
+    assert totals == [1.0, 0.0]
+    assert SeamObserver.seen[before:] == [("w", "openrlhf", 2)]
+    openrlhf_binding.score(queries, prompts, labels, config=config)
+    assert SeamObserver.seen[before:] == [("w", "openrlhf", 2)]
+
+
+def test_the_monitors_section_without_its_distribution_is_one_install_line() -> None:
+    """``rl.monitor`` is the monitor distribution's section (not installed in this env): set, it is kept
+    unchecked and a binding fails naming what to install rather than training unwatched."""
+    import rewardkit.bindings.openrlhf as openrlhf_binding
+
+    config = {
+        "rl.reward.provider": "exact-match",
+        "rl.data.response_column": "reference",
+        "rl.monitor.logdir": "m",
+    }
+    said = r"^`rl.monitor` needs rewardkit_monitor, which is not installed: pip install '\S*plugins/monitor'$"
+    with pytest.raises(MissingExtraError, match=said):
+        openrlhf_binding.score(["Q: four"], ["Q:"], ["four"], config=config)
+
+
 def test_rewardkit_plugins_lists_the_plugin_with_its_hooks(capsys: pytest.CaptureFixture) -> None:
     assert main(["plugins", "--json"]) == 0
     row = next(row for row in json.loads(capsys.readouterr().out) if row["name"] == "seam-example")
@@ -117,38 +152,68 @@ def test_rewardkit_plugins_lists_the_plugin_with_its_hooks(capsys: pytest.Captur
     assert row["hooks"] == ["register_commands", "register_config_sections", "register_reward_backends"]
     assert row["provides"] == {
         "backends": ["seam-echo"],
-        "sections": ["rl.seam_weights", "seam"],
+        "sections": ["rl.seam_watch", "rl.seam_weights", "seam"],
         "commands": ["seam-greet"],
     }
 
 
-# -- the core names no subsystem distribution -------------------------------------------------------
-
-SUBSYSTEM_MODULE = re.compile(r"rewardkit_(service|ray|checkpoints|audit|monitor)\b")
+# -- the core names no distribution ------------------------------------------------------------------
 
 
-def subsystem_names_in(source: str) -> list[str]:
-    """Every import of a subsystem distribution's package and every string naming one (a lazy
-    loader's ``"pkg.module"``, a moved-paths target), comments aside: the core reaches them by hooks."""
+def _layout() -> tuple[frozenset[str], frozenset[str]]:
+    """The import names of every distribution of the repository but the core's (``rewardkit_ray``...)
+    and their distribution names (``rewardkit-ray``...), read from the pyproject files."""
+    packages: set[str] = set()
+    names: set[str] = set()
+    for pyproject in [*ROOT.glob("*/pyproject.toml"), *ROOT.glob("plugins/*/pyproject.toml")]:
+        project = tomllib.loads(pyproject.read_text()).get("project", {})
+        if "name" in project and (pyproject.parent / "src").is_dir():
+            names.add(project["name"])
+            packages.update(init.parent.name for init in (pyproject.parent / "src").glob("*/__init__.py"))
+    return frozenset(packages), frozenset(names)
+
+
+DISTRIBUTION_PACKAGES, DISTRIBUTION_NAMES = _layout()
+# The two tables allowed to name distributions: what to install for a missing verb, section or backend
+# (``rewardkit.extras``), and where the old import paths moved (``rewardkit.moved``).
+TABLES = ("core/extras.py", "core/moved.py")
+
+
+def distribution_names_in(
+    source: str, packages: frozenset[str] = DISTRIBUTION_PACKAGES, names: frozenset[str] = DISTRIBUTION_NAMES
+) -> list[str]:
+    """How a source reaches a distribution by name: an import of its package, its package in any string
+    or identifier (a lazy loader's ``"pkg.module"``, a docstring, a moved-paths target), or a string that
+    is exactly its distribution name (a handle a helper derives the package from: ``f("rewardkit-audit")``).
+    Comments aside; prose that mentions a distribution name among other words is documentation."""
+    module = re.compile(r"\b(" + "|".join(sorted(map(re.escape, packages), key=len, reverse=True)) + r")\b")
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found.extend(alias.name for alias in node.names if SUBSYSTEM_MODULE.match(alias.name))
-        elif isinstance(node, ast.ImportFrom) and node.module and SUBSYSTEM_MODULE.match(node.module):
+            found.extend(alias.name for alias in node.names if module.match(alias.name))
+        elif isinstance(node, ast.ImportFrom) and node.module and module.match(node.module):
             found.append(node.module)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found.extend(match.group(0) for match in SUBSYSTEM_MODULE.finditer(node.value))
+            found.extend(match.group(0) for match in module.finditer(node.value))
+            found.extend([node.value] if node.value in names else [])
         elif isinstance(node, ast.Name | ast.Attribute):
             name = node.id if isinstance(node, ast.Name) else node.attr
-            found.extend([name] if SUBSYSTEM_MODULE.match(name) else [])
+            found.extend([name] if module.match(name) else [])
     return found
 
 
-def test_the_cores_source_names_no_subsystem_distribution() -> None:
+def test_the_cores_source_names_no_distribution_outside_its_two_tables() -> None:
+    assert {
+        "rewardkit_monitor",
+        "rewardkit_audit",
+        "rewardkit_rl",
+        "rewardkit_media",
+    } <= DISTRIBUTION_PACKAGES
     named = {
-        str(path.relative_to(ROOT)): names
+        relative: names
         for path in sorted((ROOT / "core").rglob("*.py"))
-        if (names := subsystem_names_in(path.read_text()))
+        if (relative := str(path.relative_to(ROOT))) not in TABLES
+        and (names := distribution_names_in(path.read_text()))
     }
     assert named == {}
 
@@ -157,9 +222,20 @@ def test_the_checker_sees_each_way_of_naming_one() -> None:
     source = (
         "import rewardkit_ray\nfrom rewardkit_service.client import RemoteReward\n"
         "LAZY = ('rewardkit_audit', 'audit')\n\n\ndef f():\n    '''Calls rewardkit_monitor.build.'''\n"
+        "    return import_from('rewardkit-audit', 'audit', 'x'), rewardkit_rl\n"
+        "# a comment naming rewardkit_ray is no reach\n"
+        "NOTE = 'extras such as rewardkit-rl[rm] install the model libraries'\n"
     )
-    assert subsystem_names_in(source) == ["rewardkit_ray", "rewardkit_service.client", "rewardkit_audit",
-                                          "rewardkit_monitor"]  # fmt: skip
+    assert sorted(distribution_names_in(source)) == sorted(
+        [
+            "rewardkit_ray",
+            "rewardkit_service.client",
+            "rewardkit_audit",
+            "rewardkit_monitor",
+            "rewardkit-audit",
+            "rewardkit_rl",
+        ]
+    )
 
 
 @pytest.mark.parametrize("subsystem", SUBSYSTEMS)

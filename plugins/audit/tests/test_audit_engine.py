@@ -14,10 +14,10 @@ import yaml
 import rewardkit
 from rewardkit.attacks import reward_attacks
 from rewardkit.cli import main
-from rewardkit.testing import assert_attacks_hold
 from rewardkit_audit import audit
 from rewardkit_audit.plan import ProviderFacts, Unit, plan_units
 from rewardkit_audit.report import EXIT_COULD_NOT_RUN, EXIT_HOLDS, EXIT_LEAKS
+from rewardkit_audit.testing import assert_attacks_hold
 
 ROOT = Path(__file__).resolve().parents[3]
 ROWS = ROOT / "testdata" / "audit"
@@ -97,7 +97,7 @@ def test_the_tutorial_provider_from_examples_is_audited_unchanged_and_holds(tmp_
             "reward": {"provider": "final-answer"},
         }
     }
-    report = rewardkit.audit(config)
+    report = audit(config)
     assert report.exit_code == EXIT_HOLDS, "\n".join(report.lines())
     (unit,) = [unit for unit in report.units if unit.family == "answer-text"]
     assert unit.providers == ("final-answer",)
@@ -121,6 +121,24 @@ def test_the_testing_helper_passes_a_sound_reward_and_names_what_leaks(tmp_path:
     }
     with pytest.raises(AssertionError, match=r"answer-text/text-hedge-or: leaks"):
         assert_attacks_hold(weak, rows=4, family="answer-text")
+
+
+def test_the_old_paths_of_the_audit_still_work_with_a_warning_until_0_3() -> None:
+    """``rewardkit.audit`` and ``rewardkit.testing.assert_attacks_hold`` moved here: the core's moved-paths
+    table hands out the very same functions, each with a DeprecationWarning naming its new path."""
+    moved_audit = (
+        r"^rewardkit\.audit moved to rewardkit_audit\.audit; the old path is removed in rewardkit 0\.3$"
+    )
+    with pytest.warns(DeprecationWarning, match=moved_audit):
+        assert rewardkit.audit is audit
+    moved_helper = (
+        r"^rewardkit\.testing\.assert_attacks_hold moved to rewardkit_audit\.testing\.assert_attacks_hold; "
+    )
+    with pytest.warns(DeprecationWarning, match=moved_helper):
+        from rewardkit.testing import assert_attacks_hold as old_helper
+    assert old_helper is assert_attacks_hold
+    with pytest.raises(AttributeError, match="module 'rewardkit' has no attribute 'audits'"):
+        rewardkit.audits  # noqa: B018 - the attribute access is the test
 
 
 def test_an_attack_that_errors_is_caught_alone_and_the_audit_goes_on(tmp_path: Path):

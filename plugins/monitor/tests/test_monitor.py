@@ -17,7 +17,7 @@ from rewardkit.config import RewardkitConfig, load_config
 from rewardkit.errors import ConfigError, RewardkitError
 from rewardkit.observers import ObservedBatch, observer_for
 from rewardkit.protocols import RewardLike
-from rewardkit_monitor import RewardMonitor, RunMonitors, build_monitor, parse_settings
+from rewardkit_monitor import MonitorSettings, RewardMonitor, RunMonitors, build_monitor, parse_settings
 from rewardkit_monitor.calibration import THRESHOLDS
 from rewardkit_monitor.monitor import EXAMINED_ROLLOUTS
 
@@ -128,6 +128,54 @@ def test_settings_defaults_and_reference_forms() -> None:
     assert bare_spec is not None and bare_spec.spec == {"components": [{"provider": "exact-match"}]}
     selection = parse_settings({"reference": {"provider": "exact-match", "params": {"case_sensitive": True}}})
     assert selection.reference is not None and selection.reference.params == {"case_sensitive": True}
+
+
+@pytest.mark.parametrize(
+    ("raw", "key", "said"),
+    [
+        (
+            {"refrence": "exact-match"},
+            "rl.monitor.refrence",
+            "unknown key; did you mean rl.monitor.reference?",
+        ),
+        (
+            {"false_alarm_rate": 0.2},
+            "rl.monitor.false_alarm_rate",
+            "0.2 is not a calibrated rate; choose one of",
+        ),
+        ({"warmup_steps": 4}, "rl.monitor.warmup_steps", "greater than or equal to 5"),
+    ],
+)
+def test_rl_monitor_is_a_section_validated_with_the_configuration(
+    raw: dict[str, Any], key: str, said: str
+) -> None:
+    """The distribution registers ``rl.monitor``: a wrong key or value fails ``rewardkit.load`` itself, with
+    the core's did-you-mean, before a trainer starts."""
+    with pytest.raises(ConfigError) as caught:
+        rewardkit.load({"rl": {"reward": HONEST, "monitor": raw}})
+    assert caught.value.key == key
+    assert said in str(caught.value)
+
+
+def test_the_section_brings_the_monitor_as_the_observer(tmp_path: Path) -> None:
+    """A file's bare composed reference keeps its keys as written (dotted overrides reach into it); the
+    observer the bindings get from the section is the reward monitor with that reference."""
+    path = tmp_path / "run.yaml"
+    path.write_text(
+        "rl: {group_size: 2, reward: {provider: exact-match}}\n"
+        f"rl.monitor: {{logdir: '{tmp_path}', reference: {{components: [{{provider: exact-match}}]}}}}\n"
+    )
+    loaded = load_config(path, ["rl.monitor.reference.components.0.weight=2.0"])
+    settings = loaded.section("rl.monitor", MonitorSettings)
+    assert isinstance(settings, MonitorSettings) and settings.reference is not None
+    assert settings.reference.spec == {"components": [{"provider": "exact-match", "weight": 2.0}]}
+    observer = observer_for(loaded)
+    try:
+        assert isinstance(observer, RewardMonitor)
+        assert observer.settings.reference == settings.reference
+    finally:
+        assert observer is not None
+        observer.close()
 
 
 def test_an_unknown_reference_fails_when_the_monitor_is_built() -> None:

@@ -58,7 +58,7 @@ from rewardkit.plugin import (
 from rewardkit_monitor import signals
 from rewardkit_monitor.calibration import THRESHOLDS
 from rewardkit_monitor.detectors import FLOORS, Alarm, Cusum, LevelCheck
-from rewardkit_monitor.settings import MonitorSettings, parse_settings
+from rewardkit_monitor.settings import PREFIX, MonitorSettings, parse_settings
 
 logger = logging.getLogger("rewardkit.monitor")
 
@@ -179,7 +179,7 @@ def build_reference(config: RewardkitConfig, settings: MonitorSettings) -> Rewar
 
 def build_monitor(config: RewardkitConfig) -> RewardMonitor:
     """The monitor ``rl.monitor`` configures (what ``rewardkit.observers.observer_for`` calls)."""
-    settings = parse_settings(config.rl.monitor or {})
+    settings = config.section(PREFIX, MonitorSettings) or MonitorSettings()
     return RewardMonitor(settings, build_reference(config, settings))
 
 

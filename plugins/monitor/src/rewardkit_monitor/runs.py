@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rewardkit.plugin import ObservedBatch, RewardkitConfig, RewardkitError
 from rewardkit_monitor.monitor import RewardMonitor, build_reference
-from rewardkit_monitor.settings import MonitorSettings, parse_settings
+from rewardkit_monitor.settings import PREFIX, MonitorSettings
 
 logger = logging.getLogger("rewardkit.monitor")
 
@@ -99,7 +99,7 @@ class RunMonitors:
     ) -> None:
         if max_runs < 1:
             raise ValueError(f"max_runs must be at least 1, got {max_runs}")
-        self.settings = parse_settings(config.rl.monitor or {})
+        self.settings = config.section(PREFIX, MonitorSettings) or MonitorSettings()
         self.max_runs = max_runs
         self.idle_s = idle_s
         self.reference = build_reference(config, self.settings)

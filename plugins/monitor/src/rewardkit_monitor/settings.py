@@ -1,4 +1,6 @@
-"""``rl.monitor``: the reward monitor's settings, validated when a binding builds the monitor."""
+"""``rl.monitor``: the reward monitor's settings, a configuration section this distribution registers
+(``plugin.py``): validated with the configuration, and again by ``parse_settings`` for a mapping handed
+to the monitor directly."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ class MonitorSettings(BaseModel):
 
     # A provider name or a selection as in ``rl.reward`` (``{provider, params}`` or ``{spec}``; a bare
     # composed spec ``{components: [...]}`` too), from the same catalog; None: no reference grader.
-    reference: RewardSelection | None = None
+    # Declared ``Any`` so the configuration keeps its keys as written (a bare spec is no key of a
+    # selection); ``_selection`` below makes every form a ``RewardSelection`` (or None).
+    reference: Any = None
     reference_rate: float = Field(default=1.0, gt=0, le=1, allow_inf_nan=False)
     logdir: Path | None = None
     stop_file: Path | None = None
@@ -43,7 +47,7 @@ class MonitorSettings(BaseModel):
             return RewardSelection(provider=value)
         if isinstance(value, Mapping):
             # A bare composed spec is the most natural thing to write here; read it as {spec: ...}.
-            return {"spec": dict(value)} if "components" in value else value
+            return RewardSelection.model_validate({"spec": dict(value)} if "components" in value else value)
         raise ValueError(
             f"expected a provider name or a selection like rl.reward, got {type(value).__name__}"
         )

@@ -17,9 +17,17 @@ from __future__ import annotations
 
 import re
 
-from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
-from rewardkit.pointwise import MappedProvider, map_candidates
-from rewardkit.text import fold_lookalikes, is_blank, normalise
+from rewardkit.plugin import (
+    MappedProvider,
+    MetricContribution,
+    RewardCandidate,
+    RewardContext,
+    RewardProviderResult,
+    fold_lookalikes,
+    is_blank,
+    map_candidates,
+)
+from rewardkit.plugin import normalise_text as normalise
 
 _TAG_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
 # 1 paid blocks holding nothing ("<think></think><answer></answer>"); 2 paid blocks of blank-rendering

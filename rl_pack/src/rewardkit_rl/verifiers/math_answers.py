@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from rewardkit.builtin.answers import last_answer_tag, last_boxed
+from rewardkit.plugin import last_answer_tag, last_boxed
 
 _FINAL_ANSWER = re.compile(r"final\s+answer(?:\s+is)?[ \t]*[:：]?[ \t]*(?P<span>[^\n]+)", re.IGNORECASE)
 # Minerva's closing sentence, read at the end of a final-answer line (``_without_hope``).

@@ -40,24 +40,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from rewardkit.builtin.answers import EXTRACTED_ANSWER
-from rewardkit.capacity import usable_cpus
-from rewardkit.contracts import (
-    MetricContribution,
-    RewardCandidateResult,
-    RewardGroupRequest,
-    RewardGroupResult,
-    RewardProviderResult,
-)
-from rewardkit.errors import RewardContractError
-from rewardkit.reproduction import (
+from rewardkit.plugin import (
+    EXTRACTED_ANSWER,
     REPRODUCTION_NOTE,
     CanaryFailed,
     Charged,
     Fault,
+    MetricContribution,
     RerunBudget,
+    RewardCandidateResult,
+    RewardContractError,
+    RewardGroupRequest,
+    RewardGroupResult,
+    RewardProviderResult,
     reproduce,
     rerun_budget,
+    usable_cpus,
 )
 from rewardkit_rl.verifiers.math_answers import (
     exact_value,

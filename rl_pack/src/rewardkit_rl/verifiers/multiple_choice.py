@@ -23,11 +23,19 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from rewardkit.builtin.answers import EXTRACTED_ANSWER, last_answer_tag, last_boxed
-from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
-from rewardkit.errors import RewardContractError
-from rewardkit.pointwise import MappedProvider, map_candidates
-from rewardkit.text import fold_lookalikes
+from rewardkit.plugin import (
+    EXTRACTED_ANSWER,
+    MappedProvider,
+    MetricContribution,
+    RewardCandidate,
+    RewardContext,
+    RewardContractError,
+    RewardProviderResult,
+    fold_lookalikes,
+    last_answer_tag,
+    last_boxed,
+    map_candidates,
+)
 
 # 1 read the first letter of a phrasing and ignored listed alternatives ("(B) or (C)"); 2 read raw
 # code points, so an alternative written with a look-alike letter or a zero-width space was unseen.

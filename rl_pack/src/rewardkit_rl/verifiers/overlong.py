@@ -8,8 +8,13 @@ budget (``finish_reason == "length"``). Skipped when the rollout recorded no tok
 
 from __future__ import annotations
 
-from rewardkit.contracts import RewardCandidate, RewardContext, RewardProviderResult
-from rewardkit.pointwise import MappedProvider, map_candidates
+from rewardkit.plugin import (
+    MappedProvider,
+    RewardCandidate,
+    RewardContext,
+    RewardProviderResult,
+    map_candidates,
+)
 
 
 def overlong_penalty(count: int, max_tokens: int, buffer_tokens: int, truncated: bool) -> float:

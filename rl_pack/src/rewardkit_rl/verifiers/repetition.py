@@ -31,9 +31,15 @@ from __future__ import annotations
 import math
 import re
 
-from rewardkit.contracts import RewardCandidate, RewardContext, RewardProviderResult
-from rewardkit.pointwise import MappedProvider, map_candidates
-from rewardkit.text import fold_lookalikes, visible
+from rewardkit.plugin import (
+    MappedProvider,
+    RewardCandidate,
+    RewardContext,
+    RewardProviderResult,
+    fold_lookalikes,
+    map_candidates,
+    visible,
+)
 
 # The longest run without spaces still counted as one word: longer than English or German words
 # in use, shorter than any repeated sentence with its spaces taken out.

@@ -1,6 +1,7 @@
-"""A plugin that owns a verb (``rewardkit seam-greet``), a section (``seam``, and ``rl.seam_weights``) and a
-backend (``rewards.backend: seam-echo``), through ``register_commands``, ``register_config_sections``
-and ``register_reward_backends``; it imports ``rewardkit`` and ``rewardkit.plugin`` only."""
+"""A plugin that owns a verb (``rewardkit seam-greet``), sections (``seam``, ``rl.seam_weights``, and
+``rl.seam_watch`` whose observer sees each scored batch) and a backend (``rewards.backend: seam-echo``),
+through ``register_commands``, ``register_config_sections`` and ``register_reward_backends``; it imports
+``rewardkit`` and ``rewardkit.plugin`` only."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from rewardkit.plugin import (
     ConfigSectionRegistrar,
     ConfigSectionSpec,
     GroupLike,
+    ObservedBatch,
     RewardBackendRegistrar,
     RewardBackendSpec,
+    RewardkitConfig,
     ScoredBatch,
     Section,
     hookimpl,
@@ -36,6 +39,33 @@ class SeamWeights(Section):
     """``rl.seam_weights``: a section inside ``rl``, present with its defaults when not given."""
 
     scale: float = 1.0
+
+
+class SeamWatch(Section):
+    """``rl.seam_watch``: a section whose observer (``SeamObserver``) sees every batch the bindings score."""
+
+    label: str = "seam"
+
+
+class SeamObserver:
+    """Counts the candidates of each batch it sees, as the metric ``<label>/candidates``; records each
+    batch (label, source, candidates) so a test sees that a binding reached it."""
+
+    needs = frozenset({"reference"})
+    seen: list[tuple[str, str, int]] = []
+
+    def __init__(self, config: RewardkitConfig) -> None:
+        watch = config.section("rl.seam_watch", SeamWatch)
+        self.label = watch.label if watch is not None else "seam"
+        self.closed = False
+
+    def observe(self, batch: ObservedBatch) -> dict[str, float]:
+        count = sum(len(group.candidates) for group in batch.scored.groups)
+        SeamObserver.seen.append((self.label, batch.source, count))
+        return {f"{self.label}/candidates": float(count)}
+
+    def close(self) -> None:
+        self.closed = True
 
 
 @hookimpl
@@ -57,6 +87,9 @@ def run_greet(args: argparse.Namespace) -> int:
 def register_config_sections(register: ConfigSectionRegistrar) -> None:
     register(ConfigSectionSpec("seam", SeamConfig, "the seam example's greeting"))
     register(ConfigSectionSpec("rl.seam_weights", SeamWeights, "the seam example's scale", always=True))
+    register(
+        ConfigSectionSpec("rl.seam_watch", SeamWatch, "the seam example's observer", observer=SeamObserver)
+    )
 
 
 class EchoReward(Reward):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from rewardkit.builtin.answers import last_boxed
+from rewardkit.plugin import last_boxed
 
 _SUBSTITUTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), replacement)
