@@ -3,15 +3,19 @@
 Before the provider runs it builds an immutable ``RewardGroupRequest`` from a trainer's rollouts
 and rejects anything malformed; after the provider returns it checks the result against the spec.
 Every failure is a ``RewardContractError`` naming the group, the candidate and the rule broken.
+For a provider that declares ``cacheable``, it asks the provider only about answers the batch has
+not met yet, and gives equal candidates copies of that result (``rewardkit.shared_results``).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from operator import attrgetter
 from typing import Any
 
+from rewardkit import cancellation, shared_results
 from rewardkit.batch_input import Rollouts
 from rewardkit.contracts import (
     CANDIDATE_NEEDS,
@@ -19,6 +23,7 @@ from rewardkit.contracts import (
     MetricContribution,
     RewardCandidate,
     RewardCandidateResult,
+    RewardContext,
     RewardGroupRequest,
     RewardGroupResult,
     RewardProvider,
@@ -28,7 +33,7 @@ from rewardkit.contracts import (
     build_request,
 )
 from rewardkit.errors import ProviderError, RewardContractError
-from rewardkit.frozen import NotJSONError, freeze, strictly_equal
+from rewardkit.frozen import NotJSONError, freeze, strictly_equal, thaw
 from rewardkit.recent import LastTwo
 from rewardkit.reproduction import REPRODUCTION_NOTE
 
@@ -52,7 +57,7 @@ class BoundProvider:
 
     __slots__ = ("_declared_diagnostics", "_declared_notes", "_declared_terms", "_needs_media",
                  "_needs_prompt", "_needs_reference", "_required_fields", "identity", "params",
-                 "provider", "spec")  # fmt: skip
+                 "provider", "shares_equal_answers", "spec")  # fmt: skip
 
     def __init__(
         self, spec: RewardProviderSpec, provider: RewardProvider, params: Mapping[str, Any], identity: str
@@ -70,6 +75,12 @@ class BoundProvider:
         )
         self._needs_prompt = "prompt" in spec.needs
         self._needs_reference = "reference" in spec.needs
+        # Media is opaque (never compared), so a provider reading it never shares a result.
+        cacheable = spec.cacheable
+        declared = cacheable(provider) if callable(cacheable) else cacheable
+        self.shares_equal_answers = declared is True and not self._needs_media
+        if self.shares_equal_answers:
+            self._declared_diagnostics |= {shared_results.SHARED_DIAGNOSTIC}  # the core's own
 
     @property
     def name(self) -> str:
@@ -223,7 +234,13 @@ class BoundProvider:
     # -- calling the provider --------------------------------------------------------------------
 
     def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
-        """Call the provider on an already prepared request and check what it returns."""
+        """Call the provider on an already prepared request and check what it returns (for a
+        ``cacheable`` provider, only about the answers the batch has not met yet)."""
+        if self.shares_equal_answers:
+            return self._evaluate_shared(request)
+        return self._evaluate_alone(request)
+
+    def _evaluate_alone(self, request: RewardGroupRequest) -> RewardGroupResult:
         try:
             result = self.provider.evaluate(request)
         except RewardContractError:
@@ -232,6 +249,54 @@ class BoundProvider:
             problem = f"provider {self.name!r} raised {type(error).__name__}: {error}"
             raise ProviderError(problem, group_id=request.group_id) from error
         return self.check_result(request, result)
+
+    def _evaluate_shared(self, request: RewardGroupRequest) -> RewardGroupResult:
+        """``evaluate`` sharing results between equal answers of the batch (``shared_results``):
+        the provider is asked, in one request of this group, about the answers met first here; the
+        other candidates wait for the result of their equal answer and get a copy of it. Answers
+        this call claimed are settled before it waits for anyone's, so two groups never wait on
+        each other; a claim whose scoring failed is abandoned, and its waiters score it alone."""
+        shared = shared_results.current()
+        context = _context_key(request.context)
+        candidates = request.candidates
+        keys = [
+            (
+                self.identity,
+                context,
+                candidate.completion,
+                candidate.completion_token_count,
+                candidate.finish_reason,
+            )
+            for candidate in candidates
+        ]
+        claims = shared.claim(keys)
+        mine = [index for index, (first, _) in enumerate(claims) if first]
+        if mine:
+            asked = request
+            if len(mine) < len(candidates):
+                asked = RewardGroupRequest(
+                    request.group_id, tuple(candidates[i] for i in mine), request.context
+                )
+            try:
+                answered = self._evaluate_alone(asked)
+            except BaseException:
+                for index in mine:
+                    shared.abandon(keys[index], claims[index][1])
+                raise
+            for index, item in zip(mine, answered.items):
+                claims[index][1].set_result(item.result)
+        items = []
+        for candidate, (first, future) in zip(candidates, claims):
+            try:
+                result = shared_results.marked(future.result(), shared=not first)
+            except shared_results.Abandoned:
+                # The candidate that was scoring this answer failed: score it here, unshared, unless
+                # it failed because this request was cancelled (a run started now would outlive it).
+                cancellation.current().raise_if_cancelled()
+                alone = RewardGroupRequest(request.group_id, (candidate,), request.context)
+                result = shared_results.marked(self._evaluate_alone(alone).items[0].result, shared=False)
+            items.append(RewardCandidateResult(candidate.trajectory_id, result))
+        return RewardGroupResult(request.group_id, tuple(items))
 
     def score_group(
         self, group_id: str, rollouts: Rollouts, expected_size: int | None = None
@@ -397,6 +462,11 @@ def plainly_valid(
         ):
             return False
     return True
+
+
+def _context_key(context: RewardContext) -> str:
+    """The group's prompt and reference as canonical, type-strict JSON (1, 1.0 and true differ)."""
+    return json.dumps([thaw(context.prompt), thaw(context.reference)], sort_keys=True, separators=(",", ":"))
 
 
 def _finite(value: object) -> bool:

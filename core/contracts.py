@@ -250,10 +250,20 @@ class RewardProviderSpec:
     # installs them ("rewardkit-rl[rm]"): `rewardkit providers` says "needs <extra>" while one is missing.
     extra_modules: tuple[str, ...] = ()
     extra: str = ""
+    # Whether a candidate's result depends only on its own answer and the group's prompt and reference,
+    # the same every time, so that equal candidates are scored once and share a copy of the result
+    # (docs/writing_providers.md#equal-answers-scored-once): True, or a callable that decides from the
+    # built provider (a judge: only at temperature 0). Changes neither scores nor identity.
+    cacheable: bool | Callable[[Any], bool] = False
 
     def __post_init__(self) -> None:
         check_name("provider", self.name)
         where = f"provider {self.name!r}"
+        if type(self.cacheable) is not bool and not callable(self.cacheable):
+            raise RegistrationError(
+                f"{where}: cacheable must be True, False or a callable deciding from the built provider, "
+                f"got {self.cacheable!r}"
+            )
         for flag in ("cheap", "sandboxed"):
             if type(getattr(self, flag)) is not bool:
                 raise RegistrationError(f"{where}: {flag} must be True or False, got {getattr(self, flag)!r}")

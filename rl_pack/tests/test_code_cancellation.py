@@ -36,8 +36,11 @@ GOOD = "def f():\n    return 1\n"
 
 
 def group(program: str, name: str = "g") -> dict[str, Any]:
+    # Two samples of the program, each its own text: code-tests runs equal answers once (cacheable),
+    # and these tests need both slots busy.
     rollouts = [
-        {"trajectory_id": f"{name}{i}", "completion": program, "reference": REFERENCE} for i in range(2)
+        {"trajectory_id": f"{name}{i}", "completion": f"{program}# sample {i}\n", "reference": REFERENCE}
+        for i in range(2)
     ]
     return {"group_id": name, "rollouts": rollouts}
 
@@ -161,7 +164,7 @@ def test_the_header_timeout_cancels_sandboxes_through_get_reward(server):
     headers = {"Rewardkit-Timeout-Ms": "400"}
     status, answer, elapsed = post(
         server.url + "/get_reward",
-        {"query": [BUSY, BUSY], "labels": [REFERENCE] * 2, "request_timeout_s": 30},
+        {"query": [BUSY, f"{BUSY}# another sample\n"], "labels": [REFERENCE] * 2, "request_timeout_s": 30},
         headers,
     )
     assert status == 504 and elapsed < 1.5, (status, answer, elapsed)

@@ -92,7 +92,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 def test_code_tests_and_math_declare_schemas_with_documented_maxima():
     catalog = resolve_catalog()
-    assert catalog.entry("code-tests").params_model is CodeTestsParams and REVISION == "4"
+    assert catalog.entry("code-tests").params_model is CodeTestsParams and REVISION == "5"
     assert catalog.entry("math").params_model is MathParams
     assert typing.get_args(CodeTestsParams.model_fields["compare"].annotation) == COMPARE_MODES
     for provider, model in (("code-tests", CodeTestsParams), ("math", MathParams)):

@@ -229,8 +229,15 @@ def score_attacks(
     judge.reset()
     with rewardkit.load(config) as reward:
         batch = reward.score(groups)
-    per_group = 3 if provider == "nih-rubric" else 6  # pairwise: three pairs, each in both orders
-    assert len(judge.requests) == per_group * len(groups)  # no verdict was re-asked or cached
+    if provider == "nih-rubric":  # each distinct answer to a task once (cacheable at temperature 0)
+        answers = {
+            (row["prompt"], row["completion"], row["completion_token_count"])
+            for _, rows in groups
+            for row in rows
+        }
+        assert len(judge.requests) == len(answers)  # no verdict was re-asked or cached
+    else:  # pairwise: three pairs, each in both orders
+        assert len(judge.requests) == 6 * len(groups)  # no verdict was re-asked or cached
     found: dict[str, list[tuple[float, ...]]] = {name: [] for name in names}
     for name, group in zip(keys, batch.groups):
         for candidate in group.candidates:

@@ -34,8 +34,9 @@ def test_the_fence_and_the_failure_policy_are_part_of_the_revision():
         # object; 3 reads the object between the question's verdict lines and asks with a JSON schema;
         # 4 charges a failed verdict only when it reproduces beside a canary drawn per request; 5
         # finds imitating lines on skeletons (look-alike letters, variation selectors) and breaks
-        # more chat-template control-token families
-        assert spec.revision == "5", name
+        # more chat-template control-token families; 6 waits out a 429 instead of failing on it
+        # (never charged), and the rubric judge names a canary when the transport fails
+        assert spec.revision == "6", name
         assert "HMAC" in spec.semantic_identity["fence"]
         assert "reproduction" in spec.semantic_identity["failure_policy"]["off_scale"]
         charges = {"verdict_unreadable", "off_scale", "verdict_refused", "too_long_for_judge"}

@@ -36,6 +36,8 @@ def test_scores_are_normalised_and_the_rationale_is_the_reason(judge):
         "verdict_refused": 0.0,
         "too_long_for_judge": 0.0,
         "structured_output": 2.0,  # asked with the verdict's JSON schema, which the server took
+        "rate_wait_s": 0.0,  # no budget or 429 held the request
+        "shared_result": 0.0,  # its own verdict, not a copy of an equal answer's
     }
     body = judge.requests[0]
     assert body["model"] == "judge" and body["temperature"] == 0.0 and body["max_tokens"] == 512
@@ -125,14 +127,15 @@ def test_429_with_retry_after_and_500s_are_retried(judge):
 
 
 def test_retries_stop_at_the_deadline(judge):
-    # The server asks for a wait longer than what is left of the group's deadline: no retry starts.
+    # The server asks for a wait longer than what is left of the group's deadline: nothing is sent
+    # again, the canary included (the endpoint is paused for everyone), and the error names both.
     judge.answer = lambda body: Reply("busy", status=429, headers={"Retry-After": "30"})
     bound = bind("nih-rubric", judge, retries=10, deadline_s=2.0)
     result = bound.score_group("g", rollouts("1", "2"))
     for item in result.items:
         assert item.result.status == "error"
-        assert "no retry can finish before the deadline" in item.result.reason
-        assert "429" in item.result.reason
+        assert "the group's deadline (2 s) passes before the request can start" in item.result.reason
+        assert "429" in item.result.reason and "the canary (" in item.result.reason
     assert len(judge.requests) == 2  # one per candidate, no retry
     # Retries that fit are made until the deadline, never past it: a bounded count.
     judge.reset()
@@ -140,7 +143,7 @@ def test_retries_stop_at_the_deadline(judge):
     bound = bind("nih-rubric", judge, retries=10, deadline_s=1.0)
     (item,) = bound.score_group("g", rollouts("1")).items
     assert item.result.status == "error" and "503" in item.result.reason
-    assert 1 <= len(judge.requests) <= 3
+    assert 1 <= len(judge.requests) <= 6  # at most 3 tries of the candidate, then of the canary
     close(bound)
 
 
@@ -149,7 +152,8 @@ def test_an_answer_slower_than_the_timeout_is_an_error(judge):
     bound = bind("nih-rubric", judge, timeout_s=0.3, retries=1)
     (item,) = bound.score_group("g", rollouts("42")).items
     assert item.result.status == "error" and "no answer within 0.3 s" in item.result.reason
-    assert len(judge.requests) == 2  # the first try and one retry
+    assert "the canary (the task's own text, given as an answer" in item.result.reason
+    assert len(judge.requests) == 4  # the first try and one retry, then the canary's two
     close(bound)
 
 
@@ -160,7 +164,8 @@ def test_concurrency_never_exceeds_max_concurrency_even_across_groups(judge):
         "params": {"base_url": judge.base_url, "model": "judge", "rubric": "r", "max_concurrency": 3},
     }
     config = {"rl": {"group_size": 6, "reward": spec}, "rewards": {"concurrency": 4}}
-    groups = [(f"q{g}", rollouts(*"123456")) for g in range(4)]
+    # distinct answers in every group: equal ones would be asked once (cacheable at temperature 0)
+    groups = [(f"q{g}", rollouts(*(f"{g}.{k}" for k in range(6)))) for g in range(4)]
     with rewardkit.load(config) as reward:
         batch = reward.score(groups)
     assert len(judge.requests) == 24
@@ -244,7 +249,8 @@ def test_a_400_about_anything_else_is_no_refusal_of_structured_output(judge):
     bound = bind("nih-rubric", judge)
     (item,) = bound.score_group("g", rollouts("1")).items
     assert item.result.status == "error" and "temperature must be at most 2" in item.result.reason
-    assert [body["response_format"]["type"] for body in judge.requests] == ["json_schema"]
+    # the candidate's request, then the canary's (refused alike): no step down of the format
+    assert [body["response_format"]["type"] for body in judge.requests] == ["json_schema", "json_schema"]
     close(bound)
 
 

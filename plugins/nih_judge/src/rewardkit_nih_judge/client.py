@@ -4,10 +4,13 @@ core transport.
 One ``JudgeRunner`` per provider owns a private event loop in a daemon thread, started on the
 first ``evaluate`` (a factory starts nothing), and on it one ``rewardkit.transport.HttpClient``:
 one connection pool, ``max_concurrency`` requests in flight across every group the provider
-scores, each request bounded by ``timeout_s`` and retried on 408/429/5xx and dropped connections
-with capped, jittered backoff that honours ``Retry-After``, all inside the group's absolute
-deadline. ``ask`` sends one question, reads the verdict, asks again when it cannot be read or is
-off the scale, and consults the verdict cache. The API key is read from the variable
+scores, each request bounded by ``timeout_s`` and retried on 408/5xx, timeouts and dropped
+connections with capped, jittered backoff (within the endpoint's ``retries_per_minute``), all
+inside the group's absolute deadline. Requests keep to the endpoint's ``requests_per_minute`` and
+``tokens_per_minute``, and a 429 is waited out for the ``Retry-After`` it gives, never counted as a
+failure (``budgets``); the seconds a question waited are its ``rate_wait_s``. ``ask`` sends one
+question, reads the verdict, asks again when it cannot be read or is off the scale, and consults
+the verdict cache. The API key is read from the variable
 ``api_key_env`` names; its value is removed from every reason and rationale that leaves this module.
 
 A failed question is a ``JudgeFailure`` of one ``kind``: ``unreadable`` or ``off_scale`` (after the
@@ -15,10 +18,10 @@ re-asks), ``refused`` (the judge or its server declined to answer for the conten
 ``finish_reason`` is ``content_filter`` or whose message carries a ``refusal``, or a 400/422 whose
 body names a content filter or policy; not asked again, since the same text is refused again),
 ``too_long`` (the server refused the request for its length: 413, or a 400/422 whose body speaks
-of the context length), or ``infra`` (everything else: connection errors, timeouts, 408/429/5xx
-after the retries, the deadline, a reply without a message, the cache). Only the first four can
-be the candidate's text's doing, and they are charged only as ``attribution`` says: beside a
-canary, once they reproduce.
+of the context length), or ``infra`` (everything else: connection errors, timeouts, 408/5xx
+after the retries, a rate limit that outlasts the deadline, the deadline, a reply without a
+message, the cache). Only the first four can be the candidate's text's doing, and they are
+charged only as ``attribution`` says: beside a canary, once they reproduce.
 
 **Structured output.** The verdict is asked for with ``response_format`` ``json_schema`` (the
 verdict's schema, ``verdicts.verdict_schema``), then ``json_object``, then neither (the reply is
@@ -44,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import email.utils
 import hashlib
 import json
 import os
@@ -51,15 +55,24 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, TypeVar
 
 import aiohttp
 
-from rewardkit.plugin import HttpClient, HttpError, HttpTimeout, ProviderError, RetryPolicy, current
+from rewardkit.plugin import (
+    HttpClient,
+    HttpError,
+    HttpResponse,
+    HttpTimeout,
+    ProviderError,
+    RetryPolicy,
+    current,
+)
 from rewardkit_nih_judge import prompts
+from rewardkit_nih_judge.budgets import EndpointBudgets, NoRoom, estimated_tokens
 from rewardkit_nih_judge.cache import CacheError, VerdictCache
 from rewardkit_nih_judge.params import JudgeParams
 from rewardkit_nih_judge.verdicts import OffScale, Unreadable, Verdict, verdict_schema
@@ -70,6 +83,9 @@ MAX_BACKOFF_S = 8.0
 # Time past a group's deadline a caller waits for the loop to report back before giving up on it.
 GRACE_S = 5.0
 EXCERPT = 300
+# Answers retried (within ``retries`` and the endpoint's ``retries_per_minute``); a 429 is waited out.
+RETRIED_STATUSES = frozenset({408, 500, 502, 503, 504})
+ERROR_BODY = 500  # characters of an error answer's body kept in its error, as the transport keeps
 
 Message = dict[str, str]
 FailureKind = Literal["unreadable", "off_scale", "refused", "too_long", "infra"]
@@ -116,6 +132,7 @@ class JudgeFailure(Exception):
         reasks: int = 0,
         kind: FailureKind = "infra",
         format: Format | None = None,
+        rate_wait_s: float = 0.0,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -123,18 +140,30 @@ class JudgeFailure(Exception):
         self.reasks = reasks
         self.kind: FailureKind = kind
         self.format: Format | None = format
+        self.rate_wait_s = rate_wait_s
 
 
 @dataclass(frozen=True)
 class Exchange:
-    """A verdict and what it took: requests sent, re-asks after unreadable replies, cache hit, and
-    the format its last request asked for (None when read from the cache)."""
+    """A verdict and what it took: requests sent, re-asks after unreadable replies, cache hit, the
+    format its last request asked for (None when read from the cache), and the seconds its requests
+    waited for the endpoint's budgets or a 429."""
 
     verdict: Verdict
     asks: int
     reasks: int
     cached: bool
     format: Format | None = None
+    rate_wait_s: float = 0.0
+
+
+class _Waited:
+    """The seconds one question's requests have waited for the endpoint's budgets so far."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
 
 
 class _LoopState:
@@ -145,15 +174,23 @@ class _LoopState:
         self.loop = asyncio.new_event_loop()
         ready = threading.Event()
         self.thread = threading.Thread(target=self._run, args=(ready,), name=name, daemon=True)
-        retry = RetryPolicy(
+        # The runner retries itself (``JudgeRunner._post``): the endpoint's retry budget and the
+        # 429 waits are counted there; the policy gives the backoff.
+        self.retry = RetryPolicy(
             attempts=settings.retries + 1, backoff_s=settings.backoff_s, max_backoff_s=MAX_BACKOFF_S
         )
         self.client = HttpClient(
             settings.base_url,
             token_env=settings.api_key_env,
             timeout_s=settings.timeout_s,
-            retry=retry,
+            retry=self.retry,
             max_connections=settings.max_concurrency,
+        )
+        self.budgets = EndpointBudgets(
+            requests_per_minute=settings.requests_per_minute,
+            tokens_per_minute=settings.tokens_per_minute,
+            retries_per_minute=settings.retries_per_minute,
+            window_s=settings.rate_window_s,
         )
         self.semaphore: asyncio.Semaphore | None = None
         self.thread.start()
@@ -317,8 +354,13 @@ class JudgeRunner:
                     pass  # a reply this parser cannot read is not a hit
         conversation = list(messages)
         asks = 0
+        waited = _Waited()
         while True:
-            content, finish, format, refusal = await self._send(conversation, deadline, asks)
+            try:
+                content, finish, format, refusal = await self._send(conversation, deadline, asks, waited)
+            except JudgeFailure as failure:
+                failure.rate_wait_s = waited.seconds
+                raise
             asks += 1
             if refusal is not None:
                 # A refusal is an answer about the content, not a reply that failed to parse: asking
@@ -329,6 +371,7 @@ class JudgeRunner:
                     reasks=asks - 1,
                     kind="refused",
                     format=format,
+                    rate_wait_s=waited.seconds,
                 )
             try:
                 verdict = parse(content)
@@ -345,6 +388,7 @@ class JudgeRunner:
                         reasks=asks - 1,
                         kind="off_scale" if off else "unreadable",
                         format=format,
+                        rate_wait_s=waited.seconds,
                     ) from None
                 conversation += [
                     {"role": "assistant", "content": content},
@@ -355,10 +399,10 @@ class JudgeRunner:
                 _cached(cache.put, key, content)
             if verdict.rationale is not None:
                 verdict = Verdict(verdict.value, self.redact(verdict.rationale))
-            return Exchange(verdict, asks, asks - 1, False, format)
+            return Exchange(verdict, asks, asks - 1, False, format, waited.seconds)
 
     async def _send(
-        self, messages: Sequence[Message], deadline: float, asks: int
+        self, messages: Sequence[Message], deadline: float, asks: int, waited: _Waited
     ) -> tuple[str, str | None, Format, str | None]:
         """One request for ``messages`` over the provider's API: the reply's text, its finish
         reason, the format it was asked with, and why the judge refused to answer (None when it
@@ -381,13 +425,7 @@ class JudgeRunner:
                 else:
                     body.pop("response_format", None)
                 try:
-                    response = await state.client.request(
-                        "POST",
-                        self._path,
-                        json_body=body,
-                        deadline=deadline,
-                        timeout_s=settings.timeout_s,
-                    )
+                    response = await self._post(state, body, deadline, waited)
                 except HttpError as error:
                     if format != "envelope" and _refuses_structured_output(error):
                         # this server cannot: this request (and every later one) asks the next way
@@ -429,6 +467,102 @@ class JudgeRunner:
                 reasks=asks,
             ) from None
         return _text(content), finish, format, None if refusal is None else self.excerpt(refusal)
+
+    async def _post(
+        self, state: _LoopState, body: dict[str, Any], deadline: float, waited: _Waited
+    ) -> HttpResponse:
+        """POST ``body`` within the endpoint's budgets: each attempt waits for room in its minute
+        (``budgets``); a 429 pauses the endpoint for its ``Retry-After`` (or the backoff) and is
+        sent again once the pause is over, never counted as a retry; 408, 5xx, timeouts and dropped
+        connections are retried ``retries`` times while the endpoint's retry budget and the
+        deadline allow. Every failure is an ``HttpError``."""
+        settings = self.settings
+        texts = [body["prompt"]] if "prompt" in body else [message["content"] for message in body["messages"]]
+        tokens = estimated_tokens(texts, settings.max_tokens)
+        retried = limited = 0
+        while True:
+            try:
+                waited.seconds += await state.budgets.admit(tokens, deadline)
+            except NoRoom as full:
+                raise HttpTimeout(
+                    f"POST {self.url}: the group's deadline ({settings.deadline_s:g} s) passes before the "
+                    f"request can start: held by {full.why} (waited {waited.seconds:.3g} s already)",
+                    url=self.url,
+                    status=429 if limited else None,
+                ) from None
+            retry_after: float | None = None
+            try:
+                response = await state.client.request(
+                    "POST",
+                    self._path,
+                    json_body=body,
+                    deadline=deadline,
+                    timeout_s=settings.timeout_s,
+                    retry=False,
+                    expect=(200, 429, *RETRIED_STATUSES),  # their Retry-After is read here
+                )
+                if response.status in RETRIED_STATUSES:
+                    retry_after = _retry_after(response.headers)
+                    raise _answer_error(response)
+            except HttpError as error:
+                if time.monotonic() >= deadline or not (
+                    error.status is None or error.status in RETRIED_STATUSES
+                ):
+                    raise
+                if retried >= settings.retries:
+                    raise
+                if not state.budgets.take_retry():
+                    raise HttpError(
+                        f"{error} (not retried: the endpoint's retries_per_minute "
+                        f"({settings.retries_per_minute}) are spent)",
+                        url=error.url,
+                        status=error.status,
+                        body=error.body,
+                    ) from None
+                pause = state.retry.delay(retried, retry_after)
+                retried += 1
+                if time.monotonic() + pause >= deadline:
+                    raise HttpTimeout(
+                        f"POST {self.url}: no retry can finish before the deadline (last error: {error})",
+                        url=self.url,
+                        status=error.status,
+                        body=error.body,
+                    ) from None
+                await asyncio.sleep(pause)
+                continue
+            if response.status != 429:
+                return response
+            # Rate limited: the pace, not the request, was wrong. Every request to the endpoint
+            # waits for the time the server asks (admit counts it), and this one is sent again.
+            asked_for = _retry_after(response.headers)
+            state.budgets.pause(asked_for if asked_for is not None else state.retry.delay(limited, None))
+            limited += 1
+
+
+def _answer_error(response: HttpResponse) -> HttpError:
+    """The error of an answer that is retried (408, 5xx), worded as the transport words it."""
+    text = response.text
+    body = text if len(text) <= ERROR_BODY else text[:ERROR_BODY] + "..."
+    return HttpError(
+        f"POST {response.url} answered {response.status}: {body}",
+        url=response.url,
+        status=response.status,
+        body=body,
+    )
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """The seconds a ``Retry-After`` header asks for (a number or an HTTP date), or None."""
+    value = next((text for name, text in headers.items() if name.lower() == "retry-after"), None)
+    if not value:
+        return None
+    with contextlib.suppress(ValueError):
+        return max(0.0, float(value))
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def _refusal(choice: Any, finish: Any) -> str | None:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -292,6 +292,29 @@ class CompareJudge:
         decisions = await asyncio.gather(*(decide(suspect) for suspect in suspects))
         return dict(zip(suspects, decisions)), calls
 
+    async def _named_by_canary(
+        self,
+        prompt: str,
+        texts: Sequence[str],
+        ids: Sequence[str],
+        suspect: int,
+        clean: Collection[int],
+        failure: JudgeFailure,
+        deadline: float,
+    ) -> str:
+        """The reason of a comparison that failed in the infrastructure's way (never charged), with
+        what a canary comparison of two answers a verdict read (or the task's own text) says: it
+        failed too, the judge is down (``CanaryFailed``'s text, naming the canary and the URL); it
+        passed, only these requests failed. ``suspect``: a member of the failed comparison (the
+        canary holds other answers)."""
+        first, second = attribution.stand_ins(texts, ids, suspect, clean, 2, prompt)
+        other = "itself" if first == second else second.name
+        name = f"{first.name} compared with {other} on the same task"
+        why = attribution.why_failed(await self._both_orders(prompt, first.text, second.text, deadline))
+        if why is not None:
+            return str(CanaryFailed(Fault("judge_failed", failure.reason), name, why))
+        return f"{failure.reason}; the canary ({name}) passed"
+
     # -- pairwise ------------------------------------------------------------------------------------
 
     async def _pairwise(
@@ -310,6 +333,15 @@ class CompareJudge:
             )
         )
         decisions, rerun_calls = await self._reproduce(prompt, texts, ids, pairs, outcomes, deadline, budget)
+        infra_reason = None
+        broken = [index for index, outcome in enumerate(outcomes) if _infrastructure(outcome)]
+        if broken:  # one canary for the group: is the judge down?
+            both = [outcomes[2 * index : 2 * index + 2] for index in range(len(pairs))]
+            clean = {member for pair, said in zip(pairs, both) if _read(said) for member in pair}
+            failure = outcomes[broken[0]]
+            assert isinstance(failure, JudgeFailure)
+            suspect = pairs[broken[0] // 2][0]
+            infra_reason = await self._named_by_canary(prompt, texts, ids, suspect, clean, failure, deadline)
         charged = {index: decided for index, decided in decisions.items() if isinstance(decided, Charged)}
         tallies = [_Tally() for _ in candidates]
         unsettled: set[int] = set()  # members of a failed comparison that no forfeit settled
@@ -330,7 +362,7 @@ class CompareJudge:
                 for member, other in ((i, j), (j, i)):
                     # the infrastructure's failure is an error; otherwise the member's own decision
                     # says what the comparison comes to (read again: counted below; an error: here)
-                    why = infra.reason if infra is not None else decisions[member]
+                    why = infra_reason if infra is not None else decisions[member]
                     if isinstance(why, str):
                         tallies[member].failures.append(f"comparison with {ids[other]!r} failed: {why}")
                 continue
@@ -407,7 +439,8 @@ class CompareJudge:
         failed = [outcome for outcome in outcomes if isinstance(outcome, JudgeFailure)]
         if any(not chargeable(outcome) for outcome in failed):
             infra = next(outcome for outcome in failed if not chargeable(outcome))
-            reason = f"the ranking of the group failed: {infra.reason}"
+            named = await self._named_by_canary(prompt, texts, ids, 0, (), infra, deadline)
+            reason = f"the ranking of the group failed: {named}"
             return [
                 RewardProviderResult.fail(reason, _Tally(calls=calls).diagnostics(cache, 0)) for _ in texts
             ]
@@ -467,6 +500,16 @@ class CompareJudge:
             )
             results.append(_scored(1.0 - (forward + backward) / 2 / (count - 1), diagnostics, reason))
         return results
+
+
+def _infrastructure(outcome: Outcome) -> bool:
+    """A failure the candidates' text cannot have caused (transport, 5xx, the deadline)."""
+    return isinstance(outcome, JudgeFailure) and not chargeable(outcome)
+
+
+def _read(outcomes: Sequence[Outcome]) -> bool:
+    """Whether a verdict was read among ``outcomes`` (a comparison's two orders)."""
+    return any(isinstance(outcome, Exchange) for outcome in outcomes)
 
 
 def make_compare_judge(**params: Any) -> CompareJudge:

@@ -29,6 +29,7 @@ MAX_TIMEOUT_S = 600.0
 MAX_DEADLINE_S = 3600.0
 MAX_CONCURRENCY = 256
 MAX_RETRIES = 10
+MAX_PER_MINUTE = 1_000_000
 MAX_TOKENS = 32768
 MAX_COMPARISONS = 4096
 MAX_RUBRIC_BYTES = 1 << 20
@@ -109,8 +110,43 @@ class JudgeParams(ParamsModel):
         3,
         ge=0,
         le=MAX_RETRIES,
-        description="retries of a request after 408, 429, 5xx or a connection error",
+        description="retries of a request after 408, 5xx, a timeout or a connection error (a 429 is "
+        "waited out, not counted)",
         json_schema_extra=_resource(),
+    )
+    # The endpoint's budgets (see budgets.py): the operator's, since only the operator knows the
+    # plan of the server at base_url, and a client raising them could exhaust it for every trainer.
+    requests_per_minute: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_PER_MINUTE,
+        description="requests started per minute to the endpoint, across every group; past it a "
+        "request waits (within the group's deadline); null: no limit",
+        json_schema_extra=_resource(f"a whole number from 1 to {MAX_PER_MINUTE}, or null"),
+    )
+    tokens_per_minute: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_PER_MINUTE * MAX_TOKENS,
+        description="estimated tokens per minute to the endpoint (prompt characters / 4 + max_tokens, "
+        "as OpenAI counts before a reply); past it a request waits; null: no limit",
+        json_schema_extra=_resource("a whole number of tokens, or null"),
+    )
+    retries_per_minute: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_PER_MINUTE,
+        description="retries per minute to the endpoint, across every request (408, 5xx, timeouts, "
+        "connection errors); past it a failed request is not retried; null: only retries bounds them",
+        json_schema_extra=_resource(f"a whole number from 0 to {MAX_PER_MINUTE}, or null"),
+    )
+    rate_window_s: float = Field(
+        60.0,
+        gt=0,
+        le=3600,
+        description="the seconds the per-minute budgets are counted over (a minute; shorter only to "
+        "match an endpoint that counts another window, or a test's stub)",
+        json_schema_extra=_resource("a positive number of seconds, at most 3600"),
     )
     backoff_s: float = Field(
         0.5,

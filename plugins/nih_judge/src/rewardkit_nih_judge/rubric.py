@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -44,24 +45,48 @@ from rewardkit_nih_judge.fence import FenceKey
 from rewardkit_nih_judge.params import JudgeParams, RubricParams, checked
 from rewardkit_nih_judge.verdicts import Verdict, parse_score
 
-CALL_DIAGNOSTICS = ("judge_calls", "parse_retries", "cache_hit", "cache_miss", "structured_output")
+CALL_DIAGNOSTICS = (
+    "judge_calls",
+    "parse_retries",
+    "cache_hit",
+    "cache_miss",
+    "structured_output",
+    "rate_wait_s",
+)
 RUBRIC_DIAGNOSTICS = ("raw_score", *CALL_DIAGNOSTICS, *CHARGE_DIAGNOSTICS)
 __all__ = ["RUBRIC_DIAGNOSTICS", "WORST", "RubricJudge", "make_rubric_judge"]
 
 
-Call = tuple[int, int, bool, Format | None]
+Call = tuple[int, int, bool, Format | None, float]
+
+
+@dataclass(frozen=True)
+class InfraCanary:
+    """The canary a group asked after a request failed in the infrastructure's way: its name, and
+    why it failed (None: it passed)."""
+
+    name: str
+    why: str | None
+
+
+def _infrastructure(outcome: Outcome) -> bool:
+    """A failure the candidate's text cannot have caused (transport, 5xx, the deadline)."""
+    return isinstance(outcome, JudgeFailure) and not attribution.chargeable(outcome)
 
 
 def call_diagnostics(calls: Sequence[Call], cache: bool) -> tuple[MetricContribution, ...]:
     """Per candidate: requests sent, re-asks, (with a cache) the fraction of verdicts it served, and
     ``structured_output``: the weakest format its live requests asked with (2 JSON schema, 1 JSON
-    object, 0 neither: the verdict envelope), absent when no request got a reply.
+    object, 0 neither: the verdict envelope), absent when no request got a reply; ``rate_wait_s``:
+    the seconds its requests waited for the endpoint's budgets or a 429 (``budgets``).
 
-    ``calls`` holds ``(asks, reasks, cached, format)`` for each verdict the candidate's score used.
+    ``calls`` holds ``(asks, reasks, cached, format, rate_wait_s)`` for each verdict the candidate's
+    score used.
     """
     found = [
         MetricContribution("judge_calls", float(sum(call[0] for call in calls))),
         MetricContribution("parse_retries", float(sum(call[1] for call in calls))),
+        MetricContribution("rate_wait_s", float(sum(call[4] for call in calls))),
     ]
     formats = [FORMAT_CODES[call[3]] for call in calls if call[3] is not None]
     if formats:
@@ -75,11 +100,11 @@ def call_diagnostics(calls: Sequence[Call], cache: bool) -> tuple[MetricContribu
 
 
 def exchange_call(exchange: Exchange) -> Call:
-    return exchange.asks, exchange.reasks, exchange.cached, exchange.format
+    return exchange.asks, exchange.reasks, exchange.cached, exchange.format, exchange.rate_wait_s
 
 
 def failure_call(failure: JudgeFailure) -> Call:
-    return failure.asks, failure.reasks, False, failure.format
+    return failure.asks, failure.reasks, False, failure.format, failure.rate_wait_s
 
 
 def prompter(settings: JudgeParams, fences: FenceKey, values: dict[str, str]) -> prompts.Prompter:
@@ -145,10 +170,19 @@ class RubricJudge:
         ids = [candidate.trajectory_id for candidate in request.candidates]
         outcomes = list(await asyncio.gather(*(self._ask(prompt, text, deadline) for text in texts)))
         clean = [index for index, outcome in enumerate(outcomes) if isinstance(outcome, Exchange)]
+        broken = [index for index, outcome in enumerate(outcomes) if _infrastructure(outcome)]
+        # One canary for the group's failures of the infrastructure: is the judge down, or did
+        # only these requests fail? (the same question for each of them, so asked once)
+        canary: InfraCanary | None = None
+        if broken:
+            (stand_in,) = attribution.stand_ins(texts, ids, broken[0], clean, 1, prompt)
+            name = f"{stand_in.name} to the same task"
+            why = attribution.why_failed([await self._ask(prompt, stand_in.text, deadline, use_cache=False)])
+            canary = InfraCanary(name, why)
         return list(
             await asyncio.gather(
                 *(
-                    self._settle(index, prompt, texts, ids, outcomes, clean, deadline, budget)
+                    self._settle(index, prompt, texts, ids, outcomes, clean, deadline, budget, canary)
                     for index in range(len(texts))
                 )
             )
@@ -164,6 +198,7 @@ class RubricJudge:
         clean: Collection[int],
         deadline: float,
         budget: RerunBudget,
+        infra_canary: InfraCanary | None = None,
     ) -> RewardProviderResult:
         """Candidate ``index``'s result: its verdict, or its failure decided by reproduction."""
         outcome = outcomes[index]
@@ -172,7 +207,10 @@ class RubricJudge:
         cache = self.settings.cache_path is not None
         calls = [failure_call(outcome)]
         if not attribution.chargeable(outcome):
-            return RewardProviderResult.fail(outcome.reason, call_diagnostics(calls, cache))
+            assert infra_canary is not None  # asked by _judge_group for every such failure
+            return await self._infrastructure(
+                index, prompt, texts, outcome, calls, deadline, budget, infra_canary
+            )
         (canary,) = attribution.stand_ins(texts, ids, index, clean, 1, prompt)
         name = f"{canary.name} to the same task"
 
@@ -204,6 +242,40 @@ class RubricJudge:
         if isinstance(decided, Charged):
             return attribution.charge(decided, call_diagnostics(calls, cache))
         return self._scored(decided, calls)  # the fault did not reproduce: the second verdict counts
+
+    async def _infrastructure(
+        self,
+        index: int,
+        prompt: str,
+        texts: list[str],
+        failure: JudgeFailure,
+        calls: list[Call],
+        deadline: float,
+        budget: RerunBudget,
+        canary: InfraCanary,
+    ) -> RewardProviderResult:
+        """A request that failed in the infrastructure's way (transport, 5xx, the deadline): never
+        charged. The canary failed too: the judge is down, an error naming the canary and the URL
+        (``CanaryFailed``'s text). It passed: the candidate is asked once more alone (within the
+        batch's reruns) and that verdict counts; failing again it is still an error, not a charge."""
+        cache = self.settings.cache_path is not None
+        if canary.why is not None:
+            failed = CanaryFailed(Fault("judge_failed", failure.reason), canary.name, canary.why)
+            return RewardProviderResult.fail(str(failed), call_diagnostics(calls, cache))
+        if not budget.take():
+            reason = (
+                f"{failure.reason}; the canary ({canary.name}) passed, and this batch's reruns were spent"
+            )
+            return RewardProviderResult.fail(reason, call_diagnostics(calls, cache))
+        second = await self._ask(prompt, texts[index], deadline, use_cache=False)
+        if isinstance(second, Exchange):
+            return self._scored(second, [*calls, exchange_call(second)])
+        calls.append(failure_call(second))
+        reason = (
+            f"{failure.reason}; the canary ({canary.name}) passed, and asked again alone the judge failed: "
+            f"{second.reason}"
+        )
+        return RewardProviderResult.fail(reason, call_diagnostics(calls, cache))
 
     def _scored(self, exchange: Exchange, calls: list[Call]) -> RewardProviderResult:
         verdict: Verdict = exchange.verdict

@@ -12,7 +12,7 @@ from __future__ import annotations
 from rewardkit.plugin import RewardProviderSpec
 from rewardkit_nih_judge.compare import COMPARE_DIAGNOSTICS, make_compare_judge
 from rewardkit_nih_judge.params import CompareParams, RubricParams
-from rewardkit_nih_judge.rubric import RUBRIC_DIAGNOSTICS, make_rubric_judge
+from rewardkit_nih_judge.rubric import RUBRIC_DIAGNOSTICS, RubricJudge, make_rubric_judge
 
 FAILURE_POLICY = {
     "unreadable": "asked again parse_retries times; then decided by reproduction: a canary (the same task "
@@ -28,7 +28,12 @@ FAILURE_POLICY = {
     "of two other answers; a charged candidate forfeits its comparisons",
     "canary": "a canary that fails is an error naming it; past the batch's reruns.per_batch the canary "
     "alone decides",
-    "transport": "retries on 408/429/5xx/connection errors within the group deadline, then an error outcome",
+    "transport": "retries on 408/5xx/timeouts/connection errors within the group deadline and the endpoint's "
+    "retries_per_minute, a 429 waited out for its Retry-After (never charged), then an error outcome",
+    "transport_canary": "after a transport failure one canary per group (rubric: an answer to the task; "
+    "compare: two answers compared): it fails too, the error names it and the server; it passes, rubric "
+    "asks the candidate once more alone (within reruns.per_batch), compare's error says the canary passed; "
+    "never charged",
     "never": "a failed verdict is never scored 0 unless it reproduced beside a canary that passed",
 }
 FENCE = (
@@ -49,11 +54,19 @@ PROTOCOL = (
     "json_schema, then json_object, then none"
 )
 
+
+def _repeats_its_verdicts(judge: object) -> bool:
+    """A rubric judge at temperature 0 says the same of the same answer to the same task: equal
+    answers are asked once (``cacheable``). Sampled, each answer is a draw of its own."""
+    # Anything else (a wrapper, such as the conformance kit's recorder) is not known to repeat itself.
+    return isinstance(judge, RubricJudge) and judge.settings.temperature == 0
+
+
 RUBRIC = RewardProviderSpec(
     name="nih-rubric",
     factory=make_rubric_judge,
     needs=("prompt",),
-    revision="5",
+    revision="6",
     terms=("score",),
     diagnostics=RUBRIC_DIAGNOSTICS,
     semantic_identity={
@@ -65,13 +78,14 @@ RUBRIC = RewardProviderSpec(
     },
     description="an LLM judge grades each candidate against a rubric (OpenAI-compatible API)",
     params_schema=RubricParams,
+    cacheable=_repeats_its_verdicts,
 )
 
 COMPARE = RewardProviderSpec(
     name="nih-compare",
     factory=make_compare_judge,
     needs=("prompt",),
-    revision="5",
+    revision="6",
     terms=("score",),
     diagnostics=COMPARE_DIAGNOSTICS,
     semantic_identity={

@@ -12,8 +12,10 @@ from rewardkit_rl.code.params import CodeTestsParams
 from rewardkit_rl.code.provider import DIAGNOSTICS, TERMS, CodeTestsProvider
 
 # 3 decided whose a timeout was from the CPU and run-queue figures of the threads alive at the
-# deadline (a program could look "starved" and fail the batch); 4 reruns it beside a canary.
-REVISION = "4"
+# deadline (a program could look "starved" and fail the batch); 4 reruns it beside a canary; 5 runs
+# each candidate in a pid namespace of its own (its pids no longer depend on earlier runs) and, with
+# stdin/stdout tests, scores a candidate again once at most, not once per faulting case.
+REVISION = "5"
 
 
 @hookimpl
@@ -26,6 +28,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             params_schema=CodeTestsParams,
             needs=("reference",),
             sandboxed=True,
+            cacheable=True,  # the same program against the same tests: one run for equal answers
             revision=REVISION,
             terms=TERMS,
             diagnostics=DIAGNOSTICS,

@@ -64,6 +64,7 @@ REWARD_MODEL = RewardProviderSpec(
     scoring_packages=SCORING_PACKAGES,
     extra_modules=RM_MODULES,
     extra=RM_EXTRA,
+    cacheable=True,  # a forward pass of the same prompt and completion: one per distinct answer
     description="A trained reward model's scalar score of prompt + completion (sequence classification "
     "with num_labels=1, or a backbone plus a scalar head), in process or through vLLM / OpenRLHF.",
 )

@@ -12,8 +12,7 @@ import importlib_metadata
 from pydantic import Field
 
 from rewardkit import RewardProviderSpec, hookimpl
-from rewardkit.builtin.answers import EXTRACTED_ANSWER
-from rewardkit.params import ParamsModel, operator_only
+from rewardkit.plugin import EXTRACTED_ANSWER, ParamsModel, operator_only
 from rewardkit_rl.verifiers.format_tags import format_provider
 from rewardkit_rl.verifiers.math_cost import COST_LIMITS
 from rewardkit_rl.verifiers.math_verifier import MATH_DIAGNOSTICS, MathVerifier
@@ -58,6 +57,7 @@ def register_reward_providers(register: Callable[[RewardProviderSpec], None]) ->
             diagnostics=MATH_DIAGNOSTICS,
             notes=(EXTRACTED_ANSWER,),  # the answer text it read (display only, not identity)
             scoring_packages=("math-verify", "latex2sympy2_extended", "sympy"),
+            cacheable=True,  # the same answer against the same reference: one comparison
             semantic_identity={
                 "extraction": "visible text; all boxes (several: a list)>answer-tag>final-answer maths",
                 "equivalence": "exact-normalised, then answer forms with math-verify latex-only leaves",
