@@ -65,6 +65,51 @@ class Report:
         return dict(sorted({**self.values, **means}.items()))
 
 
+class MetricsMerge:
+    """``merge_metrics`` a part at a time, for a caller that gets the parts as they are scored (a
+    stream, the score job): ``add`` each part, ``result()`` whenever the merge is wanted, at the cost
+    of the metrics' names, not of the parts added (the same sums in the same order as ``merge_metrics``)."""
+
+    def __init__(self) -> None:
+        self.parts = 0
+        self._counts: dict[str, float] = {}
+        self._sums: dict[str, float] = {}
+        self._weights: dict[str, float] = {}
+        self._only: dict[str, float | None] = {}  # a mean's value while one part reports it, else None
+
+    def add(
+        self, metrics: Mapping[str, float], weights: Mapping[str, float], default_weight: float | None = None
+    ) -> None:
+        """One part's report; ``default_weight`` weighs a mean it gives no weight for. A part that cannot
+        be merged changes nothing (checked before anything is added)."""
+        means: list[tuple[str, float, float]] = []
+        for name, value in metrics.items():
+            if name.endswith("_count"):
+                continue
+            weight = weights.get(name, default_weight)
+            if weight is None:
+                raise RewardkitError(f"metric {name!r} of part {self.parts} has no weight to merge it by")
+            means.append((name, value, float(weight)))
+        for name, value in metrics.items():
+            if name.endswith("_count"):
+                self._counts[name] = self._counts.get(name, 0.0) + value
+        for name, value, weight in means:
+            self._only[name] = value if name not in self._sums else None
+            self._sums[name] = self._sums.get(name, 0.0) + value * weight
+            self._weights[name] = self._weights.get(name, 0.0) + weight
+        self.parts += 1
+
+    def result(self) -> tuple[dict[str, float], dict[str, float]]:
+        """The merged ``(metrics, weights)`` of the parts added so far."""
+        merged = dict(self._counts)  # counts and means never share a name: "_count" decides which one it is
+        for name, total in self._sums.items():
+            if self._weights[name]:
+                kept = self._only[name]
+                merged[name] = kept if kept is not None else total / self._weights[name]
+        weights = ((name, weight) for name, weight in self._weights.items() if weight)
+        return dict(sorted(merged.items())), dict(sorted(weights))
+
+
 def merge_metrics(
     parts: Iterable[tuple[Mapping[str, float], Mapping[str, float]]],
     default_weight: Iterable[float | None] = (),
@@ -75,30 +120,12 @@ def merge_metrics(
     (that part's weights), so the merge equals the report of the whole batch scored at once; a mean
     only one part reports keeps its value exactly. ``default_weight`` gives, per part, the weight of
     a mean it has no weight for (e.g. its rollouts, for an older service). The advantage's mean is
-    not mergeable: ``rewardkit.split_batch`` recomputes it."""
+    not mergeable: ``rewardkit.split_batch`` recomputes it. ``MetricsMerge`` does it a part at a time."""
     defaults = list(default_weight)
-    counts: dict[str, float] = {}
-    sums: dict[str, float] = {}
-    weights: dict[str, float] = {}
-    only: dict[str, float | None] = {}  # a mean's value while one part reports it, else None
+    merging = MetricsMerge()
     for index, (metrics, part_weights) in enumerate(parts):
-        fallback = defaults[index] if index < len(defaults) else None
-        for name, value in metrics.items():
-            if name.endswith("_count"):
-                counts[name] = counts.get(name, 0.0) + value
-                continue
-            weight = part_weights.get(name, fallback)
-            if weight is None:
-                raise RewardkitError(f"metric {name!r} of part {index} has no weight to merge it by")
-            only[name] = value if name not in sums else None
-            sums[name] = sums.get(name, 0.0) + value * float(weight)
-            weights[name] = weights.get(name, 0.0) + float(weight)
-    merged = dict(counts)  # counts and means never share a name: "_count" decides which one it is
-    for name, total in sums.items():
-        if weights[name]:
-            kept = only[name]
-            merged[name] = kept if kept is not None else total / weights[name]
-    return dict(sorted(merged.items())), dict(sorted((name, w) for name, w in weights.items() if w))
+        merging.add(metrics, part_weights, defaults[index] if index < len(defaults) else None)
+    return merging.result()
 
 
 ADVANTAGE_MEAN_SUFFIX = "/advantage/abs_mean"

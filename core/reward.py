@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+from rewardkit import shared_results
 from rewardkit.advantages import EPSILON
 from rewardkit.backpressure import InflightLimiter
 from rewardkit.cancellation import CancelScope, current, entered, run_bounded
@@ -222,8 +223,9 @@ class Reward:
         future of the group's ``ScoredGroup`` once it is scored; ``s.close()`` (or leaving the block)
         returns the batch as ``score`` on those groups would. ``submit`` waits for capacity up to
         ``deadline_s`` (default ``rewards.deadline_s``); ``timeout_s`` (default
-        ``rewards.request_timeout_s``) bounds each group's scoring. Not under ``batch`` scaling, where
-        no advantage is known before the last group. See ``rewardkit.stream`` for failures."""
+        ``rewards.request_timeout_s``) bounds each group's scoring. A cheap reward's group is scored in
+        ``submit``'s thread, as ``score`` scores it. Not under ``batch`` scaling, where no advantage is
+        known before the last group. See ``rewardkit.stream`` for failures."""
         if self._released:
             raise RewardkitError("this Reward is closed; load() a new one")
         rl = self.config.rl
@@ -236,6 +238,9 @@ class Reward:
             )
         wait_s = check_deadline(deadline_s) if deadline_s is not None else self.config.rewards.deadline_s
         bound = self._timeout(timeout_s)
+        # One batch for equal answers: what a batch starting here shares (its own results, or the
+        # run's under across_batches), entered again around each group's scoring.
+        shared = shared_results.for_new_batch()
 
         def score_one_group(group: GroupLike) -> ScoredBatch:
             return run_bounded(bound, lambda: self.worker.evaluate([group]))
@@ -249,6 +254,9 @@ class Reward:
             limiter=self.limiter,
             deadline_s=wait_s,
             rerun_budget=RerunBudget(self.worker.spec.reruns.per_batch),
+            shared=shared,
+            # The criterion score() uses to score in the calling thread (docs/performance.md).
+            in_submitting_thread=self.worker.cheap,
         )
 
     def astream(

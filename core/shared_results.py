@@ -44,6 +44,7 @@ __all__ = [
     "across_batches",
     "batch_scope",
     "current",
+    "for_new_batch",
     "sharing",
 ]
 
@@ -115,11 +116,16 @@ def current() -> SharedResults:
     return shared if shared is not None else SharedResults()
 
 
+def for_new_batch() -> SharedResults:
+    """What a batch starting here shares: its own results, or the run's under ``across_batches``."""
+    across = _ACROSS.get()
+    return across if across is not None else SharedResults()
+
+
 @contextmanager
 def batch_scope() -> Iterator[SharedResults]:
     """The scope of one batch: its own results, or the run's when ``across_batches`` is in force."""
-    across = _ACROSS.get()
-    shared = across if across is not None else SharedResults()
+    shared = for_new_batch()
     token = _CURRENT.set(shared)
     try:
         yield shared

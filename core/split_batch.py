@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from rewardkit.advantages import EPSILON, Scaling, StdKind, group_advantages, mean_std
 from rewardkit.errors import RewardkitError
-from rewardkit.metrics import ADVANTAGE_MEAN_SUFFIX, advantage_abs_mean, merge_metrics
+from rewardkit.metrics import ADVANTAGE_MEAN_SUFFIX, MetricsMerge, advantage_abs_mean
 from rewardkit.scored import ScoredBatch, ScoredCandidate, ScoredGroup
 
 if TYPE_CHECKING:
@@ -35,8 +35,7 @@ class SplitBatchFinisher:
         self.scaling: Scaling = scaling
         self.std: StdKind = std
         self.eps = eps
-        self._reports: list[tuple[Mapping[str, float], Mapping[str, float]]] = []
-        self._default_weights: list[float | None] = []
+        self._merged = MetricsMerge()  # merged as each part comes, so report() costs no pass over parts
         self._batch_std: float | None = None
         self._advantages = array("d")  # 8 bytes each: the score job's runs are long
 
@@ -54,8 +53,7 @@ class SplitBatchFinisher:
     ) -> None:
         """One part's report; ``default_weight`` weighs the means it gives no weight for (without it
         such a mean is an error: nothing says how much it counts)."""
-        self._reports.append((metrics, weights))
-        self._default_weights.append(default_weight)
+        self._merged.add(metrics, weights, default_weight)
 
     def scale_by_batch(self, totals: Iterable[float | None]) -> None:
         """Set the ``batch`` scale from every total of the batch (nulls left out)."""
@@ -74,7 +72,7 @@ class SplitBatchFinisher:
 
     def report(self) -> tuple[dict[str, float], dict[str, float]]:
         """The parts' reports merged, each ``*/advantage/abs_mean`` from the advantages given out."""
-        metrics, weights = merge_metrics(self._reports, self._default_weights)
+        metrics, weights = self._merged.result()
         if self._advantages:
             value, count = advantage_abs_mean(self._advantages), float(len(self._advantages))
             for name in metrics:
@@ -92,7 +90,7 @@ class SplitBatchFinisher:
         """The whole batch from its parts: groups (pieces joined in part order) in ``group_order``
         (default: as they first appear), advantages over whole groups, the merged report;
         ``default_weights`` gives, per part, the weight of a mean it has no weight for."""
-        if self._reports or self._advantages:
+        if self._merged.parts or self._advantages:
             raise RewardkitError("this SplitBatchFinisher has finished a batch already; use one per batch")
         pieces: dict[str, list[ScoredCandidate]] = {}
         for index, part in enumerate(parts):

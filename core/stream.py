@@ -7,6 +7,13 @@ the last rollout. A stream is one batch: the same validation, composition, advan
 ``close()`` returns the batch report merged from the groups' parts by the split-batch finisher, as
 one ``score`` call on the whole batch reports it.
 
+Cost. What a stream adds to the last group's own scoring is kept small, since it is what the trainer
+waits for after generation: a group of a reward whose every provider is ``cheap`` (the criterion
+``score`` uses to score in the calling thread) is scored in ``submit``'s own thread, so its future is
+done when ``submit`` returns; and each group's result and report join the batch as the group
+finishes (in submission order, so the report is the same whichever group finishes first), leaving
+``close()`` only the last group's part and the batch report built from the running merge.
+
 Failure. A group that fails (a ``RewardContractError``, a provider error under ``onError: raise``, a
 timeout) fails its own future and the stream: the groups still pending are cancelled, ``submit``
 raises the failure from then on, and ``close()`` raises it, so no batch report is published for a
@@ -27,16 +34,18 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from rewardkit import cancellation
+from rewardkit import cancellation, shared_results
 from rewardkit.batch_input import GroupLike, Rollouts, group_parts
 from rewardkit.errors import RequestCancelled, RewardkitError
 from rewardkit.reproduction import RerunBudget, shared_budget
 from rewardkit.scored import ScoredBatch, ScoredGroup
+from rewardkit.shared_results import SharedResults
 from rewardkit.split_batch import SplitBatchFinisher
 
 if TYPE_CHECKING:
     from rewardkit.backpressure import InflightLimiter
     from rewardkit.protocols import RewardLike
+    from rewardkit.provenance import ProviderRecord
 
 __all__ = ["AsyncRewardStream", "RewardStream", "StreamFailed", "astream_of", "stream_of"]
 
@@ -60,10 +69,12 @@ class RewardStream:
     """One batch submitted a group at a time; use ``Reward.stream()`` to make one.
 
     ``submit(group)`` waits for in-flight capacity (``rewards.max_inflight``, back-pressure on the
-    generation loop until ``deadline_s``), then scores the group on the stream's threads and returns
-    a ``Future`` of its ``ScoredGroup``. ``close()`` waits for every group and returns the batch;
-    leaving the ``with`` block closes it (a no-op after ``close()``), and an exception leaving the
-    block cancels the groups not yet scored."""
+    generation loop until ``deadline_s``), then scores the group on the stream's threads (in its own
+    thread with ``in_submitting_thread``) and returns a ``Future`` of its ``ScoredGroup``.
+    ``close()`` waits for every group and returns the batch; leaving the ``with`` block closes it (a
+    no-op after ``close()``), and an exception leaving the block cancels the groups not yet scored.
+    ``shared`` makes the groups one batch for equal answers (``rewardkit.shared_results``), as
+    ``rerun_budget`` does for reruns."""
 
     def __init__(
         self,
@@ -74,21 +85,33 @@ class RewardStream:
         limiter: InflightLimiter | None = None,
         deadline_s: float | None = None,
         rerun_budget: RerunBudget | None = None,
+        shared: SharedResults | None = None,
+        in_submitting_thread: bool = False,
     ) -> None:
         self._score_one_group = score_one_group
         self._finisher = finisher
         self._limiter = limiter
         self._deadline_s = deadline_s
         self._budget = rerun_budget
-        # Every group on the stream's threads, cheap providers' too: a "cheap" check that meets a slow
-        # case (a pathological formula) must not hold up the generation loop that submits.
+        self._shared = shared
+        # A cheap group costs less than handing it to a thread (as in score()); a declared-cheap
+        # provider that meets a slow case holds up the submitting loop as it holds up score().
+        self._in_submitting_thread = in_submitting_thread
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="rewardkit-stream")
         self._scope = cancellation.CancelScope()  # cancels every group of the stream at once
         self._lock = threading.Lock()
-        self._order: list[str] = []
+        self._order: list[str] = []  # the batch's groups in submission order
         self._submitted: set[str] = set()
-        self._parts: dict[str, ScoredBatch] = {}
+        self._started: set[str] = set()  # submitted groups past the wait for capacity
         self._futures: list[tuple[Future[ScoredGroup], int]] = []  # with each group's rollouts
+        # Each group's whole run (its scoring, then its merge), what close() waits for: a group's
+        # future is set before its merge, so that the trainer gets it without waiting for that.
+        self._runs: list[Future[None]] = []
+        # The running batch: groups scored but not merged yet (one submitted before them is still
+        # scored), and the merged prefix of ``_order``, groups and report (in the finisher).
+        self._unmerged: dict[str, ScoredBatch] = {}
+        self._merged_groups: list[ScoredGroup] = []
+        self._providers: tuple[ProviderRecord, ...] = ()
         self._failure: BaseException | None = None
         self._closed = False
         self._batch: ScoredBatch | None = None
@@ -112,21 +135,37 @@ class RewardStream:
             self._acquire(weight)
         except BaseException:
             with self._lock:
-                self._order.remove(group_id)
+                self._withdraw(group_id)
                 self._submitted.discard(group_id)
             raise
         future: Future[ScoredGroup] = Future()
+        run: Future[None] = Future()
         with self._lock:
             if self._failure is not None or self._closed:  # failed or left while this one waited
                 self._release(weight)
-                self._order.remove(group_id)
+                self._withdraw(group_id)
                 self._check_open()
             self._futures.append((future, weight))
-            # Under the lock: close() cannot shut the threads down between the check and this.
-            self._executor.submit(
-                contextvars.copy_context().run, self._score, future, (group_id, rollouts), weight
-            )
+            self._runs.append(run)
+            self._started.add(group_id)
+            if not self._in_submitting_thread:
+                # Under the lock: close() cannot shut the threads down between the check and this.
+                self._executor.submit(
+                    contextvars.copy_context().run, self._run, run, future, (group_id, rollouts), weight
+                )
+                return future
+        self._run(run, future, (group_id, rollouts), weight)
+        error = None if future.cancelled() else future.exception()
+        if error is not None and not isinstance(error, Exception):
+            raise error  # a KeyboardInterrupt while scoring here is the caller's, not the group's
         return future
+
+    def _withdraw(self, group_id: str) -> None:
+        """Take a group that never started out of the batch (under the lock); the groups submitted
+        after it, maybe scored meanwhile, no longer wait for it to be merged."""
+        if group_id in self._order:  # close() may have taken it out already
+            self._order.remove(group_id)
+            self._merge_ready()
 
     def _check_open(self) -> None:
         if self._failure is not None:
@@ -147,14 +186,34 @@ class RewardStream:
         if self._limiter is not None:
             self._limiter.release(weight)
 
-    def _score(self, future: Future[ScoredGroup], group: tuple[str, Rollouts], weight: int) -> None:
+    def _run(
+        self, run: Future[None], future: Future[ScoredGroup], group: tuple[str, Rollouts], weight: int
+    ) -> None:
+        try:
+            part = self._score(future, group, weight)
+            if part is not None:
+                self._merge(group[0], part)
+        finally:
+            run.set_result(None)  # last: close() returns only once nothing of the group runs
+
+    def _one_batch(self) -> contextlib.ExitStack:
+        """In process, every group spends the stream's one rerun budget and shares equal answers with
+        the stream's other groups; a backend scoring in another process has both per request there."""
+        scope = contextlib.ExitStack()
+        if self._budget is not None:
+            scope.enter_context(shared_budget(self._budget))
+        if self._shared is not None:
+            scope.enter_context(shared_results.sharing(self._shared))
+        return scope
+
+    def _score(
+        self, future: Future[ScoredGroup], group: tuple[str, Rollouts], weight: int
+    ) -> ScoredBatch | None:
+        """Score the group and set its future; its part of the batch, or None when it has none."""
         try:
             if not future.set_running_or_notify_cancel():
-                return  # cancelled while queued; cancel() gave its capacity back
-            # In process, every group spends the stream's one rerun budget; a backend scoring in
-            # another process has one per request there.
-            shared = shared_budget(self._budget) if self._budget is not None else contextlib.nullcontext()
-            with cancellation.entered(self._scope), shared:
+                return None  # cancelled while queued; cancel() gave its capacity back
+            with cancellation.entered(self._scope), self._one_batch():
                 self._scope.raise_if_cancelled()
                 part = self._score_one_group(group)
                 # Work stopped by the cancel may have come back as an error scored by onError:
@@ -164,12 +223,36 @@ class RewardStream:
             self._release(weight)  # capacity is back before anyone sees the group end
             self._fail(error)
             future.set_exception(error)
-            return
+            return None
         self._release(weight)
-        with self._lock:
-            self._parts[group[0]] = part
         # A lone group's advantages are its advantages in the batch under group or no scaling.
         future.set_result(part.groups[0])
+        return part
+
+    def _merge(self, group_id: str, part: ScoredBatch) -> None:
+        """Add a scored group to the running batch, so that close() has only the rest to do."""
+        with self._lock:
+            self._unmerged[group_id] = part
+            self._merge_ready()
+
+    def _merge_ready(self) -> None:
+        """Merge, in submission order, every scored group whose predecessors are merged (under the
+        lock): the report is then the same whichever group finishes first."""
+        try:
+            while len(self._merged_groups) < len(self._order):
+                part = self._unmerged.pop(self._order[len(self._merged_groups)], None)
+                if part is None:
+                    return  # the next group in order is not scored yet; its own merge goes on from here
+                scored = part.groups[0]
+                self._finisher.add_report(part.metrics, part.metric_weights)
+                # For the batch's advantage mean; equal to the group's own (a group's are its own alone).
+                self._finisher.advantages([[candidate.final for candidate in scored.candidates]])
+                self._merged_groups.append(scored)
+                self._providers = self._providers or part.providers
+        except Exception as error:
+            # A report that cannot be merged: there is no batch report to publish, so close() raises.
+            if self._failure is None:
+                self._failure = error
 
     def _fail(self, error: BaseException) -> None:
         """The first failure that is not a consequence of another fails the stream and stops the rest."""
@@ -196,9 +279,12 @@ class RewardStream:
     def _shutdown(self) -> None:
         with self._lock:
             self._closed = True
-            futures = [future for future, _ in self._futures]
-        wait(futures)
-        # Every group has ended (a future is set last): the idle threads need no joining.
+            # A group still waiting for capacity is refused when it gets it: it is no part of the batch.
+            for group_id in [group_id for group_id in self._order if group_id not in self._started]:
+                self._withdraw(group_id)
+            runs = list(self._runs)
+        wait(runs)
+        # Every group has ended (its run is set last): the idle threads need no joining.
         self._executor.shutdown(wait=False)
 
     def close(self) -> ScoredBatch:
@@ -209,8 +295,12 @@ class RewardStream:
             if self._failure is not None:
                 raise self._failure
             if self._batch is None:
-                parts = [self._parts[group_id] for group_id in self._order]
-                self._batch = self._finisher.finish(parts, group_order=self._order)
+                if len(self._merged_groups) != len(self._order):  # every group ended, none failed
+                    raise RewardkitError(
+                        f"the stream merged {len(self._merged_groups)} of its {len(self._order)} groups"
+                    )
+                metrics, weights = self._finisher.report()
+                self._batch = ScoredBatch(tuple(self._merged_groups), metrics, self._providers, weights)
             return self._batch
 
     def __enter__(self) -> RewardStream:

@@ -3,23 +3,38 @@
 It offers the binding and charge fixtures' providers and ``held``: group-native (so scored on the
 stream's threads), it scores each candidate by its words, except that a candidate ``hold:NAME``
 waits until the test opens ``GATES[NAME]`` (``STARTED[NAME]`` says it is waiting) or its request is
-cancelled, which it records in ``CANCELLED`` before raising."""
+cancelled, which it records in ``CANCELLED`` before raising. ``cheap-sparse`` and ``cheap-verdict``
+are the binding fixtures' ``sparse`` and ``verdict`` declared ``cheap``; ``noted`` (cheap too) notes
+the thread that scored each candidate in ``SCORED_IN`` and raises ``KeyboardInterrupt`` on ``ctrl-c``.
+The shared-results fixtures' judges (``counting-judge``, ``sampled-judge``) count the asking."""
 
 from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Callable
+from functools import partial
 
 from bindings_fixtures import catalog as bindings_catalog
+from bindings_fixtures import sparse, verdict
 from charges_fixtures import catalog as charges_catalog
+from shared_results_fixtures import catalog as shared_results_catalog
 
-from rewardkit import RewardProviderResult, RewardProviderSpec
+from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
 from rewardkit.cancellation import current
-from rewardkit.contracts import RewardCandidateResult, RewardGroupRequest, RewardGroupResult
+from rewardkit.contracts import (
+    RewardCandidate,
+    RewardCandidateResult,
+    RewardContext,
+    RewardGroupRequest,
+    RewardGroupResult,
+)
 
 GATES: defaultdict[str, threading.Event] = defaultdict(threading.Event)
 STARTED: defaultdict[str, threading.Event] = defaultdict(threading.Event)
 CANCELLED: set[str] = set()
+SCORED_IN: list[threading.Thread] = []
+Scorer = Callable[[RewardCandidate, RewardContext], RewardProviderResult]
 LONGEST_HOLD_S = 60.0  # a test that forgets to open a gate fails instead of hanging
 
 
@@ -48,12 +63,32 @@ class Held:
         return RewardGroupResult(request.group_id, tuple(items))
 
 
+def noted(candidate: RewardCandidate, context: RewardContext) -> RewardProviderResult:
+    if candidate.completion == "ctrl-c":
+        raise KeyboardInterrupt  # as the user's Ctrl-C lands in whichever thread is scoring
+    SCORED_IN.append(threading.current_thread())
+    return RewardProviderResult({"chars": float(len(candidate.completion))})
+
+
 def reset() -> None:
     GATES.clear()
     STARTED.clear()
     CANCELLED.clear()
+    SCORED_IN.clear()
 
 
 def catalog() -> list[RewardProviderSpec]:
-    held = RewardProviderSpec("held", Held, (), "1", ("words",))
-    return [*bindings_catalog(), *charges_catalog(), held]
+    def cheap(name: str, score: Scorer, term: str, diagnostics: tuple[str, ...] = ()) -> RewardProviderSpec:
+        return RewardProviderSpec(
+            name, partial(map_candidates, score), (), "1", (term,), diagnostics, cheap=True
+        )
+
+    return [
+        *bindings_catalog(),
+        *charges_catalog(),
+        *shared_results_catalog(),
+        RewardProviderSpec("held", Held, (), "1", ("words",)),
+        cheap("cheap-sparse", sparse, "size", ("length",)),
+        cheap("cheap-verdict", verdict, "words", ("chars",)),
+        cheap("noted", noted, "chars"),
+    ]

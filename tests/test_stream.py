@@ -9,6 +9,7 @@ is still being scored is observed without timing anything.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 import stream_fixtures
 
 import rewardkit
+from rewardkit import shared_results
 from rewardkit.backpressure import BackpressureTimeout
 from rewardkit.errors import ConfigError, RequestCancelled, RewardkitError
 from rewardkit.scored import ScoredBatch, ScoredGroup
@@ -28,9 +30,11 @@ COMPLETIONS = {
     "g1": ["one", "-two", "three four", "five six seven"],
     "g2": ["ERR now", "c", "ERR again", "-d e f"],
 }
-# Cheap pointwise providers (one-pass strategy), and `position`, group-native (general strategy).
+# Pointwise providers (one-pass strategy), and `position`, group-native (general strategy), both
+# scored on the stream's threads; the same pointwise providers declared cheap, scored in submit's thread.
 CHEAP = [{"provider": "sparse", "weight": 1.0}, {"provider": "verdict", "weight": 0.5}]
 THREADED = [{"provider": "sparse", "weight": 1.0}, {"provider": "position", "weight": 0.25}]
+DECLARED_CHEAP = [{"provider": "cheap-sparse", "weight": 1.0}, {"provider": "cheap-verdict", "weight": 0.5}]
 
 
 def config(components: list[dict[str, Any]], *, on_error: str = "zero", **settings: Any) -> dict[str, Any]:
@@ -72,7 +76,9 @@ def open_gates() -> Iterator[None]:
     stream_fixtures.reset()
 
 
-@pytest.mark.parametrize("components", [CHEAP, THREADED], ids=["cheap", "threaded"])
+@pytest.mark.parametrize(
+    "components", [CHEAP, THREADED, DECLARED_CHEAP], ids=["one-pass", "threaded", "declared-cheap"]
+)
 @pytest.mark.parametrize("on_error", ["zero", "none"])
 @pytest.mark.parametrize("scaling", ["group", "none"])
 def test_a_stream_gives_what_score_gives_on_the_same_batch(components, on_error, scaling):
@@ -104,7 +110,39 @@ def test_a_group_is_handed_back_while_a_group_submitted_before_it_is_still_score
         )
         stream_fixtures.GATES["g0"].set()
         assert slow.result().group_id == "g0"
-    assert [scored.group_id for scored in stream.close().groups] == ["g0", "g1"]  # submission order
+        whole = reward.score([group("g0", ["hold:g0", "x"]), group("g1", ["one two", "three"])])
+    # Submission order, and g1, merged into the batch after g0 though scored first, as score reports it.
+    assert [scored.group_id for scored in stream.close().groups] == ["g0", "g1"]
+    assert_same_batch(stream.close(), whole)
+
+
+def test_a_cheap_group_is_scored_in_the_submitting_thread_and_done_when_submit_returns():
+    # As score() scores cheap providers in the calling thread: a hand-off would cost more than the group.
+    with rewardkit.load(config([{"provider": "noted"}], group_size=2)) as reward:
+        whole = reward.score([group("g0", ["a", "bb"]), group("g1", ["ccc", "d"])])
+        stream_fixtures.SCORED_IN.clear()
+        with reward.stream() as stream:
+            first = stream.submit(group("g0", ["a", "bb"]))
+            assert first.done()
+            second = stream.submit(group("g1", ["ccc", "d"]))
+            assert second.done()
+        assert [threading.current_thread()] * 4 == stream_fixtures.SCORED_IN
+        assert [first.result(), second.result()] == list(whole.groups)
+        assert_same_batch(stream.close(), whole)
+
+
+def test_a_keyboard_interrupt_while_a_cheap_group_is_scored_reaches_the_caller_and_fails_the_stream():
+    with rewardkit.load(config([{"provider": "noted"}], group_size=2, max_inflight=4)) as reward:
+        stream = reward.stream()
+        assert stream.submit(group("g0", ["a", "bb"])).result().group_id == "g0"
+        with pytest.raises(KeyboardInterrupt):
+            stream.submit(group("g1", ["ctrl-c", "x"]))  # not kept in a future the caller never reads
+        with pytest.raises(KeyboardInterrupt):
+            stream.close()  # no report for a batch that was interrupted
+        # Capacity came back: all 4 rollouts of max_inflight are admitted at once (the deadline only
+        # turns a regression into a BackpressureTimeout instead of a hang).
+        both = [group("h0", ["a", "b"]), group("h1", ["c", "d"])]
+        assert len(reward.score(both, deadline_s=30).groups) == 2
 
 
 def test_under_on_error_raise_a_failed_group_fails_its_future_the_stream_and_close():
@@ -206,6 +244,49 @@ def test_a_stream_is_one_batch_for_the_rerun_budget():
     assert [first.candidates[0].final, second.candidates[0].final] == [0.7, 0.0]
     spent = second.candidates[0].breakdown["timing-judge"]["reproduction"]
     assert spent.startswith("not scored again: this batch's 1 reruns were spent")
+
+
+EQUAL_ANSWER = "the same answer"
+
+
+def judged_groups() -> list[tuple[str, list[dict[str, str]]]]:
+    """Two groups of one prompt, each holding EQUAL_ANSWER once beside an answer of its own."""
+    return [
+        (
+            group_id,
+            [
+                {"trajectory_id": f"{group_id}-{k}", "completion": text, "prompt": "Say it."}
+                for k, text in enumerate([EQUAL_ANSWER, f"only in {group_id}"])
+            ],
+        )
+        for group_id in ("g0", "g1")
+    ]
+
+
+@pytest.mark.parametrize(("judge", "asked"), [("counting-judge", 1), ("sampled-judge", 2)])
+def test_a_stream_is_one_batch_for_equal_answers(judge, asked):
+    # A cacheable provider is asked once about an answer the batch holds twice, whichever groups
+    # hold it; one that does not declare it is asked about each candidate.
+    import shared_results_fixtures
+
+    with rewardkit.load(config([{"provider": judge}], group_size=2)) as reward:
+        shared_results_fixtures.ASKED.clear()
+        whole = reward.score(judged_groups())
+        assert shared_results_fixtures.ASKED[EQUAL_ANSWER] == asked
+        shared_results_fixtures.ASKED.clear()
+        with reward.stream() as stream:
+            for item in judged_groups():
+                stream.submit(item).result()  # the second group is scored after the first is done
+        assert shared_results_fixtures.ASKED[EQUAL_ANSWER] == asked
+        assert shared_results_fixtures.ASKED["only in g1"] == 1
+        assert_same_batch(stream.close(), whole)  # shared_result diagnostics included
+        # Under across_batches a stream shares the run's results: nothing the run met is asked again.
+        shared_results_fixtures.ASKED.clear()
+        with shared_results.across_batches(16):
+            reward.score(judged_groups()[:1])
+            with reward.stream() as stream:
+                stream.submit(judged_groups()[1]).result()
+        assert shared_results_fixtures.ASKED[EQUAL_ANSWER] == asked
 
 
 def test_batch_scaling_is_refused_because_no_advantage_is_known_before_the_last_group():
