@@ -105,13 +105,17 @@ class Charged:
 
 
 class CanaryFailed(Exception):
-    """The worker failed its canary: the fault is the infrastructure's, not the candidate's."""
+    """The worker failed its canary: the fault is the infrastructure's, not the candidate's.
 
-    def __init__(self, fault: Fault, canary: str, why: str) -> None:
+    ``where`` names what the canary ran on, in the provider's words: a ``worker`` (the default), a
+    sandbox ``slot``, a judge's ``endpoint``."""
+
+    def __init__(self, fault: Fault, canary: str, why: str, *, where: str = "worker") -> None:
         self.fault = fault
         self.canary = canary
         self.why = why
-        super().__init__(f"{fault.detail}; and the canary ({canary}) failed too on that worker: {why}")
+        self.where = where
+        super().__init__(f"{fault.detail}; and the canary ({canary}) failed too on that {where}: {why}")
 
 
 class RerunBudget:

@@ -35,11 +35,18 @@ def test_the_fence_and_the_failure_policy_are_part_of_the_revision():
         # 4 charges a failed verdict only when it reproduces beside a canary drawn per request; 5
         # finds imitating lines on skeletons (look-alike letters, variation selectors) and breaks
         # more chat-template control-token families; 6 waits out a 429 instead of failing on it
-        # (never charged), and the rubric judge names a canary when the transport fails
-        assert spec.revision == "6", name
+        # (never charged), and the rubric judge names a canary when the transport fails; 7 charges
+        # a failed request (5xx, timeout, dropped connection) when it reproduces beside a canary
+        assert spec.revision == "7", name
         assert "HMAC" in spec.semantic_identity["fence"]
         assert "reproduction" in spec.semantic_identity["failure_policy"]["off_scale"]
-        charges = {"verdict_unreadable", "off_scale", "verdict_refused", "too_long_for_judge"}
+        charges = {
+            "verdict_unreadable",
+            "off_scale",
+            "verdict_refused",
+            "too_long_for_judge",
+            "request_failed",
+        }
         assert charges <= set(spec.diagnostics)
 
 

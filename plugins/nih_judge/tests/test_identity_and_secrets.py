@@ -91,10 +91,12 @@ def test_a_changed_rubric_file_changes_the_identity_under_the_same_path(judge, t
 def test_the_planted_secret_is_used_but_appears_in_no_identity_log_metric_error_or_result(
     judge, key, tmp_path, caplog
 ):
+    down = False  # the server fails every request (the canary's too), so the batch fails
+
     def echo(body):
         # a careless server: echoes the credentials it received into what it answers
         header = judge.headers[-1].get("Authorization", "")
-        if graded(body) == "fail":
+        if down or graded(body) == "fail":
             return Reply(f"bad request from {header}", status=500)
         return {"score": 5, "rationale": f"you sent {header}"}
 
@@ -109,10 +111,13 @@ def test_the_planted_secret_is_used_but_appears_in_no_identity_log_metric_error_
             seen += [json.dumps([record.__dict__ for record in reward.providers], default=str)]
             seen += [json.dumps(reward.worker.spec_identity), repr(reward.worker.providers)]
         seen += [json.dumps(batch.to_jsonl_rows()), json.dumps(batch.metrics), repr(batch)]
-        # an error that fails the batch
+        # an error that fails the batch (a candidate whose request fails beside a passing canary
+        # is charged, not an error: the judge must fail for everyone)
         strict = {"rl": {"group_size": 2, "reward": {"provider": "nih-rubric", "params": params}}}
+        down = True
         with rewardkit.load(strict) as reward, pytest.raises(RewardkitError) as caught:
             reward.score([("q", rollouts("fail", "fail"))])
+        down = False
         seen.append(str(caught.value))
         # the main job's files: results, manifest, summary
         rows = tmp_path / "rollouts.jsonl"

@@ -35,6 +35,7 @@ def test_scores_are_normalised_and_the_rationale_is_the_reason(judge):
         "off_scale": 0.0,
         "verdict_refused": 0.0,
         "too_long_for_judge": 0.0,
+        "request_failed": 0.0,
         "structured_output": 2.0,  # asked with the verdict's JSON schema, which the server took
         "rate_wait_s": 0.0,  # no budget or 429 held the request
         "shared_result": 0.0,  # its own verdict, not a copy of an equal answer's

@@ -1,7 +1,8 @@
 """Who a failed verdict is charged to: the candidate whose fault reproduces beside a canary.
 
-A question whose verdict stayed unreadable or off the scale after the re-asks, or that the judge
-refused for its content, *could* be the judge's fault as much as the candidate's. It is decided
+A question whose verdict stayed unreadable or off the scale after the re-asks, that the judge
+refused for its content, or whose request failed (a 5xx, a timeout, a dropped connection: a
+payload can bring a model server down) *could* be the judge's fault as much as the candidate's. It is decided
 with the core's one rule (``rewardkit.reproduction``): a **canary** is asked live, to the same
 judge with the same prompt layout and limits, holding answers drawn per request from the group
 (other candidates' answers a live verdict read, never the suspect's text, never a fixed public
@@ -14,8 +15,9 @@ rerun budget (the spec's ``reruns.per_batch``), the canary alone decides.
 
 A refusal for length (``too_long``) needs no rerun: the request held the task and the
 candidate's text, and a canary (the same task with another answer, asked live) shows the task
-fits, so the length is the candidate's. Transport errors, 408/429/5xx, timeouts and the deadline
-are the infrastructure's: errors, never charged.
+fits, so the length is the candidate's. What says nothing about the request (a 429 that outlasts
+the deadline, the group's deadline, the cache: ``infra``) is never charged; a rerun that fails
+that way decides nothing either, and the candidate is an error.
 
 When the group holds no other answer a live verdict read (a group of one, or every answer failed
 alike), the stand-in is the task's own text given as an answer: it is drawn from the row, not from
@@ -38,10 +40,12 @@ CHARGES: Mapping[str, str] = {
     "off_scale": "off_scale",
     "refused": "verdict_refused",
     "too_long": "too_long_for_judge",
+    "request_failed": "request_failed",
 }
 CHARGE_DIAGNOSTICS = tuple(CHARGES.values())
 WORST = {"score": 0.0}
 TASK_AS_ANSWER = "the task's own text, given as an answer"
+ENDPOINT = "endpoint"  # what a judge's canary runs on (CanaryFailed's ``where``)
 
 Outcome = Exchange | JudgeFailure
 # Stand-ins are drawn from the operating system's randomness: no seed a candidate could learn.
@@ -69,6 +73,11 @@ def charge(charged: Charged, diagnostics: tuple[MetricContribution, ...]) -> Rew
     name = charged.fault.kind
     zeros = tuple(MetricContribution(other, 0.0) for other in CHARGE_DIAGNOSTICS if other != name)
     return charged.result(WORST, diagnostic=name, diagnostics=(*diagnostics, *zeros))
+
+
+def at_endpoint(failed: CanaryFailed) -> str:
+    """``failed``'s message in a judge's words: its canary was asked of the same endpoint."""
+    return str(CanaryFailed(failed.fault, failed.canary, failed.why, where=ENDPOINT))
 
 
 def why_failed(outcomes: Iterable[Outcome]) -> str | None:
@@ -125,7 +134,7 @@ async def canary_decides(
     ``CanaryFailed`` when it does not."""
     why = await canary()
     if why is not None:
-        raise CanaryFailed(fault, canary_name, why)
+        raise CanaryFailed(fault, canary_name, why, where=ENDPOINT)
     return Charged(
         fault, f"the judge read the same task with another answer just now ({canary_name})", rerun=False
     )

@@ -18,10 +18,14 @@ re-asks), ``refused`` (the judge or its server declined to answer for the conten
 ``finish_reason`` is ``content_filter`` or whose message carries a ``refusal``, or a 400/422 whose
 body names a content filter or policy; not asked again, since the same text is refused again),
 ``too_long`` (the server refused the request for its length: 413, or a 400/422 whose body speaks
-of the context length), or ``infra`` (everything else: connection errors, timeouts, 408/5xx
-after the retries, a rate limit that outlasts the deadline, the deadline, a reply without a
-message, the cache). Only the first four can be the candidate's text's doing, and they are
-charged only as ``attribution`` says: beside a canary, once they reproduce.
+of the context length), ``request_failed`` (the request itself failed before the group's
+deadline: a 5xx or 408 after the retries, any other error answer, a timeout of ``timeout_s``, a
+dropped connection, a reply without a message), or ``infra`` (what says nothing about the
+request: a rate limit that outlasts the deadline, the deadline itself, including an attempt the
+deadline cut short, the cache, a structured-output format the server refuses). A candidate's
+text can cause each of the first five (a payload can crash or stall a model server as surely as
+it can make a judge refuse), so they are charged only as ``attribution`` says: beside a canary,
+once they reproduce; ``infra`` never is.
 
 **Structured output.** The verdict is asked for with ``response_format`` ``json_schema`` (the
 verdict's schema, ``verdicts.verdict_schema``), then ``json_object``, then neither (the reply is
@@ -88,7 +92,7 @@ RETRIED_STATUSES = frozenset({408, 500, 502, 503, 504})
 ERROR_BODY = 500  # characters of an error answer's body kept in its error, as the transport keeps
 
 Message = dict[str, str]
-FailureKind = Literal["unreadable", "off_scale", "refused", "too_long", "infra"]
+FailureKind = Literal["unreadable", "off_scale", "refused", "too_long", "request_failed", "infra"]
 Format = Literal["json_schema", "json_object", "envelope"]
 Api = Literal["chat", "completions"]
 # Per API: the path under base_url, and the field of the reply that holds the judge's text.
@@ -119,6 +123,11 @@ _CONTENT_REFUSED = re.compile(
     r"|safety[ _-]?(?:system|polic|filter)",
     re.IGNORECASE,
 )
+
+
+class _NotDecided(HttpTimeout):
+    """A request that could not finish for the endpoint's budgets (a 429 outlasting the deadline)
+    or the group's deadline, not for anything it held: never the candidate's, however often."""
 
 
 class JudgeFailure(Exception):
@@ -452,6 +461,7 @@ class JudgeRunner:
                         self.redact(f"POST {self.url}: {type(error).__name__}: {error}"),
                         asks=asks,
                         reasks=max(0, asks - 1),
+                        kind="request_failed",
                     ) from None
                 break
         try:
@@ -465,6 +475,7 @@ class JudgeRunner:
                 f"{self.excerpt(response.text)}",
                 asks=asks + 1,
                 reasks=asks,
+                kind="request_failed",
             ) from None
         return _text(content), finish, format, None if refusal is None else self.excerpt(refusal)
 
@@ -484,13 +495,15 @@ class JudgeRunner:
             try:
                 waited.seconds += await state.budgets.admit(tokens, deadline)
             except NoRoom as full:
-                raise HttpTimeout(
+                raise _NotDecided(
                     f"POST {self.url}: the group's deadline ({settings.deadline_s:g} s) passes before the "
                     f"request can start: held by {full.why} (waited {waited.seconds:.3g} s already)",
                     url=self.url,
                     status=429 if limited else None,
                 ) from None
             retry_after: float | None = None
+            # An attempt given less than timeout_s is cut by the group's deadline, not by the judge.
+            clipped = deadline - time.monotonic() < settings.timeout_s
             try:
                 response = await state.client.request(
                     "POST",
@@ -505,6 +518,11 @@ class JudgeRunner:
                     retry_after = _retry_after(response.headers)
                     raise _answer_error(response)
             except HttpError as error:
+                if clipped and isinstance(error, HttpTimeout) and error.status is None:
+                    raise _NotDecided(
+                        f"{error} (the group's deadline ({settings.deadline_s:g} s) cut it short)",
+                        url=error.url,
+                    ) from None
                 if time.monotonic() >= deadline or not (
                     error.status is None or error.status in RETRIED_STATUSES
                 ):
@@ -600,12 +618,15 @@ def _cached(call: Callable[..., T], *args: str) -> T:
 
 
 def _failure_kind(error: HttpError) -> FailureKind:
-    """What a refused request says about its content: too long, refused for it, or neither."""
+    """What a failed request says: nothing (the budgets or the deadline stopped it), too long,
+    refused for its content, or that it failed (the judge or its server broke on it)."""
+    if isinstance(error, _NotDecided):
+        return "infra"
     if _too_long(error):
         return "too_long"
     if _content_refused(error):
         return "refused"
-    return "infra"
+    return "request_failed"
 
 
 def _content_refused(error: HttpError) -> bool:

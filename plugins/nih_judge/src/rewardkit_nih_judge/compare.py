@@ -14,8 +14,9 @@ Listwise: the whole group ranked twice, as given and reversed; a candidate's sco
 places with between the two rankings.
 
 Every answer reaches the judge inside a fence it cannot close (``prompts``). When a comparison's
-verdict stays unreadable or off the scale after the re-asks, or the judge refuses it for the
-content or the length, each candidate in it is a *suspect*, decided by reproduction
+verdict stays unreadable or off the scale after the re-asks, the judge refuses it for the content
+or the length, or its request fails (a 5xx, a timeout, a dropped connection), each candidate in
+it is a *suspect*, decided by reproduction
 (``attribution``): a canary (two other answers of the group a live verdict read, drawn per
 request, compared in both orders) is asked live, then the suspect is compared once more with
 another partner (drawn the same way, never the one it failed with), in both orders. It fails
@@ -25,9 +26,9 @@ note), and it forfeits every comparison it is in: each counts as a win for the o
 themselves (listwise). It reads: pairwise, that comparison takes the place of the failed ones in
 its score; listwise, it is ranked again with the others. A ranking holds every answer, so before
 anyone is suspected its answers are compared two at a time in a ring (as two-answer rankings) to
-find which comparisons fail. A canary that fails, or a comparison that failed for the
-infrastructure (transport, deadline), makes the candidates concerned ``error`` outcomes with the
-reason; a group of one candidate is ``skipped``.
+find which comparisons fail. A canary that fails, or a comparison stopped by what says nothing
+about it (the deadline, a rate limit that outlasts it), makes the candidates concerned ``error``
+outcomes with the reason; a group of one candidate is ``skipped``.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from rewardkit.plugin import (
     rerun_budget,
 )
 from rewardkit_nih_judge import attribution, prompts
-from rewardkit_nih_judge.attribution import CHARGE_DIAGNOSTICS, Outcome, chargeable
+from rewardkit_nih_judge.attribution import CHARGE_DIAGNOSTICS, ENDPOINT, Outcome, chargeable
 from rewardkit_nih_judge.client import Exchange, JudgeFailure, JudgeRunner
 from rewardkit_nih_judge.fence import FenceKey
 from rewardkit_nih_judge.params import CompareParams, checked
@@ -282,7 +283,7 @@ class CompareJudge:
                     budget=_counting(budget),
                 )
             except CanaryFailed as failed:
-                return str(failed)
+                return attribution.at_endpoint(failed)
             except JudgeFailure as broke:
                 return (
                     f"{failure.reason}; compared again with {partner.name}, the judge failed: {broke.reason}"
@@ -302,7 +303,7 @@ class CompareJudge:
         failure: JudgeFailure,
         deadline: float,
     ) -> str:
-        """The reason of a comparison that failed in the infrastructure's way (never charged), with
+        """The reason of a comparison stopped undecided (the deadline, a rate limit: never charged), with
         what a canary comparison of two answers a verdict read (or the task's own text) says: it
         failed too, the judge is down (``CanaryFailed``'s text, naming the canary and the URL); it
         passed, only these requests failed. ``suspect``: a member of the failed comparison (the
@@ -312,7 +313,7 @@ class CompareJudge:
         name = f"{first.name} compared with {other} on the same task"
         why = attribution.why_failed(await self._both_orders(prompt, first.text, second.text, deadline))
         if why is not None:
-            return str(CanaryFailed(Fault("judge_failed", failure.reason), name, why))
+            return str(CanaryFailed(Fault("judge_failed", failure.reason), name, why, where=ENDPOINT))
         return f"{failure.reason}; the canary ({name}) passed"
 
     # -- pairwise ------------------------------------------------------------------------------------
@@ -503,7 +504,8 @@ class CompareJudge:
 
 
 def _infrastructure(outcome: Outcome) -> bool:
-    """A failure the candidates' text cannot have caused (transport, 5xx, the deadline)."""
+    """A failure that says nothing about the request (the deadline, a rate limit that outlasts it,
+    the cache): never charged, whoever's text it held."""
     return isinstance(outcome, JudgeFailure) and not chargeable(outcome)
 
 

@@ -6,14 +6,17 @@ The judge answers ``{"score": s, "rationale": "..."}`` on the scale ``[lo, hi]``
 score: terms and diagnostics have fixed names. The task and the answer reach the judge inside
 fences the candidate cannot close (``prompts``).
 
-A verdict that stays unreadable or off the scale after ``parse_retries`` re-asks, or that the judge
-refused for the content, is decided by reproduction (``attribution``): a canary (the same task with
-another answer of the group, drawn per request) is asked live, then the candidate once more alone;
-it fails again: charged (score 0, the reason, diagnostic ``verdict_unreadable``, ``off_scale`` or
-``verdict_refused`` = 1, the evidence in the ``reproduction`` note); it reads: that verdict is its
-score. A request refused for its length is charged (``too_long_for_judge``) once the canary shows
-the task fits. A canary that fails, like a request that failed within the deadline, makes an
-``error`` outcome with the reason (the spec's ``onError`` decides), never 0.
+A verdict that stays unreadable or off the scale after ``parse_retries`` re-asks, that the judge
+refused for the content, or whose request failed (a 5xx, a timeout, a dropped connection) is
+decided by reproduction (``attribution``): a canary (the same task with another answer of the
+group, drawn per request) is asked live, then the candidate once more alone; it fails again:
+charged (score 0, the reason, diagnostic ``verdict_unreadable``, ``off_scale``,
+``verdict_refused`` or ``request_failed`` = 1, the evidence in the ``reproduction`` note); it
+reads: that verdict is its score. Failed requests share one canary per group (a judge that is down
+is asked one more question, not one per candidate). A request refused for its length is charged
+(``too_long_for_judge``) once the canary shows the task fits. A canary that fails, like a request
+stopped by the deadline or a rate limit that outlasts it, makes an ``error`` outcome with the
+reason (the spec's ``onError`` decides), never 0.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from rewardkit.plugin import (
     rerun_budget,
 )
 from rewardkit_nih_judge import attribution, prompts
-from rewardkit_nih_judge.attribution import CHARGE_DIAGNOSTICS, WORST, Outcome
+from rewardkit_nih_judge.attribution import CHARGE_DIAGNOSTICS, ENDPOINT, WORST, Outcome
 from rewardkit_nih_judge.client import FORMAT_CODES, Exchange, Format, JudgeFailure, JudgeRunner
 from rewardkit_nih_judge.fence import FenceKey
 from rewardkit_nih_judge.params import JudgeParams, RubricParams, checked
@@ -61,17 +64,19 @@ Call = tuple[int, int, bool, Format | None, float]
 
 
 @dataclass(frozen=True)
-class InfraCanary:
-    """The canary a group asked after a request failed in the infrastructure's way: its name, and
-    why it failed (None: it passed)."""
+class GroupCanary:
+    """The canary a group asked after a request failed (or stopped undecided): its name, and why it
+    failed (None: it passed)."""
 
     name: str
     why: str | None
 
 
-def _infrastructure(outcome: Outcome) -> bool:
-    """A failure the candidate's text cannot have caused (transport, 5xx, the deadline)."""
-    return isinstance(outcome, JudgeFailure) and not attribution.chargeable(outcome)
+def _asks_group_canary(outcome: Outcome) -> bool:
+    """A failure of the request rather than of its verdict: ``request_failed`` (to be decided by
+    reproduction) or ``infra`` (the deadline, a rate limit: never charged). Asking whether the
+    judge is up is the same question for each of them, so the group asks it once."""
+    return isinstance(outcome, JudgeFailure) and outcome.kind in ("request_failed", "infra")
 
 
 def call_diagnostics(calls: Sequence[Call], cache: bool) -> tuple[MetricContribution, ...]:
@@ -170,15 +175,15 @@ class RubricJudge:
         ids = [candidate.trajectory_id for candidate in request.candidates]
         outcomes = list(await asyncio.gather(*(self._ask(prompt, text, deadline) for text in texts)))
         clean = [index for index, outcome in enumerate(outcomes) if isinstance(outcome, Exchange)]
-        broken = [index for index, outcome in enumerate(outcomes) if _infrastructure(outcome)]
-        # One canary for the group's failures of the infrastructure: is the judge down, or did
-        # only these requests fail? (the same question for each of them, so asked once)
-        canary: InfraCanary | None = None
+        broken = [index for index, outcome in enumerate(outcomes) if _asks_group_canary(outcome)]
+        # One canary for the group's failed requests: is the judge down, or did only these
+        # requests fail? (the same question for each of them, so asked once)
+        canary: GroupCanary | None = None
         if broken:
             (stand_in,) = attribution.stand_ins(texts, ids, broken[0], clean, 1, prompt)
             name = f"{stand_in.name} to the same task"
             why = attribution.why_failed([await self._ask(prompt, stand_in.text, deadline, use_cache=False)])
-            canary = InfraCanary(name, why)
+            canary = GroupCanary(name, why)
         return list(
             await asyncio.gather(
                 *(
@@ -198,7 +203,7 @@ class RubricJudge:
         clean: Collection[int],
         deadline: float,
         budget: RerunBudget,
-        infra_canary: InfraCanary | None = None,
+        group_canary: GroupCanary | None = None,
     ) -> RewardProviderResult:
         """Candidate ``index``'s result: its verdict, or its failure decided by reproduction."""
         outcome = outcomes[index]
@@ -206,16 +211,26 @@ class RubricJudge:
             return self._scored(outcome, [exchange_call(outcome)])
         cache = self.settings.cache_path is not None
         calls = [failure_call(outcome)]
-        if not attribution.chargeable(outcome):
-            assert infra_canary is not None  # asked by _judge_group for every such failure
-            return await self._infrastructure(
-                index, prompt, texts, outcome, calls, deadline, budget, infra_canary
-            )
-        (canary,) = attribution.stand_ins(texts, ids, index, clean, 1, prompt)
-        name = f"{canary.name} to the same task"
+        if _asks_group_canary(outcome):
+            assert group_canary is not None  # asked by _judge_group for every such failure
+            if not attribution.chargeable(outcome):
+                return await self._undecided(
+                    index, prompt, texts, outcome, calls, deadline, budget, group_canary
+                )
+            name = group_canary.name
+            group_why = group_canary.why
 
-        async def ask_canary() -> str | None:
-            return attribution.why_failed([await self._ask(prompt, canary.text, deadline, use_cache=False)])
+            async def ask_canary() -> str | None:
+                return group_why  # asked live for the group just now, before any rerun
+
+        else:
+            (canary,) = attribution.stand_ins(texts, ids, index, clean, 1, prompt)
+            name = f"{canary.name} to the same task"
+
+            async def ask_canary() -> str | None:
+                return attribution.why_failed(
+                    [await self._ask(prompt, canary.text, deadline, use_cache=False)]
+                )
 
         async def ask_again() -> Exchange | Fault:
             second = await self._ask(prompt, texts[index], deadline, use_cache=False)
@@ -235,7 +250,7 @@ class RubricJudge:
                     fault, canary_name=name, canary=ask_canary, rerun=ask_again, budget=budget
                 )
         except CanaryFailed as failed:
-            return RewardProviderResult.fail(str(failed), call_diagnostics(calls, cache))
+            return RewardProviderResult.fail(attribution.at_endpoint(failed), call_diagnostics(calls, cache))
         except JudgeFailure as failure:
             reason = f"{outcome.reason}; asked again alone, the judge failed: {failure.reason}"
             return RewardProviderResult.fail(reason, call_diagnostics(calls, cache))
@@ -243,7 +258,7 @@ class RubricJudge:
             return attribution.charge(decided, call_diagnostics(calls, cache))
         return self._scored(decided, calls)  # the fault did not reproduce: the second verdict counts
 
-    async def _infrastructure(
+    async def _undecided(
         self,
         index: int,
         prompt: str,
@@ -252,15 +267,17 @@ class RubricJudge:
         calls: list[Call],
         deadline: float,
         budget: RerunBudget,
-        canary: InfraCanary,
+        canary: GroupCanary,
     ) -> RewardProviderResult:
-        """A request that failed in the infrastructure's way (transport, 5xx, the deadline): never
-        charged. The canary failed too: the judge is down, an error naming the canary and the URL
-        (``CanaryFailed``'s text). It passed: the candidate is asked once more alone (within the
-        batch's reruns) and that verdict counts; failing again it is still an error, not a charge."""
+        """A request that stopped without saying anything about itself (the deadline, a rate limit
+        that outlasts it, the cache): never charged. The canary failed too: the judge is down, an
+        error naming the canary and the URL (``CanaryFailed``'s text). It passed: the candidate is
+        asked once more alone (within the batch's reruns) and that verdict counts; failing again
+        it is still an error, not a charge."""
         cache = self.settings.cache_path is not None
         if canary.why is not None:
-            failed = CanaryFailed(Fault("judge_failed", failure.reason), canary.name, canary.why)
+            fault = Fault("judge_failed", failure.reason)
+            failed = CanaryFailed(fault, canary.name, canary.why, where=ENDPOINT)
             return RewardProviderResult.fail(str(failed), call_diagnostics(calls, cache))
         if not budget.take():
             reason = (

@@ -29,11 +29,14 @@ FAILURE_POLICY = {
     "canary": "a canary that fails is an error naming it; past the batch's reruns.per_batch the canary "
     "alone decides",
     "transport": "retries on 408/5xx/timeouts/connection errors within the group deadline and the endpoint's "
-    "retries_per_minute, a 429 waited out for its Retry-After (never charged), then an error outcome",
-    "transport_canary": "after a transport failure one canary per group (rubric: an answer to the task; "
+    "retries_per_minute, a 429 waited out for its Retry-After (never charged)",
+    "request_failed": "a request that still failed before the deadline (any error answer but 429, a timeout "
+    "of timeout_s, a dropped connection, a reply without a message): decided by reproduction as unreadable "
+    "(request_failed); rubric: one canary per group for its failed requests",
+    "undecided": "a request stopped by the group deadline (an attempt it cut short included) or a 429 that "
+    "outlasts it, or a cache error: never charged; one canary per group (rubric: an answer to the task; "
     "compare: two answers compared): it fails too, the error names it and the server; it passes, rubric "
-    "asks the candidate once more alone (within reruns.per_batch), compare's error says the canary passed; "
-    "never charged",
+    "asks the candidate once more alone (within reruns.per_batch), compare's error says the canary passed",
     "never": "a failed verdict is never scored 0 unless it reproduced beside a canary that passed",
 }
 FENCE = (
@@ -66,7 +69,7 @@ RUBRIC = RewardProviderSpec(
     name="nih-rubric",
     factory=make_rubric_judge,
     needs=("prompt",),
-    revision="6",
+    revision="7",
     terms=("score",),
     diagnostics=RUBRIC_DIAGNOSTICS,
     semantic_identity={
@@ -85,7 +88,7 @@ COMPARE = RewardProviderSpec(
     name="nih-compare",
     factory=make_compare_judge,
     needs=("prompt",),
-    revision="6",
+    revision="7",
     terms=("score",),
     diagnostics=COMPARE_DIAGNOSTICS,
     semantic_identity={

@@ -4,11 +4,12 @@
 request's ``prompt`` instead of ``messages``; the text answered as ``choices[0].text``) and
 ``GET /v1/models`` from a thread of its own; ``answer(body)`` decides each reply: a string (the
 verdict text), a mapping (sent as the verdict's JSON text) or a ``Reply`` (status, headers,
-delay, finish reason, or a raw body). It records every request body and header and counts
-requests in flight, server-side. ``announced``/``fenced`` find a request's fences the way a
-careful judge would: by the markers its system message announces; ``graded``, ``pair`` and
-``listed`` read the answers from them; ``enveloped(body, verdict)`` writes a verdict between the
-question's verdict lines. Each reads a completions request's prompt as well.
+delay, finish reason, a raw body, or a connection dropped without an answer). It records every
+request body and header and counts requests in flight, server-side. ``announced``/``fenced``
+find a request's fences the way a careful judge would: by the markers its system message
+announces; ``graded``, ``pair`` and ``listed`` read the answers from them;
+``enveloped(body, verdict)`` writes a verdict between the question's verdict lines. Each reads a
+completions request's prompt as well.
 
 ``python -m rewardkit_nih_judge.testing --latency-s 0.2`` runs one in its own process (the
 benchmark's judge): it prints ``READY <base_url>`` and serves until stdin closes or SIGTERM.
@@ -34,7 +35,8 @@ from rewardkit_nih_judge.prompts import COMPLETION_SEPARATOR, ENVELOPE_RULES, en
 
 @dataclass
 class Reply:
-    """One scripted answer. ``body`` (if given) is sent as the whole JSON response instead."""
+    """One scripted answer. ``body`` (if given) is sent as the whole JSON response instead;
+    ``drop``: the connection is closed (after the delay) without an answer, as a crashed server does."""
 
     content: str | None = None
     status: int = 200
@@ -42,6 +44,7 @@ class Reply:
     delay_s: float = 0.0
     finish_reason: str = "stop"
     body: Any = None
+    drop: bool = False
 
 
 Answer = Callable[[dict[str, Any]], "Reply | str | Mapping[str, Any]"]
@@ -231,6 +234,9 @@ class ScriptedJudge:
             delay = self.latency_s + reply.delay_s
             if delay:
                 await asyncio.sleep(delay)
+            if reply.drop and request.transport is not None:
+                request.transport.close()  # the client reads "server disconnected"
+                return web.Response(status=500)  # never sent: the connection is gone
             if reply.body is not None:
                 return web.json_response(reply.body, status=reply.status, headers=reply.headers)
             if reply.status != 200:
