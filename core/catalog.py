@@ -151,6 +151,25 @@ def _installed(module: str) -> bool:
         return False
 
 
+def _check_needs(name: str, spec: RewardProviderSpec, available_inputs: Sequence[str]) -> None:
+    """``PreflightError`` when provider ``name`` needs an input the data cannot supply."""
+    # A candidate field (a token count) is on each candidate, checked where it is scored.
+    missing = [need for need in spec.needs if need not in (*available_inputs, *CANDIDATE_NEEDS)]
+    if "media" in missing:
+        raise PreflightError(
+            f"provider {name!r} needs in-process media (an object such as a latent on each "
+            "candidate), which JSONL files and HTTP requests cannot carry: score it in the "
+            "trainer's own process with rewardkit.load(config, runtime={...}), not through the "
+            "Reward Service, `rewardkit score` or Ray actors"
+        )
+    if missing:
+        raise PreflightError(
+            f"provider {name!r} needs {missing} but the data supplies only "
+            f"{list(available_inputs)}; map a column to it (rl.data.prompt_column / "
+            "rl.data.reference_column)"
+        )
+
+
 class Catalog:
     """Every provider a run can select, by name."""
 
@@ -180,33 +199,48 @@ class Catalog:
         params: Mapping[str, Any] | None = None,
         available_inputs: Sequence[str] = KNOWN_NEEDS,
         runtime: Mapping[str, Any] | None = None,
-        normalised: Mapping[str, Any] | None = None,
     ) -> BoundProvider:
         """Construct provider ``name`` with ``params``, bound to its spec (preflight). ``runtime`` holds
         in-process objects (a decoder) for providers declaring them in ``spec.runtime``; ``None`` (Reward
-        Service, ``rewardkit score``, Ray actors) refuses those and in-process ``media``. ``normalised``:
-        ``normalise(name, params)`` when the caller has it already (a reward's components are normalised
-        once). ``PreflightError``: params outside the schema, unsandboxed choices without opt-in, a failing
+        Service, ``rewardkit score``, Ray actors) refuses those and in-process ``media``.
+        ``PreflightError``: params outside the schema, unsandboxed choices without opt-in, a failing
         factory, missing inputs."""
         entry = self.entry(name)
-        spec = entry.spec
         params = dict(params or {})
-        # A candidate field (a token count) is on each candidate, checked where it is scored.
-        missing = [need for need in spec.needs if need not in (*available_inputs, *CANDIDATE_NEEDS)]
-        if "media" in missing:
-            raise PreflightError(
-                f"provider {name!r} needs in-process media (an object such as a latent on each "
-                "candidate), which JSONL files and HTTP requests cannot carry: score it in the "
-                "trainer's own process with rewardkit.load(config, runtime={...}), not through the "
-                "Reward Service, `rewardkit score` or Ray actors"
-            )
-        if missing:
-            raise PreflightError(
-                f"provider {name!r} needs {missing} but the data supplies only "
-                f"{list(available_inputs)}; map a column to it (rl.data.prompt_column / "
-                "rl.data.reference_column)"
-            )
-        normal = dict(normalised) if normalised is not None else self.normalise(name, params)
+        _check_needs(name, entry.spec, available_inputs)
+        return self._construct(name, entry, params, self._normalised(name, entry, params), runtime)
+
+    def bind_component(
+        self,
+        name: str,
+        params: Mapping[str, Any] | None,
+        available_inputs: Sequence[str],
+        runtime: Mapping[str, Any] | None,
+        known: Callable[[dict[str, Any]], BoundProvider | None],
+    ) -> BoundProvider:
+        """``bind`` for one component of a reward, resolved in one visit: the entry is looked up and
+        ``params`` normalised once, then ``known(normalised)`` (the caller's provider for these params, or
+        ``None``; it may refuse them by raising) is asked before anything is constructed, so components
+        with one configuration share one provider."""
+        entry = self.entry(name)
+        params = dict(params or {})
+        normal = self._normalised(name, entry, params)
+        found = known(normal)
+        if found is not None:
+            return found
+        _check_needs(name, entry.spec, available_inputs)
+        return self._construct(name, entry, params, normal, runtime)
+
+    def _construct(
+        self,
+        name: str,
+        entry: ProviderEntry,
+        params: dict[str, Any],
+        normal: dict[str, Any],
+        runtime: Mapping[str, Any] | None,
+    ) -> BoundProvider:
+        """Provider ``name`` built from its entry, once its params are normalised and its needs met."""
+        spec = entry.spec
         try:
             require_unsandboxed_opt_in(name, unsandboxed_choices(entry.params_model, params))
         except ParamsError as error:
@@ -267,8 +301,10 @@ class Catalog:
         """``params`` as the schema reads them: strictly checked, defaults filled in, numbers as declared, so
         equal configurations (``6``/``6.0`` for a float, an explicit or omitted default) share one identity.
         No schema: as given."""
-        entry = self.entry(name)
-        params = dict(params or {})
+        return self._normalised(name, self.entry(name), dict(params or {}))
+
+    @staticmethod
+    def _normalised(name: str, entry: ProviderEntry, params: dict[str, Any]) -> dict[str, Any]:
         try:
             text = canonical_json(params, f"params of {name!r}")
         except NotJSONError as error:

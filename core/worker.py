@@ -35,6 +35,7 @@ from rewardkit.bound_provider import BoundProvider
 from rewardkit.catalog import Catalog
 from rewardkit.collector import collector_paused
 from rewardkit.composition import (
+    ComponentSpec,
     ComposedParts,
     Composition,
     CompositionRowError,
@@ -133,28 +134,32 @@ class RewardWorker:
         self.providers: dict[str, BoundProvider] = {}
         owners: dict[str, tuple[str, str]] = {}  # provider name -> (params key, first component)
         keys: dict[str, str] = {}  # component name -> provider key
-        # Component name -> its params as the schema reads them: normalised here, once, for the provider
-        # key, the binding's identity and the spec a run records.
+        # Component name -> its params as the schema reads them (normalised once, by the catalog), for
+        # the provider key, the binding's identity and the spec a run records.
         normalised: dict[str, dict[str, Any]] = {}
         for component in spec.components:
-            # Keyed by the normalised params: 6 and 6.0 of a float param are one configuration.
-            params = normalised[component.name] = catalog.normalise(component.provider, component.params)
-            params_key = canonical_json(params)
-            key = f"{component.provider}|{params_key}"
-            keys[component.name] = key
-            seen = owners.get(component.provider)
-            if seen is not None and seen[0] != params_key:
-                raise PreflightError(
-                    f"provider-name collision: components {seen[1]!r} and {component.name!r} both use "
-                    f"provider {component.provider!r} with different params ({seen[0]} vs {params_key}); "
-                    f"their metrics would merge under reward_provider/{component.provider}/. Use one "
-                    "configuration per provider"
-                )
-            owners.setdefault(component.provider, (params_key, component.name))
-            if key not in self.providers:
-                self.providers[key] = catalog.bind(
-                    component.provider, component.params, available_inputs, runtime=runtime, normalised=params
-                )
+
+            def known(params: dict[str, Any], component: ComponentSpec = component) -> BoundProvider | None:
+                # Keyed by the normalised params: 6 and 6.0 of a float param are one configuration.
+                normalised[component.name] = params
+                params_key = canonical_json(params)
+                key = keys[component.name] = f"{component.provider}|{params_key}"
+                seen = owners.setdefault(component.provider, (params_key, component.name))
+                if seen[0] != params_key:
+                    raise PreflightError(
+                        f"provider-name collision: components {seen[1]!r} and {component.name!r} both use "
+                        f"provider {component.provider!r} with different params ({seen[0]} vs "
+                        f"{params_key}); their metrics would merge under reward_provider/"
+                        f"{component.provider}/. Use one configuration per provider"
+                    )
+                return self.providers.get(key)
+
+            # One visit to the catalog per component: it resolves the name and normalises the params
+            # once, and asks ``known`` before constructing, so a configuration is bound once.
+            bound = catalog.bind_component(
+                component.provider, component.params, available_inputs, runtime, known
+            )
+            self.providers.setdefault(keys[component.name], bound)
         resolved = spec.with_terms(
             lambda name: next(b.spec.default_term for b in self.providers.values() if b.name == name)
         )

@@ -135,9 +135,6 @@ def test_the_checker_sees_a_violation(tmp_path: Path):
 # -- distributions import only the declared plugin API ----------------------------------------------
 
 PLUGIN_API = "rewardkit.plugin"
-# Files whose imports are switched to the plugin API by the work that owns them now (the code sandbox,
-# being edited elsewhere); each must leave this list once switched.
-NOT_YET_SWITCHED = frozenset(["rl_pack/src/rewardkit_rl/code/sandbox.py"])
 
 
 def internal_imports(path: Path) -> list[str]:
@@ -161,8 +158,6 @@ def plugin_api_violations(dist: Distribution) -> list[str]:
     for package in dist.packages.values():
         for path in sorted(package.rglob("*.py")):
             where = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-            if where in NOT_YET_SWITCHED:
-                continue
             found.extend(
                 f"{where}: imports {name}, not {PLUGIN_API}" for name in sorted(set(internal_imports(path)))
             )
@@ -174,13 +169,6 @@ def plugin_api_violations(dist: Distribution) -> list[str]:
 )
 def test_distributions_import_only_the_plugin_api(dist: Distribution):
     assert plugin_api_violations(dist) == []
-
-
-def test_the_list_of_files_not_yet_switched_only_shrinks():
-    still = sorted(path for path in NOT_YET_SWITCHED if internal_imports(ROOT / path))
-    assert still == sorted(NOT_YET_SWITCHED), "switched: drop from NOT_YET_SWITCHED " + str(
-        sorted(NOT_YET_SWITCHED - set(still))
-    )
 
 
 def test_the_plugin_api_checker_sees_an_internal_import(tmp_path: Path):

@@ -70,8 +70,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rewardkit.cancellation import NEVER, CancelScope
-from rewardkit.capacity import usable_cpus
+from rewardkit.plugin import NEVER, CancelScope, usable_cpus
 from rewardkit_rl.code.cgroups import CgroupUnavailable, PidsCgroup, find_pids_parent
 from rewardkit_rl.code.inside import rk_procs
 
