@@ -55,9 +55,20 @@ def _refusal(problem: str, group_id: str, trajectory_id: str, rule: str) -> Rewa
 class BoundProvider:
     """A constructed provider bound to its spec, parameters and identity."""
 
-    __slots__ = ("_declared_diagnostics", "_declared_notes", "_declared_terms", "_needs_media",
-                 "_needs_prompt", "_needs_reference", "_required_fields", "identity", "params",
-                 "provider", "shares_equal_answers", "spec")  # fmt: skip
+    __slots__ = (
+        "_declared_diagnostics",
+        "_declared_notes",
+        "_declared_terms",
+        "_needs_media",
+        "_needs_prompt",
+        "_needs_reference",
+        "_required_fields",
+        "identity",
+        "params",
+        "provider",
+        "shares_equal_answers",
+        "spec",
+    )
 
     def __init__(
         self, spec: RewardProviderSpec, provider: RewardProvider, params: Mapping[str, Any], identity: str
