@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from test_math_attribution import SPIN, verifier_with_markers
 
+import rewardkit
 from rewardkit import PreflightError, RewardContractError, resolve_catalog
 from rewardkit.contracts import RewardCandidate, RewardContext, RewardGroupRequest, RewardProviderResult
 from rewardkit_rl.verifiers.math_answers import extract_answer, fast_verdict, visible
@@ -277,6 +278,53 @@ def test_junk_inputs_get_a_defined_verdict(verifier: MathVerifier) -> None:
     scored = results(verifier, "2", *junk)
     assert time.monotonic() - started < TIMEOUT_S + 5
     assert all(result.status == "scored" and result.terms["task"] == 0.0 for result in scored)
+
+
+def test_a_group_decided_by_exact_match_needs_no_worker_process() -> None:
+    """Issue 46: an idle math reward's next group cost twice what it costs hot. Measured, that group
+    never reached a worker (its answers are all decided by the exact normalised comparison in the
+    calling thread), so the extra cost is the calling thread's own work run on cold CPU caches, not a
+    worker waking up. This pins the half that code controls: such a group starts no worker process
+    and pays no round trip, one answer per box or several boxes stating one value."""
+    reference = "\\frac{3}{8}"
+    completions = {
+        "spelled": "So the probability is \\boxed{\\frac{3}{8}}.",
+        "slash": "Hence \\boxed{ 3/8 }",  # spaces inside the box: stripped, as before
+        "decimal": "\\boxed{0.375}",
+        "dfrac": "\\[ \\boxed{\\dfrac{3}{8}} \\]",
+        "same value twice": "\\boxed{\\frac{3}{8}} or \\boxed{\\frac{6}{16}}",  # one answer, stated again
+        "wrong number": "\\boxed{5}",
+        "two values": "\\boxed{5} \\boxed{\\frac{3}{8}}",  # a list: never the one number
+        "no answer": "I am not sure.",
+    }
+    rollouts = [
+        {"trajectory_id": name, "completion": text, "reference": reference}
+        for name, text in completions.items()
+    ]
+    before = child_pids()
+    with rewardkit.load({"rl.group_size": len(rollouts), "rl.reward.provider": "math"}) as reward:
+        scored = {
+            candidate.trajectory_id: candidate
+            for _, candidate in reward.score([("g", rollouts)]).candidates()
+        }
+        started = child_pids() - before
+    assert started == set(), f"worker processes started for a group decided by exact match: {started}"
+    finals = {name: candidate.final for name, candidate in scored.items()}
+    assert finals == {
+        "spelled": 1.0,
+        "slash": 1.0,
+        "decimal": 1.0,
+        "dfrac": 1.0,
+        "same value twice": 1.0,
+        "wrong number": 0.0,
+        "two values": 0.0,
+        "no answer": 0.0,
+    }
+    assert all(candidate.diagnostics["math"]["fast_path"] == 1.0 for candidate in scored.values())
+    several = {name for name, candidate in scored.items() if candidate.diagnostics["math"]["several_answers"]}
+    assert several == {"two values"}
+    assert scored["slash"].breakdown["math"]["extracted_answer"] == "3/8"
+    assert scored["same value twice"].breakdown["math"]["extracted_answer"] == "\\frac{3}{8}"
 
 
 def test_close_leaves_no_process_and_reopens_lazily() -> None:

@@ -284,6 +284,11 @@ def all_boxes(text: str) -> list[str]:
 def _distinct(answers: list[str]) -> list[str]:
     """The answers that state different things, in order: the same spelling (``normalise``) or the
     same exact number (``4``, ``\\frac{8}{2}``, ``4.0``) is one answer, stated again."""
+    if len(answers) == 1:
+        # Most completions state one answer: nothing to tell apart, and ``_plan`` normalises it
+        # anyway. Skipping the key saves a normalisation and an exact-value parse per candidate in
+        # the calling thread, which is what an idle trainer's next group pays for (issue 46).
+        return [answers[0].strip()]
     seen: set[object] = set()
     kept = []
     for answer in dict.fromkeys(answer.strip() for answer in answers):  # the same text: once
