@@ -248,6 +248,7 @@ if TYPE_CHECKING:
         HttpResponse,
         HttpTimeout,
         RetryPolicy,
+        retry_after_seconds,
         run_sync,
     )
     from rewardkit.worker import (
@@ -399,6 +400,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "response_of": ("rewardkit.bindings.openrlhf", "response_of"),
     "reward_attacks": ("rewardkit.attacks", "reward_attacks"),
     "run_bounded": ("rewardkit.cancellation", "run_bounded"),
+    "retry_after_seconds": ("rewardkit.transport", "retry_after_seconds"),
     "run_sync": ("rewardkit.transport", "run_sync"),
     "serving_strategies": ("rewardkit.catalog", "serving_strategies"),
     "sha256_hex": ("rewardkit.identity", "sha256_hex"),
@@ -552,6 +554,7 @@ __all__ = [
     "rerun_budget",
     "resolve_catalog",
     "response_of",
+    "retry_after_seconds",
     "reward_attacks",
     "run_bounded",
     "run_sync",

@@ -7,6 +7,7 @@ from rewardkit.transport.http import (
     HttpTimeout,
     RetryPolicy,
     bearer_token,
+    retry_after_seconds,
     run_sync,
 )
 
@@ -17,5 +18,6 @@ __all__ = [
     "HttpTimeout",
     "RetryPolicy",
     "bearer_token",
+    "retry_after_seconds",
     "run_sync",
 ]

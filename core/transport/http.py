@@ -95,8 +95,10 @@ def _answer_error(response: HttpResponse, what: str, limit: int = 500) -> HttpEr
     return HttpError(f"{what}: {body}", url=response.url, status=response.status, body=body)
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    value = headers.get("Retry-After")
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The seconds a ``Retry-After`` header asks for (a number or an HTTP date), or None. Any mapping
+    of headers: the name is matched without regard to case, as HTTP reads it."""
+    value = next((text for name, text in headers.items() if name.lower() == "retry-after"), None)
     if not value:
         return None
     with contextlib.suppress(ValueError):
@@ -194,7 +196,7 @@ class HttpClient:
                 last = _answer_error(response, f"{method} {url} answered {response.status}")
                 if response.status not in self.retry.statuses:
                     raise last
-                retry_after = _retry_after(response.headers)
+                retry_after = retry_after_seconds(response.headers)
             if attempt + 1 >= attempts:
                 break
             wait = self.retry.delay(attempt, retry_after)

@@ -51,7 +51,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import email.utils
 import hashlib
 import json
 import os
@@ -59,7 +58,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -74,6 +73,7 @@ from rewardkit.plugin import (
     ProviderError,
     RetryPolicy,
     current,
+    retry_after_seconds,
 )
 from rewardkit_nih_judge import prompts
 from rewardkit_nih_judge.budgets import EndpointBudgets, NoRoom, estimated_tokens
@@ -515,7 +515,7 @@ class JudgeRunner:
                     expect=(200, 429, *RETRIED_STATUSES),  # their Retry-After is read here
                 )
                 if response.status in RETRIED_STATUSES:
-                    retry_after = _retry_after(response.headers)
+                    retry_after = retry_after_seconds(response.headers)
                     raise _answer_error(response)
             except HttpError as error:
                 if clipped and isinstance(error, HttpTimeout) and error.status is None:
@@ -552,7 +552,7 @@ class JudgeRunner:
                 return response
             # Rate limited: the pace, not the request, was wrong. Every request to the endpoint
             # waits for the time the server asks (admit counts it), and this one is sent again.
-            asked_for = _retry_after(response.headers)
+            asked_for = retry_after_seconds(response.headers)
             state.budgets.pause(asked_for if asked_for is not None else state.retry.delay(limited, None))
             limited += 1
 
@@ -567,20 +567,6 @@ def _answer_error(response: HttpResponse) -> HttpError:
         status=response.status,
         body=body,
     )
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """The seconds a ``Retry-After`` header asks for (a number or an HTTP date), or None."""
-    value = next((text for name, text in headers.items() if name.lower() == "retry-after"), None)
-    if not value:
-        return None
-    with contextlib.suppress(ValueError):
-        return max(0.0, float(value))
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _refusal(choice: Any, finish: Any) -> str | None:
