@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import secrets
-import threading
 import warnings
-import weakref
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -49,7 +47,14 @@ from rewardkit.plugin import (
 )
 from rewardkit_rl.code.compare import COMPARE_MODES, CompareMode, outputs_match
 from rewardkit_rl.code.reference import TestPlan, parse_reference
-from rewardkit_rl.code.sandbox import USABLE_CPUS, SandboxConfig, SandboxError, SandboxPool, Slot
+from rewardkit_rl.code.sandbox import (
+    USABLE_CPUS,
+    PoolOnFirstUse,
+    SandboxConfig,
+    SandboxError,
+    SandboxPool,
+    Slot,
+)
 
 TERMS = ("pass_rate", "all_passed")
 DIAGNOSTICS = (
@@ -291,27 +296,20 @@ class CodeTestsProvider:
         self.concurrency = min(concurrency or USABLE_CPUS, USABLE_CPUS)
         self.compare: CompareMode = compare  # type: ignore[assignment]
         self.tolerances = (float_rel_tol, float_abs_tol)
-        self._pool: SandboxPool | None = None
-        self._executor: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
+        self._sandboxes = PoolOnFirstUse(self.concurrency, "code-tests")
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
+    @property
+    def _pool(self) -> SandboxPool | None:
+        return self._sandboxes.pool
+
     def _started(self) -> tuple[SandboxPool, ThreadPoolExecutor]:
-        with self._lock:
-            if self._pool is None or self._executor is None:
-                self._pool = SandboxPool(self.config, self.concurrency)
-                self._executor = ThreadPoolExecutor(self.concurrency, thread_name_prefix="code-tests")
-                weakref.finalize(self, _shutdown, self._pool, self._executor)
-            return self._pool, self._executor
+        return self._sandboxes.started(self.config)
 
     def close(self) -> None:
         """Stop every sandbox slot; a later ``evaluate`` starts new ones."""
-        with self._lock:
-            pool, executor = self._pool, self._executor
-            self._pool = self._executor = None
-        if pool is not None and executor is not None:
-            _shutdown(pool, executor)
+        self._sandboxes.close()
 
     # -- scoring -----------------------------------------------------------------------------------
 
@@ -558,8 +556,3 @@ class _IOFlags(TypedDict):
 
 def _io_flags(flags: dict[str, bool]) -> _IOFlags:
     return {"runtime_error": flags["runtime"], "timeout": flags["timeout"], "truncated": flags["truncated"]}
-
-
-def _shutdown(pool: SandboxPool, executor: ThreadPoolExecutor) -> None:
-    executor.shutdown(wait=True)
-    pool.close()

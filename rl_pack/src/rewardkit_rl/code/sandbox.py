@@ -64,7 +64,9 @@ import tempfile
 import threading
 import time
 import types
+import weakref
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -652,3 +654,38 @@ class SandboxPool:
             self._closed = True
             for slot in self._slots:
                 slot.close()
+
+
+class PoolOnFirstUse:
+    """A ``SandboxPool`` and the threads that lease its slots, started on first use: a provider that
+    is built but never asked starts no process. ``close()`` stops both (a later use starts new ones);
+    they stop too when the owner drops this object."""
+
+    def __init__(self, size: int, thread_name_prefix: str, *, cancel_queued: bool = False) -> None:
+        self.size = size
+        self.thread_name_prefix = thread_name_prefix
+        self.cancel_queued = cancel_queued  # close() drops work not yet started instead of running it
+        self.pool: SandboxPool | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def started(self, config: SandboxConfig) -> tuple[SandboxPool, ThreadPoolExecutor]:
+        """The running pool, started with ``config`` (the owner's, read now) if none runs."""
+        with self._lock:
+            if self.pool is None or self._executor is None:
+                self.pool = SandboxPool(config, self.size)
+                self._executor = ThreadPoolExecutor(self.size, thread_name_prefix=self.thread_name_prefix)
+                weakref.finalize(self, _stop, self.pool, self._executor, self.cancel_queued)
+            return self.pool, self._executor
+
+    def close(self) -> None:
+        with self._lock:
+            pool, executor = self.pool, self._executor
+            self.pool = self._executor = None
+        if pool is not None and executor is not None:
+            _stop(pool, executor, self.cancel_queued)
+
+
+def _stop(pool: SandboxPool, executor: ThreadPoolExecutor, cancel_queued: bool) -> None:
+    executor.shutdown(wait=True, cancel_futures=cancel_queued)
+    pool.close()

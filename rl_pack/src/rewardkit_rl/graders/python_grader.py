@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import threading
-import weakref
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,7 +31,7 @@ from rewardkit.plugin import (
     rerun_budget,
     usable_cpus,
 )
-from rewardkit_rl.code.sandbox import SandboxConfig, SandboxError, SandboxPool, Slot
+from rewardkit_rl.code.sandbox import PoolOnFirstUse, SandboxConfig, SandboxError, SandboxPool, Slot
 
 HARNESS = """
 import io, json, math, os, sys
@@ -81,24 +79,13 @@ class PythonRunner:
         self.source = source
         self.config = SandboxConfig(isolation=isolation, timeout_s=timeout_s, memory_mb=memory_mb)  # type: ignore[arg-type]
         self.size = usable_cpus()
-        self._pool: SandboxPool | None = None
-        self._executor: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
+        self._sandboxes = PoolOnFirstUse(self.size, "openai-python", cancel_queued=True)
 
     def _started(self) -> tuple[SandboxPool, ThreadPoolExecutor]:
-        with self._lock:
-            if self._pool is None or self._executor is None:
-                self._pool = SandboxPool(self.config, self.size)
-                self._executor = ThreadPoolExecutor(self.size, thread_name_prefix="openai-python")
-                weakref.finalize(self, _shutdown, self._pool, self._executor)
-            return self._pool, self._executor
+        return self._sandboxes.started(self.config)
 
     def close(self) -> None:
-        with self._lock:
-            pool, executor = self._pool, self._executor
-            self._pool = self._executor = None
-        if pool is not None and executor is not None:
-            _shutdown(pool, executor)
+        self._sandboxes.close()
 
     def grade_all(
         self, jobs: list[tuple[dict[str, Any], dict[str, Any]]]
@@ -195,8 +182,3 @@ def _answer(stdout: str, nonce: str) -> Run | None:
                 None, str(payload.get("invalid", "no grade")) if isinstance(payload, dict) else "no grade"
             )
     return None
-
-
-def _shutdown(pool: SandboxPool, executor: ThreadPoolExecutor) -> None:
-    executor.shutdown(wait=True, cancel_futures=True)
-    pool.close()
