@@ -24,8 +24,8 @@ from _report import report
 
 from rewardkit.config import load_config
 from rewardkit.reward import load
-from rewardkit.stats import paired_interval
 from rewardkit_checkpoints.evaluate import evaluate, load_records
+from rewardkit_stats import paired_interval
 from rewardkit_vllm import VllmLoraStrategy, VllmServeStrategy
 from rewardkit_vllm.testing import WORDS, build_lora_adapter, build_tiny_llama
 

@@ -385,7 +385,7 @@ def run_one(task: dict[str, Any]) -> dict[str, Any]:
     from datasets import Dataset
     from transformers import PrinterCallback
 
-    from rewardkit.bindings.trl import binding
+    from rewardkit_bindings.trl import binding
 
     setup = SETUPS[task["setup"]]
     seed, steps = int(task["seed"]), int(task["steps"])
@@ -500,8 +500,8 @@ def replay_monitor(record: dict[str, Any]) -> dict[str, Any]:
     """Feed a finished run's recorded batches to a fresh monitor, as the TRL binding does during
     training (the same reward, groups, step and scalars), writing ``<run>/replay/monitor.jsonl``;
     returns the run's record summarised from that log."""
-    from rewardkit.bindings.loading import monitor_for, reward_for
     from rewardkit.observers import ObservedBatch
+    from rewardkit_bindings.loading import monitor_for, reward_for
 
     setup = SETUPS[record["setup"]]
     rundir = Path(record["rundir"])

@@ -1,4 +1,4 @@
-"""Calibration of rewardkit.stats by seeded simulation (the model of rewardkit.stats.simulation).
+"""Calibration of rewardkit_stats by seeded simulation (the model of rewardkit_stats.simulation).
 
 500 records in 50 clusters of 10; success probability logistic(N(0,1) cluster + N(0,0.5)
 record); 4 samples per record per checkpoint; a drop subtracts 0.05 from every probability;
@@ -9,6 +9,8 @@ fraction of runs that catch a drop starting at checkpoint 10, with the mean look
 Also times ``interval`` on 5,000 records with 10,000 bootstrap resamples.
 
     python benchmarks/stats_calibration.py [--simulations 2000] [--runs 1000]
+
+Needs rewardkit-stats (``pip install . ./plugins/stats``; tox env ``stats`` has it).
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import time
 import numpy as np
 from _report import report
 
-from rewardkit.stats import interval
-from rewardkit.stats.simulation import coverage, gate_runs
+from rewardkit_stats import interval
+from rewardkit_stats.simulation import coverage, gate_runs
 
 
 def main() -> None:

@@ -19,7 +19,6 @@ from rewardkit import cancellation, shared_results
 from rewardkit.batch_input import Rollouts
 from rewardkit.contracts import (
     CANDIDATE_NEEDS,
-    KNOWN_NEEDS,
     MetricContribution,
     RewardCandidate,
     RewardCandidateResult,
@@ -40,7 +39,6 @@ from rewardkit.reproduction import REPRODUCTION_NOTE
 _trajectory_id = attrgetter("trajectory_id")
 
 _STATUSES = ("scored", "skipped", "error")
-_CANDIDATE_FIELDS = ("trajectory_id", "completion", "completion_token_count", "finish_reason", "media")
 isfinite = math.isfinite  # a module global: the per-result check calls it for every term
 
 
@@ -216,31 +214,6 @@ class BoundProvider:
                 )
                 raise _refusal(problem, group_id, candidate.trajectory_id, "inconsistent-common-input")
         return frozen
-
-    def check_request(
-        self, request: RewardGroupRequest, expected_size: int | None = None
-    ) -> RewardGroupRequest:
-        """Validate a request built elsewhere (service, tests) and return a frozen copy of it."""
-        if not isinstance(request, RewardGroupRequest):
-            problem = f"expected a RewardGroupRequest, got {type(request).__name__}"
-            raise RewardContractError(problem, rule="request-type")
-        if not isinstance(request.candidates, (tuple, list)):
-            problem = "candidates must be a sequence"
-            raise RewardContractError(problem, group_id=_group_label(request.group_id), rule="group-shape")
-        rollouts = []
-        for index, candidate in enumerate(request.candidates):
-            if not isinstance(candidate, RewardCandidate):
-                raise RewardContractError(
-                    f"candidate at position {index} is a {type(candidate).__name__}, not a RewardCandidate",
-                    group_id=_group_label(request.group_id),
-                    rule="candidate-type",
-                )
-            rollout: dict[str, Any] = {name: getattr(candidate, name) for name in _CANDIDATE_FIELDS}
-            for need in self.spec.needs:
-                if need in KNOWN_NEEDS:
-                    rollout[need] = getattr(request.context, need)
-            rollouts.append(rollout)
-        return self.prepare(request.group_id, rollouts, expected_size)
 
     # -- calling the provider --------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import importlib.util
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from pydantic import BaseModel
@@ -357,13 +358,21 @@ def _cached(manager: PluginManager, key: str, build: Callable[[], Any]) -> Any:
     return manager.cache[key]
 
 
-def _spec_registry(manager: PluginManager | None, key: str, kind: str, spec_type: type, hook: str) -> Any:
-    """The registry of ``spec_type`` entries that ``hook`` registers, built once per manager."""
+def _spec_registry(
+    manager: PluginManager | None,
+    key: str,
+    kind: str,
+    spec_type: type,
+    hook: str,
+    name_of: Callable[[Any], str] = attrgetter("name"),
+) -> Any:
+    """The registry of ``spec_type`` entries that ``hook`` registers (each under ``name_of(spec)``),
+    built once per manager."""
     manager = manager or load_plugins()
 
     def build() -> Registry[Any]:
         registry: Registry[Any] = Registry(kind, spec_type)
-        _collect(manager, hook, registry, lambda spec: spec.name)
+        _collect(manager, hook, registry, name_of)
         return registry
 
     return _cached(manager, key, build)
@@ -428,14 +437,14 @@ def reward_expansions(manager: PluginManager | None = None) -> Registry[RewardEx
 
 
 def config_sections(manager: PluginManager | None = None) -> Registry[ConfigSectionSpec]:
-    manager = manager or load_plugins()
-
-    def build() -> Registry[ConfigSectionSpec]:
-        registry: Registry[ConfigSectionSpec] = Registry("config section", ConfigSectionSpec)
-        _collect(manager, "register_config_sections", registry, lambda spec: spec.path)
-        return registry
-
-    return _cached(manager, "config_sections", build)
+    return _spec_registry(
+        manager,
+        "config_sections",
+        "config section",
+        ConfigSectionSpec,
+        "register_config_sections",
+        attrgetter("path"),
+    )
 
 
 def resolve_catalog(ref: str | None = None, manager: PluginManager | None = None) -> Catalog:

@@ -155,12 +155,18 @@ def cmd_serving(args: argparse.Namespace) -> int:
 @command("bindings")
 def cmd_bindings(args: argparse.Namespace) -> int:
     from rewardkit.bindings import describe
+    from rewardkit.extras import KNOWN_BINDINGS
 
     rows = describe()
     table = [
         (row["name"], f"{row['distribution']} {row['version']}", row["target"], row["description"])
         for row in rows
     ]
+    if not any(row["name"] in KNOWN_BINDINGS for row in rows):
+        known = next(iter(KNOWN_BINDINGS.values()))  # one distribution brings them all
+        install = install_line(known.distribution, known.extra)
+        # on stderr: --json stays a list a program can read
+        print(f"bindings {', '.join(KNOWN_BINDINGS)} are not installed: {install}", file=sys.stderr)
     return _print_rows(args, rows, table, ("binding", "distribution", "target", "description"))
 
 

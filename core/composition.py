@@ -335,27 +335,6 @@ class ComponentOutcome:
     def __post_init__(self) -> None:
         _check_outcome("?", self.status, self.value, self.reason)
 
-    @classmethod
-    def scored(cls, value: float) -> ComponentOutcome:
-        return cls("scored", value)
-
-    @classmethod
-    def skipped(cls, reason: str | None = None) -> ComponentOutcome:
-        return cls("skipped", None, reason)
-
-    @classmethod
-    def error(cls, reason: str | None = None) -> ComponentOutcome:
-        return cls("error", None, reason)
-
-    @classmethod
-    def from_result(cls, result: RewardProviderResult, term: str) -> ComponentOutcome:
-        """Read ``term`` from a provider result (skip and error keep their reason)."""
-        if result.status != "scored":
-            return cls(result.status, None, result.reason)
-        if term not in result.terms:
-            raise CompositionError(f"the provider result has no term {term!r}; it has {sorted(result.terms)}")
-        return cls("scored", result.terms[term], result.reason)
-
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "value": self.value, "reason": self.reason}
 

@@ -71,9 +71,6 @@ _DOTTED_CALLABLE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]
 _PATH_KEYS: tuple[tuple[str, ...], ...] = (("rl", "data", "path"), ("rl", "data", "rollouts_path"))
 
 
-_Section = Section
-
-
 def non_empty(value: str | None, what: str) -> str | None:
     """``value`` unless it is blank (a validator's helper: ``ValueError`` saying ``what`` is empty)."""
     if value is not None and not value.strip():
@@ -81,7 +78,7 @@ def non_empty(value: str | None, what: str) -> str | None:
     return value
 
 
-class DataConfig(_Section):
+class DataConfig(Section):
     """``rl.data``: where prompts and rollouts come from and how their columns map to canonical names.
     ``reference_column`` and ``response_column`` (the seeds' and trainers' name, although it maps the
     gold *reference*, never the response) are one key; after validation both hold the column."""
@@ -140,7 +137,7 @@ class DataConfig(_Section):
 _SPEC_ONLY = ("onError", "on_error", "floor", "clip", "components", "breaker", "reruns")
 
 
-class RewardSelection(_Section):
+class RewardSelection(Section):
     """``rl.reward``: one provider by name (with ``params``) or one composed ``spec``, never both."""
 
     provider: str | None = None
@@ -210,7 +207,7 @@ class RewardSelection(_Section):
         return self
 
 
-class ValidationConfig(_Section):
+class ValidationConfig(Section):
     """``rl.validation``: the held-out reward (a provider name or a full selection) and its group size."""
 
     reward: str | RewardSelection | None = None
@@ -224,7 +221,7 @@ class ValidationConfig(_Section):
         return value
 
 
-class RLConfig(_Section):
+class RLConfig(Section):
     """``rl``: data, group size and the reward used for training and validation."""
 
     MISSING_HINTS: ClassVar[Mapping[str, str]] = {"reward": "; set rl.reward.provider (or rl.reward.spec)"}
@@ -253,7 +250,7 @@ def check_deadline(value: float, key: str = "rewards.deadline_s") -> float:
     return float(value)
 
 
-class RewardsConfig(_Section):
+class RewardsConfig(Section):
     """``rewards``: execution limits and backend."""
 
     max_inflight: int = Field(default=1024, ge=1, description="rollouts in flight before callers wait")
@@ -291,7 +288,7 @@ class RewardsConfig(_Section):
         return value
 
 
-class ScoreJobConfig(_Section):
+class ScoreJobConfig(Section):
     """``score``: how ``rewardkit score`` cuts its file into chunks, each scored, then journaled
     (fsynced) before the next starts: a crash or a kill loses at most the chunk in flight."""
 
@@ -312,7 +309,7 @@ class ScoreJobConfig(_Section):
         return value
 
 
-class RewardkitConfig(_Section):
+class RewardkitConfig(Section):
     """A whole run configuration: the core's sections here, a plugin's in the subclass ``schema()``
     builds. ``source_path`` is the file it was read from, absolute (``None`` for a mapping)."""
 

@@ -65,6 +65,10 @@ class UnknownNameError(RewardkitError, LookupError):
         self.known = tuple(known_list)
 
 
+class BindingError(RewardkitError, ValueError):
+    """A trainer handed a binding something it cannot score; the message says which sample and why."""
+
+
 class PluginLoadError(RewardkitError):
     """A plugin failed to import or register while strict plugin loading was on."""
 

@@ -1,9 +1,10 @@
 """What to install when something optional is missing: the one-line hint, in the user's install mode.
 Distributions bring their verbs, config sections and backends through hooks; the core names none of
 their modules. For the subsystems of this repository it keeps a small table of what each one brings
-(``KNOWN_VERBS``, ``KNOWN_BACKENDS``, ``KNOWN_SECTIONS``: a name -> the distribution and extra), so a
-missing one, or a module one needs from an extra, ends in one line naming what needed it, the module
-and the install line, instead of an unknown-verb error or a ``ModuleNotFoundError`` traceback.
+(``KNOWN_VERBS``, ``KNOWN_BACKENDS``, ``KNOWN_BINDINGS``, ``KNOWN_SECTIONS``: a name -> the distribution
+and extra), so a missing one, or a module one needs from an extra, ends in one line naming what needed
+it, the module and the install line, instead of an unknown-verb error or a ``ModuleNotFoundError``
+traceback.
 
 From a checkout (editable, ``pip install .``, or a source tree on ``sys.path``) the install line
 names local folders (``pip install ./plugins/service``), from an index names (``pip install
@@ -25,6 +26,7 @@ __all__ = [
     "CORE_DISTRIBUTION",
     "DISTRIBUTIONS",
     "KNOWN_BACKENDS",
+    "KNOWN_BINDINGS",
     "KNOWN_SECTIONS",
     "KNOWN_SERVICE_BACKEND",
     "KNOWN_VERBS",
@@ -46,6 +48,9 @@ class Distribution:
 
     name: str
     folder: str
+    # the distributions of this repository it depends on: not on an index, so an install from a
+    # checkout names their folders in the same command
+    needs: tuple[str, ...] = ()
 
     @property
     def package(self) -> str:
@@ -60,11 +65,14 @@ DISTRIBUTIONS: dict[str, Distribution] = {
         Distribution(CORE_DISTRIBUTION, "."),
         Distribution("rewardkit-service", "plugins/service"),
         Distribution("rewardkit-ray", "plugins/ray"),
-        Distribution("rewardkit-checkpoints", "plugins/checkpoints"),
+        Distribution("rewardkit-checkpoints", "plugins/checkpoints", needs=("rewardkit-stats",)),
         Distribution("rewardkit-media", "plugins/media"),
-        Distribution("rewardkit-audit", "plugins/audit"),
-        Distribution("rewardkit-monitor", "plugins/monitor"),
+        Distribution("rewardkit-audit", "plugins/audit", needs=("rewardkit-stats",)),
+        Distribution("rewardkit-monitor", "plugins/monitor", needs=("rewardkit-stats",)),
         Distribution("rewardkit-view", "plugins/view"),
+        Distribution("rewardkit-bindings", "plugins/bindings"),
+        Distribution("rewardkit-stats", "plugins/stats"),
+        Distribution("rewardkit-testing", "plugins/testing"),
     )
 }
 
@@ -78,7 +86,7 @@ MODULES: dict[str, tuple[str, str | None]] = {
     "prometheus_client": ("rewardkit-service", "server"),
     "ray": ("rewardkit-ray", None),
     "matplotlib": ("rewardkit-checkpoints", "plot"),
-    "pytest": (CORE_DISTRIBUTION, "testing"),
+    "pytest": ("rewardkit-testing", None),  # the conformance kit is a pytest plugin
 }
 
 
@@ -113,6 +121,11 @@ KNOWN_VERBS: dict[str, Known] = {
 # Reward backends (``register_reward_backends``) that ``rewards.backend`` names.
 KNOWN_BACKENDS: dict[str, Known] = {
     "ray": Known("rewardkit-ray", None, "score on reward actors of a Ray cluster"),
+}
+# Trainer bindings (``register_trainer_bindings``) that ``rewardkit.bindings.get`` names.
+KNOWN_BINDINGS: dict[str, Known] = {
+    name: Known("rewardkit-bindings", None, f"the {trainer} binding")
+    for name, trainer in (("trl", "TRL"), ("verl", "verl"), ("verl-batch", "verl"), ("openrlhf", "OpenRLHF"))
 }
 # The backend a Reward Service URL selects (``rl.reward.service``), named ``service`` in the registry.
 SERVICE_BACKEND = "service"
@@ -162,13 +175,19 @@ def install_line(distribution: str, extra: str | None = None) -> str:
     checkout = _checkout()
     if checkout is None:
         return f"pip install '{distribution}{suffix}'"
-    folder = checkout / DISTRIBUTIONS[distribution].folder
+    names = [*DISTRIBUTIONS[distribution].needs, distribution]
+    shown = [_shown(checkout / DISTRIBUTIONS[name].folder) for name in names]
+    shown[-1] += suffix
+    return "pip install " + " ".join(f"'{arg}'" for arg in shown)
+
+
+def _shown(folder: Path) -> str:
+    """``folder`` as a pip argument: relative to the working directory when below it, else absolute."""
     try:
         relative = folder.relative_to(Path.cwd().resolve())
-        shown = "." if relative == Path(".") else f"./{relative}"
-    except ValueError:  # not below the working directory: the absolute path
-        shown = str(folder)
-    return f"pip install '{shown}{suffix}'"
+    except ValueError:
+        return str(folder)
+    return "." if relative == Path(".") else f"./{relative}"
 
 
 def _checkout() -> Path | None:

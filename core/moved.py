@@ -34,6 +34,20 @@ MOVED_OUT: dict[str, tuple[str, str]] = {
     "rewardkit.checkpoints": ("rewardkit-checkpoints", ""),
     "rewardkit.media.reference": ("rewardkit-media", "testing"),
     "rewardkit.media": ("rewardkit-media", ""),
+    # the trainer bindings; the package rewardkit.bindings (get, describe) stays in the core
+    "rewardkit.bindings.trl": ("rewardkit-bindings", "trl"),
+    "rewardkit.bindings.verl": ("rewardkit-bindings", "verl"),
+    "rewardkit.bindings.verl_manager": ("rewardkit-bindings", "verl_manager"),
+    "rewardkit.bindings.openrlhf": ("rewardkit-bindings", "openrlhf"),
+    "rewardkit.bindings.loading": ("rewardkit-bindings", "loading"),
+    "rewardkit.bindings.truncation": ("rewardkit-bindings", "truncation"),
+    "rewardkit.bindings.sample_groups": ("rewardkit-bindings", "sample_groups"),
+    "rewardkit.bindings.groups": ("rewardkit-bindings", "sample_groups"),
+    "rewardkit.bindings.plugin": ("rewardkit-bindings", "plugin"),
+    "rewardkit.stats": ("rewardkit-stats", ""),
+    # test tooling: the conformance kit and the shared composition vectors
+    "rewardkit.testing": ("rewardkit-testing", ""),
+    "rewardkit.composition_vectors": ("rewardkit-testing", "composition_vectors"),
 }
 
 # old dotted name of a function -> (the distribution it moved to, ``module:attribute`` inside that
@@ -53,7 +67,6 @@ MOVED: dict[str, str] = {
     "rewardkit.binding": "rewardkit.bound_provider",
     "rewardkit.serving": "rewardkit.checkpoint_serving",
     "rewardkit.groups": "rewardkit.batch_input",
-    "rewardkit.bindings.groups": "rewardkit.bindings.sample_groups",
     "rewardkit.batch_report": "rewardkit.metrics",
 }
 

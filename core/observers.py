@@ -35,7 +35,6 @@ class BatchObserver(Protocol):
 
     def observe(self, batch: ObservedBatch) -> dict[str, float]:
         """Metrics to log now (``train/reward_monitor/...``); never raises inside a trainer."""
-        ...
 
     def close(self) -> None: ...
 

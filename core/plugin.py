@@ -3,8 +3,8 @@
 only this module and ``rewardkit`` (``tests/test_import_rule.py``), so the core's internals can move
 without breaking a plugin: a rename inside the core changes the table below, never a plugin.
 
-Names load on first use (``__getattr__``), so a plugin that needs the HTTP transport does not pay for
-the statistics, and the other way round; type checkers read the imports under ``TYPE_CHECKING``.
+Names load on first use (``__getattr__``), so a plugin pays only for the core modules of the names it
+uses; type checkers read the imports under ``TYPE_CHECKING``.
 Two names are renamed here, as two modules of the core use them: ``normalise_params``
 (``rewardkit.params.normalise``) and ``normalise_text`` (``rewardkit.text.normalise``).
 """
@@ -37,15 +37,14 @@ if TYPE_CHECKING:
         GroupLike,
         as_batch,
     )
-    from rewardkit.bindings.openrlhf import (
+    from rewardkit.bindings.decoded_queries import (
+        generated_part,
         response_of,
+        strip_eos,
     )
     from rewardkit.bindings.ranks import (
         CollectiveRanks,
         Ranks,
-    )
-    from rewardkit.bindings.sample_groups import (
-        BindingError,
     )
     from rewardkit.builtin.answers import (
         EXTRACTED_ANSWER,
@@ -107,6 +106,7 @@ if TYPE_CHECKING:
     from rewardkit.contracts import (
         CANDIDATE_NEEDS,
         KNOWN_NEEDS,
+        LENGTH_VERDICT,
         NAME_PATTERN,
         MetricContribution,
         RewardCandidate,
@@ -116,6 +116,7 @@ if TYPE_CHECKING:
         RewardGroupResult,
         RewardProviderResult,
         RewardProviderSpec,
+        Status,
     )
     from rewardkit.data import (
         PreparedRow,
@@ -123,6 +124,7 @@ if TYPE_CHECKING:
         read_rollouts,
     )
     from rewardkit.errors import (
+        BindingError,
         ConfigError,
         DataError,
         IdentityMismatchError,
@@ -146,6 +148,8 @@ if TYPE_CHECKING:
         install_line,
     )
     from rewardkit.frozen import (
+        NotJSONError,
+        freeze,
         strictly_equal,
         thaw,
     )
@@ -158,11 +162,17 @@ if TYPE_CHECKING:
     )
     from rewardkit.metrics import (
         WeightedMean,
+        merge_metrics,
         metric_name,
         zero_variance_groups,
     )
+    from rewardkit.moved import (
+        moved_attribute,
+    )
     from rewardkit.observers import (
+        BatchObserver,
         ObservedBatch,
+        observer_for,
     )
     from rewardkit.params import (
         ParamsError,
@@ -220,12 +230,8 @@ if TYPE_CHECKING:
     from rewardkit.split_batch import (
         finish_split_batch,
     )
-    from rewardkit.stats import (
-        RegressionGate,
-        paired_interval,
-    )
-    from rewardkit.stats.distributions import (
-        incomplete_beta,
+    from rewardkit.stream import (
+        astream_of,
     )
     from rewardkit.supervise import (
         ProcessTree,
@@ -266,7 +272,8 @@ _WHERE: dict[str, tuple[str, str]] = {
     "AuditRow": ("rewardkit.attacks", "AuditRow"),
     "AuditRowBuilder": ("rewardkit.attacks", "AuditRowBuilder"),
     "BackpressureTimeout": ("rewardkit.backpressure", "BackpressureTimeout"),
-    "BindingError": ("rewardkit.bindings.sample_groups", "BindingError"),
+    "BatchObserver": ("rewardkit.observers", "BatchObserver"),
+    "BindingError": ("rewardkit.errors", "BindingError"),
     "CANDIDATE_NEEDS": ("rewardkit.contracts", "CANDIDATE_NEEDS"),
     "CanaryFailed": ("rewardkit.reproduction", "CanaryFailed"),
     "CancelScope": ("rewardkit.cancellation", "CancelScope"),
@@ -296,12 +303,14 @@ _WHERE: dict[str, tuple[str, str]] = {
     "HttpTimeout": ("rewardkit.transport", "HttpTimeout"),
     "IdentityMismatchError": ("rewardkit.errors", "IdentityMismatchError"),
     "KNOWN_NEEDS": ("rewardkit.contracts", "KNOWN_NEEDS"),
+    "LENGTH_VERDICT": ("rewardkit.contracts", "LENGTH_VERDICT"),
     "MAX_DEADLINE_S": ("rewardkit.config", "MAX_DEADLINE_S"),
     "MappedProvider": ("rewardkit.pointwise", "MappedProvider"),
     "MetricContribution": ("rewardkit.contracts", "MetricContribution"),
     "MissingExtraError": ("rewardkit.extras", "MissingExtraError"),
     "NAME_PATTERN": ("rewardkit.contracts", "NAME_PATTERN"),
     "NEVER": ("rewardkit.cancellation", "NEVER"),
+    "NotJSONError": ("rewardkit.frozen", "NotJSONError"),
     "ObservedBatch": ("rewardkit.observers", "ObservedBatch"),
     "ParamsError": ("rewardkit.params", "ParamsError"),
     "ParamsModel": ("rewardkit.params", "ParamsModel"),
@@ -314,7 +323,6 @@ _WHERE: dict[str, tuple[str, str]] = {
     "REPRODUCTION_NOTE": ("rewardkit.reproduction", "REPRODUCTION_NOTE"),
     "REWARD_FIELDS": ("rewardkit.worker", "REWARD_FIELDS"),
     "Ranks": ("rewardkit.bindings.ranks", "Ranks"),
-    "RegressionGate": ("rewardkit.stats", "RegressionGate"),
     "RequestCancelled": ("rewardkit.errors", "RequestCancelled"),
     "RequestTimeout": ("rewardkit.errors", "RequestTimeout"),
     "RequestTooLarge": ("rewardkit.backpressure", "RequestTooLarge"),
@@ -352,11 +360,13 @@ _WHERE: dict[str, tuple[str, str]] = {
     "SelectionRefused": ("rewardkit.errors", "SelectionRefused"),
     "ServedModel": ("rewardkit.checkpoint_serving", "ServedModel"),
     "ServingStrategyRegistrar": ("rewardkit.protocols", "ServingStrategyRegistrar"),
+    "Status": ("rewardkit.contracts", "Status"),
     "TrainerBindingRegistrar": ("rewardkit.protocols", "TrainerBindingRegistrar"),
     "WeightedMean": ("rewardkit.metrics", "WeightedMean"),
     "areproduce": ("rewardkit.reproduction", "areproduce"),
     "arithmetic_gold": ("rewardkit.builtin.answers", "arithmetic_gold"),
     "as_batch": ("rewardkit.batch_input", "as_batch"),
+    "astream_of": ("rewardkit.stream", "astream_of"),
     "available_inputs": ("rewardkit.reward", "available_inputs"),
     "batch_parts": ("rewardkit.worker", "batch_parts"),
     "build_reward": ("rewardkit.reward", "build_reward"),
@@ -370,13 +380,14 @@ _WHERE: dict[str, tuple[str, str]] = {
     "evaluate": ("rewardkit.builtin.expressions", "evaluate"),
     "finish_split_batch": ("rewardkit.split_batch", "finish_split_batch"),
     "fold_lookalikes": ("rewardkit.text", "fold_lookalikes"),
+    "freeze": ("rewardkit.frozen", "freeze"),
     "folder_identity": ("rewardkit.artifacts", "folder_identity"),
     "format_table": ("rewardkit.tables", "format_table"),
+    "generated_part": ("rewardkit.bindings.decoded_queries", "generated_part"),
     "group_parts": ("rewardkit.worker", "group_parts"),
     "gsm8k_gold": ("rewardkit.builtin.answers", "gsm8k_gold"),
     "hookimpl": ("rewardkit.hookspecs", "hookimpl"),
     "import_optional": ("rewardkit.extras", "import_optional"),
-    "incomplete_beta": ("rewardkit.stats.distributions", "incomplete_beta"),
     "install_line": ("rewardkit.extras", "install_line"),
     "is_blank": ("rewardkit.text", "is_blank"),
     "last_answer_tag": ("rewardkit.builtin.answers", "last_answer_tag"),
@@ -386,18 +397,20 @@ _WHERE: dict[str, tuple[str, str]] = {
     "load_config": ("rewardkit.config", "load_config"),
     "load_prompt_rows": ("rewardkit.data", "load_prompt_rows"),
     "map_candidates": ("rewardkit.pointwise", "map_candidates"),
+    "merge_metrics": ("rewardkit.metrics", "merge_metrics"),
     "metric_name": ("rewardkit.metrics", "metric_name"),
+    "moved_attribute": ("rewardkit.moved", "moved_attribute"),
     "non_empty": ("rewardkit.config", "non_empty"),
     "normalise_params": ("rewardkit.params", "normalise"),
     "normalise_text": ("rewardkit.text", "normalise"),
+    "observer_for": ("rewardkit.observers", "observer_for"),
     "operator_only": ("rewardkit.params", "operator_only"),
     "operator_only_reason": ("rewardkit.params", "operator_only_reason"),
-    "paired_interval": ("rewardkit.stats", "paired_interval"),
     "read_rollouts": ("rewardkit.data", "read_rollouts"),
     "reproduce": ("rewardkit.reproduction", "reproduce"),
     "rerun_budget": ("rewardkit.reproduction", "rerun_budget"),
     "resolve_catalog": ("rewardkit.catalog", "resolve_catalog"),
-    "response_of": ("rewardkit.bindings.openrlhf", "response_of"),
+    "response_of": ("rewardkit.bindings.decoded_queries", "response_of"),
     "reward_attacks": ("rewardkit.attacks", "reward_attacks"),
     "run_bounded": ("rewardkit.cancellation", "run_bounded"),
     "retry_after_seconds": ("rewardkit.transport", "retry_after_seconds"),
@@ -407,6 +420,7 @@ _WHERE: dict[str, tuple[str, str]] = {
     "skeleton": ("rewardkit.text", "skeleton"),
     "spec_of": ("rewardkit.reward", "spec_of"),
     "strictly_equal": ("rewardkit.frozen", "strictly_equal"),
+    "strip_eos": ("rewardkit.bindings.decoded_queries", "strip_eos"),
     "thaw": ("rewardkit.frozen", "thaw"),
     "timeout_of": ("rewardkit.cancellation", "timeout_of"),
     "usable_cpus": ("rewardkit.capacity", "usable_cpus"),
@@ -420,6 +434,7 @@ __all__ = [
     "CANDIDATE_NEEDS",
     "EXTRACTED_ANSWER",
     "KNOWN_NEEDS",
+    "LENGTH_VERDICT",
     "MAX_DEADLINE_S",
     "NAME_PATTERN",
     "NEVER",
@@ -430,6 +445,7 @@ __all__ = [
     "AuditRow",
     "AuditRowBuilder",
     "BackpressureTimeout",
+    "BatchObserver",
     "BindingError",
     "CanaryFailed",
     "CancelScope",
@@ -460,6 +476,7 @@ __all__ = [
     "MappedProvider",
     "MetricContribution",
     "MissingExtraError",
+    "NotJSONError",
     "ObservedBatch",
     "ParamsError",
     "ParamsModel",
@@ -470,7 +487,6 @@ __all__ = [
     "ProviderRecord",
     "ProviderRegistrar",
     "Ranks",
-    "RegressionGate",
     "RequestCancelled",
     "RequestTimeout",
     "RequestTooLarge",
@@ -508,11 +524,13 @@ __all__ = [
     "SelectionRefused",
     "ServedModel",
     "ServingStrategyRegistrar",
+    "Status",
     "TrainerBindingRegistrar",
     "WeightedMean",
     "areproduce",
     "arithmetic_gold",
     "as_batch",
+    "astream_of",
     "available_inputs",
     "batch_parts",
     "build_reward",
@@ -528,11 +546,12 @@ __all__ = [
     "fold_lookalikes",
     "folder_identity",
     "format_table",
+    "freeze",
+    "generated_part",
     "group_parts",
     "gsm8k_gold",
     "hookimpl",
     "import_optional",
-    "incomplete_beta",
     "install_line",
     "is_blank",
     "last_answer_tag",
@@ -542,13 +561,15 @@ __all__ = [
     "load_config",
     "load_prompt_rows",
     "map_candidates",
+    "merge_metrics",
     "metric_name",
+    "moved_attribute",
     "non_empty",
     "normalise_params",
     "normalise_text",
+    "observer_for",
     "operator_only",
     "operator_only_reason",
-    "paired_interval",
     "read_rollouts",
     "reproduce",
     "rerun_budget",
@@ -563,6 +584,7 @@ __all__ = [
     "skeleton",
     "spec_of",
     "strictly_equal",
+    "strip_eos",
     "thaw",
     "timeout_of",
     "usable_cpus",

@@ -31,7 +31,6 @@ ENTRY_POINT_GROUP = "rewardkit"
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "rewardkit.builtin.rules",
     "rewardkit.builtin.answer_rules",
-    "rewardkit.bindings.plugin",
     "rewardkit.checkpoint_serving.endpoint",
 )
 CORE_DISTRIBUTION = "rewardkit-core"

@@ -121,7 +121,6 @@ class CommandRegistrar(Protocol):
         ``rewardkit --help`` imports nothing heavy); ``about`` is its line in ``rewardkit --help``;
         ``show_defaults`` appends each option's default to its help. A name taken by the core or by
         another plugin is refused, naming both owners."""
-        ...
 
 
 @runtime_checkable

@@ -1,8 +1,9 @@
-"""Writes testdata/stats_vectors.json: inputs and the expected outputs of rewardkit.stats.
+"""Writes testdata/stats_vectors.json: inputs and the expected outputs of rewardkit_stats.
 
 The t-based numbers are computed here from first principles with scipy (mean, standard error,
 CR1 cluster-robust error, t quantiles), independently of rewardkit's own code; the bootstrap and
-gate numbers are rewardkit's seeded results, pinned so a change shows up. Run from the repo root:
+gate numbers are rewardkit's seeded results, pinned so a change shows up. Run from the repo root,
+with rewardkit-stats and scipy installed (tox env ``stats``):
 
     python testdata/make_stats_vectors.py
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import scipy.stats
 
-from rewardkit.stats import RegressionGate, interval, paired_interval
+from rewardkit_stats import RegressionGate, interval, paired_interval
 
 
 def reference_t(values: np.ndarray, clusters: np.ndarray | None, level: float) -> dict:

@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC_ENVS: dict[str, str] = {
     "README.md": "core",
     "docs/audit.md": "audit",
-    "docs/bindings.md": "core",
+    "docs/bindings.md": "bindings",
     "docs/checkpoints.md": "checkpoints",
     "docs/code_rewards.md": "rl",
     "docs/composition.md": "core",
@@ -75,6 +75,7 @@ DOC_ENVS: dict[str, str] = {
     "docs/ray.md": "ray",
     "docs/reward_models.md": "rm",
     "docs/service.md": "service",
+    "docs/stats.md": "stats",
     "docs/streaming.md": "core",
     "docs/serving.md": "vllm",
     "docs/t2i.md": "t2i",
@@ -83,7 +84,10 @@ DOC_ENVS: dict[str, str] = {
     "docs/writing_providers.md": "core",
 }
 # Envs with a test that runs their documents' blocks; a runnable block elsewhere is an error.
-RUNNER_ENVS = ("core", "rl", "service", "checkpoints", "media", "nih_judge", "audit", "monitor", "view")
+RUNNER_ENVS = (
+    "core", "rl", "service", "checkpoints", "media", "nih_judge", "audit", "monitor", "view", "bindings",
+    "stats",
+)  # fmt: skip
 RUN_LANGS = ("bash", "sh", "console", "python")
 MARKER = re.compile(r"^<!-- doc-test: (skip|file) ?(.*?) -->$")
 FENCE = re.compile(r"^(`{3,})([\w+-]*)[^\n]*$")
@@ -456,8 +460,11 @@ def _run_substitution(command: str) -> str:
     argv = shlex.split(command)
     if argv[:2] != ["python", "-c"] or "rewardkit" not in argv[2]:
         raise ValueError(f"$({command}): only `python -c` over rewardkit modules is evaluated")
+    env = environment()
+    # a distribution's file is found in its source folder, installed in this env or not
+    env["PYTHONPATH"] = os.pathsep.join(str(src) for src in sorted(ROOT.glob("plugins/*/src")))
     done = subprocess.run(
-        [sys.executable, "-c", argv[2]], capture_output=True, text=True, env=environment(), timeout=120
+        [sys.executable, "-c", argv[2]], capture_output=True, text=True, env=env, timeout=120
     )
     if done.returncode:
         raise ValueError(f"$({command}) failed: {done.stderr.strip().splitlines()[-1:]}")

@@ -1,5 +1,5 @@
-"""GRPO advantages as the trainers compute them: sample standard deviation by default, the eps of
-the trainer a binding serves, a group with one scored candidate at 0; ``population`` on request.
+"""GRPO advantages as the trainers compute them: sample standard deviation by default, a trainer's eps
+(each binding's: plugins/bindings/tests), a group with one scored candidate at 0; ``population`` on request.
 
 The TRL vector is the one TRL 1.13 computed for the same rewards in a 2-process run
 (recorded when the TRL binding was written): ``(r - mean) / (sample std + 1e-4)``.
@@ -8,27 +8,15 @@ The TRL vector is the one TRL 1.13 computed for the same rewards in a 2-process 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 
 import rewardkit
-import rewardkit.bindings.openrlhf as openrlhf_binding
-import rewardkit.bindings.trl as trl_binding
-import rewardkit.bindings.verl as verl_binding
 from rewardkit.advantages import group_advantages, mean_std
-from rewardkit.bindings.loading import forget_rewards, reward_for
 from rewardkit.errors import ConfigError
 
 TRL_REWARDS = [38.0, 48.0, 38.0, 37.0]
 TRL_ADVANTAGES = [-0.4337, 1.4938, -0.4337, -0.6264]
-
-
-@pytest.fixture(autouse=True)
-def _fresh() -> Iterator[None]:
-    forget_rewards()
-    yield
-    forget_rewards()
 
 
 def test_sample_std_and_trl_eps_give_trls_advantages():
@@ -83,19 +71,3 @@ def test_the_config_chooses_the_kind_and_eps():
     assert advantages(rewardkit.load(base)) == pytest.approx(group_advantages(totals, "group")[0])
     population = rewardkit.load({**base, "rl.advantage_std": "population", "rl.advantage_eps": 0.5})
     assert advantages(population) == pytest.approx(group_advantages(totals, std="population", eps=0.5)[0])
-
-
-def test_each_binding_defaults_to_its_trainers_eps_unless_the_config_sets_one():
-    base = {"rl.reward.provider": "nonempty", "rl.group_size": 3}
-    assert trl_binding.binding(base).reward.config.rl.advantage_eps == 1e-4
-    assert (
-        reward_for(base, group_size=1, advantage_eps=verl_binding.ADVANTAGE_EPS).config.rl.advantage_eps
-        == 1e-6
-    )
-    assert (
-        reward_for(base, group_size=1, advantage_eps=openrlhf_binding.ADVANTAGE_EPS).config.rl.advantage_eps
-        == 1e-9
-    )
-    set_here = {**base, "rl.advantage_eps": 0.25}
-    assert trl_binding.binding(set_here).reward.config.rl.advantage_eps == 0.25
-    assert rewardkit.load(base).worker.advantage_eps == 1e-6

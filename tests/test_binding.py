@@ -194,18 +194,6 @@ def test_is_length_truncated_answers_exactly_length():
         assert not RewardCandidate("t", "x", finish_reason=verdict).is_length_truncated
 
 
-def test_check_request_revalidates_requests_built_elsewhere():
-    provider = Recording()
-    bp = bind_spec(recording_spec(provider))
-    request = RewardGroupRequest(
-        "g", (RewardCandidate("a", "x"), RewardCandidate("a", "y")), RewardContext(reference=[1])
-    )
-    with pytest.raises(RewardContractError, match="appears twice"):
-        bp.check_request(request)
-    good = RewardGroupRequest("g", (RewardCandidate("a", "x"),), RewardContext(reference=[1]))
-    assert bp.check_request(good).context.reference == (1,)
-
-
 # -- after the provider ------------------------------------------------------------------------
 
 

@@ -116,6 +116,13 @@ def test_every_module_named_is_brought_by_the_distribution_and_extra_named():
         assert pip_name.get(module, module) in _pip_names(listed), (module, distribution, extra)
 
 
+def test_each_distribution_needs_exactly_the_ones_of_ours_its_pyproject_depends_on():
+    for dist in DISTRIBUTIONS.values():
+        project = tomllib.loads((ROOT / dist.folder / "pyproject.toml").read_text())["project"]
+        ours = [name for name in _pip_names(project.get("dependencies", [])) if name in DISTRIBUTIONS]
+        assert sorted(dist.needs) == sorted(set(ours) - {"rewardkit-core"}), dist.name
+
+
 def test_the_cores_extras_name_the_distributions_for_an_index_install():
     core = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert core["name"] == "rewardkit-core"
@@ -123,10 +130,23 @@ def test_the_cores_extras_name_the_distributions_for_an_index_install():
         assert _pip_names(core["optional-dependencies"][name]) == [f"rewardkit-{name}"]
 
 
+def test_the_bindings_verb_without_rewardkit_bindings_names_its_install(capsys: pytest.CaptureFixture):
+    # this env does not install rewardkit-bindings: no trainer binding is registered
+    assert main(["bindings", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == []
+    said = f"bindings trl, verl, verl-batch, openrlhf are not installed: {install_line('rewardkit-bindings')}"
+    assert captured.err.strip() == said
+
+
 def test_install_lines_follow_the_install_mode(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     monkeypatch.chdir(ROOT)
     assert install_line("rewardkit-service", "server") == "pip install './plugins/service[server]'"
     assert install_line("rewardkit-core", "testing") == "pip install '.[testing]'"
+    # a distribution that needs another of ours (on no index) names that one's folder first
+    assert install_line("rewardkit-checkpoints", "plot") == (
+        "pip install './plugins/stats' './plugins/checkpoints[plot]'"
+    )
     monkeypatch.chdir(tmp_path)
     assert install_line("rewardkit-ray") == f"pip install '{ROOT / 'plugins' / 'ray'}'"
     monkeypatch.setattr(extras, "_checkout", lambda: None)  # installed from an index
@@ -170,5 +190,7 @@ def test_a_missing_distribution_is_one_line_naming_the_install(
     assert completed.returncode == 2, completed.stderr
     assert "Traceback" not in completed.stderr
     lines = completed.stderr.strip().splitlines()
-    # run from outside the checkout, the line names the folder by its absolute path
-    assert len(lines) == 1 and f"pip install '{ROOT}/{install}'" in lines[0], completed.stderr
+    # run from outside the checkout, the line names the folder by its absolute path (after the
+    # folders of the distributions it needs, when it needs any)
+    assert len(lines) == 1 and "pip install '" in lines[0], completed.stderr
+    assert lines[0].endswith(f" '{ROOT}/{install}'"), completed.stderr

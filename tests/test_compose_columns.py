@@ -20,7 +20,7 @@ from rewardkit.composition import (
     compose_columns,
     compose_rows,
 )
-from rewardkit.composition_vectors import check_vector, load_reward_vectors
+from rewardkit_testing.composition_vectors import check_vector, load_reward_vectors
 
 VALUES = st.sampled_from([0.0, -0.0, 1.0, 0.25, -3.0, 7, 1e308, -1e308])
 OUTCOMES = st.one_of(

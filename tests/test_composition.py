@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 import rewardkit
-from rewardkit import RewardkitError, RewardProviderResult
+from rewardkit import RewardkitError
 from rewardkit.composition import (
     ComponentOutcome,
     ComponentSpec,
@@ -316,27 +316,18 @@ def test_outcomes_must_be_a_mapping():
         compose(spec({"provider": "a"}), [scored(1)])  # type: ignore[arg-type]
 
 
-def test_component_outcome_values_and_provider_results():
-    outcomes = {"a": ComponentOutcome.scored(2), "b": ComponentOutcome.skipped("n/a")}
+def test_component_outcome_values():
+    outcomes = {"a": ComponentOutcome("scored", 2), "b": ComponentOutcome("skipped", None, "n/a")}
     assert compose(spec({"provider": "a"}, {"provider": "b"}), outcomes).total == 2.0
-    assert ComponentOutcome.error("timeout").to_json() == {
+    assert ComponentOutcome("error", None, "timeout").to_json() == {
         "status": "error",
         "value": None,
         "reason": "timeout",
     }
     with pytest.raises(CompositionError, match="not finite"):
-        ComponentOutcome.scored(float("nan"))
+        ComponentOutcome("scored", float("nan"))
     with pytest.raises(CompositionError, match="status"):
         ComponentOutcome("maybe")  # type: ignore[arg-type]
-
-    result = RewardProviderResult(terms={"helpful": 0.5, "harmless": 1.0})
-    assert ComponentOutcome.from_result(result, "harmless") == ComponentOutcome.scored(1.0)
-    assert ComponentOutcome.from_result(RewardProviderResult.skip("n/a"), "x") == ComponentOutcome.skipped(
-        "n/a"
-    )
-    assert ComponentOutcome.from_result(RewardProviderResult.fail("boom"), "x").status == "error"
-    with pytest.raises(CompositionError, match=r"no term 'honest'.*\['harmless', 'helpful'\]"):
-        ComponentOutcome.from_result(result, "honest")
 
 
 def test_dict_spec_is_accepted_and_bad_dict_spec_raises_spec_error():

@@ -88,7 +88,7 @@ def test_python_blocks_parse_and_import_what_exists(block: Block):
     "line",
     [
         "pip install . ./plugins/service[server]",
-        "pip install . './plugins/checkpoints[plot]' ./plugins/ray",
+        "pip install . ./plugins/stats './plugins/checkpoints[plot]' ./plugins/ray",
         "pip install . ./plugins/media ./plugins/dancegrpo_video ./plugins/t2i_image",
         "pip install ./plugins/service    # a client only",
         "pip install 'rewardkit-core[service,ray,checkpoints,media]'",

@@ -2,8 +2,8 @@
 
 The core imports no distribution (it reaches a verb or backend of one lazily, by name, through
 ``rewardkit.extras.import_optional``); distributions import the core and themselves; plugins never
-import each other, except the media protocol library, which exists to be shared. A distribution
-that imports another one also declares it as a dependency, so it installs alone.
+import each other, except the shared libraries (media protocol, statistics), which exist to be
+shared. A distribution that imports another one also declares it as a dependency, so it installs alone.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ else:
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE_IMPORT = "rewardkit"
-SHARED_LIBRARIES = {"rewardkit_media"}  # import names any plugin may depend on
+# import names any plugin may depend on: libraries that register no hooks and exist to be shared (the
+# media protocol client; the statistics of checkpoints, audit and monitor)
+SHARED_LIBRARIES = {"rewardkit_media", "rewardkit_stats"}
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def test_every_distribution_of_the_layout_is_found():
     names = {dist.name for dist in DISTRIBUTIONS}
     assert {"rewardkit-core", "rewardkit-rl", "rewardkit-service", "rewardkit-ray", "rewardkit-checkpoints",
             "rewardkit-media", "rewardkit-nih-judge", "rewardkit-dancegrpo", "rewardkit-t2i",
-            "rewardkit-vllm"} <= names  # fmt: skip
+            "rewardkit-vllm", "rewardkit-bindings"} <= names  # fmt: skip
     for dist in DISTRIBUTIONS:
         assert dist.packages, f"{dist.name}: no package found under {dist.folder}"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import warnings
@@ -21,10 +22,18 @@ def test_every_old_path_maps_to_a_module_of_its_distribution():
     assert moved.new_path("rewardkit.checkpoints.watcher") == "rewardkit_checkpoints.watcher"
     assert moved.new_path("rewardkit.media.reference") == "rewardkit_media.testing"
     assert moved.new_path("rewardkit.media") == "rewardkit_media"
+    assert moved.new_path("rewardkit.stats") == "rewardkit_stats"
+    assert moved.new_path("rewardkit.stats.distributions") == "rewardkit_stats.distributions"
+    assert moved.new_path("rewardkit.testing") == "rewardkit_testing"
+    assert moved.new_path("rewardkit.composition_vectors") == "rewardkit_testing.composition_vectors"
     assert moved.new_path("rewardkit.binding") == "rewardkit.bound_provider"
     assert moved.new_path("rewardkit.serving.endpoint") == "rewardkit.checkpoint_serving.endpoint"
-    assert moved.new_path("rewardkit.bindings.groups") == "rewardkit.bindings.sample_groups"
-    assert moved.new_path("rewardkit.bindings.trl") is None
+    assert moved.new_path("rewardkit.bindings.groups") == "rewardkit_bindings.sample_groups"
+    assert moved.new_path("rewardkit.bindings.trl") == "rewardkit_bindings.trl"
+    assert moved.new_path("rewardkit.bindings.verl_manager") == "rewardkit_bindings.verl_manager"
+    # the package stays (get, describe), so do the pieces other distributions share
+    assert moved.new_path("rewardkit.bindings") is None
+    assert moved.new_path("rewardkit.bindings.ranks") is None
     # what stayed, and names that only share a prefix, are left alone
     assert moved.new_path("rewardkit.reward") is None
     assert moved.new_path("rewardkit.mediator") is None
@@ -74,6 +83,43 @@ def test_an_old_path_without_its_distribution_names_the_install():
     assert "pip install '" in done.stdout and "service'" in done.stdout, done.stdout
 
 
+def test_an_old_binding_path_without_rewardkit_bindings_names_the_install():
+    program = (
+        "import sys; sys.modules['rewardkit_bindings'] = None\n"
+        "try:\n"
+        "    from rewardkit.bindings.trl import reward_funcs\n"
+        "except ModuleNotFoundError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    said = "rewardkit.bindings.trl moved to rewardkit_bindings.trl in the distribution rewardkit-bindings"
+    assert said in done.stdout, done.stdout
+    assert "pip install '" in done.stdout and "plugins/bindings'" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("name", ["trl", "verl", "verl-batch", "openrlhf"])
+def test_a_builtin_binding_without_rewardkit_bindings_names_the_install(
+    monkeypatch: pytest.MonkeyPatch, name: str
+):
+    """As where rewardkit-bindings is not installed (this env): no plugin registers the trainers'
+    bindings, so ``get`` answers with the install line rather than an unknown name."""
+    import rewardkit.bindings
+    import rewardkit.catalog
+    from rewardkit.extensions import TrainerBindingSpec
+    from rewardkit.plugin import MissingExtraError
+    from rewardkit.registry import Registry
+
+    nothing: Registry[TrainerBindingSpec] = Registry("trainer binding", TrainerBindingSpec)
+    monkeypatch.setattr(rewardkit.catalog, "trainer_bindings", lambda: nothing)
+    install = r"pip install '\S*plugins/bindings'$"
+    said = rf"^trainer binding '{name}' needs rewardkit_bindings, which is not installed: {install}"
+    with pytest.raises(MissingExtraError, match=said):
+        rewardkit.bindings.get(name)
+    with pytest.raises(rewardkit.UnknownNameError, match="trainer binding 'acme'"):
+        rewardkit.bindings.get("acme")
+
+
 def test_a_renamed_core_module_is_the_new_one_with_a_warning(monkeypatch: pytest.MonkeyPatch):
     import rewardkit.bound_provider
 
@@ -89,15 +135,42 @@ def test_a_moved_function_without_its_distribution_names_the_install() -> None:
     installed in this env): each old name is the one install line, and an unknown name is still an
     ``AttributeError`` (``rewardkit-audit``'s own tests check the aliases with their warning)."""
     import rewardkit
-    import rewardkit.testing
     from rewardkit.plugin import MissingExtraError
 
-    install = r"needs rewardkit_audit, which is not installed: pip install '\S*plugins/audit'$"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the module's own move: the test below
+        import rewardkit.testing
+
+    install = (
+        r"needs rewardkit_audit, which is not installed: pip install '\S*plugins/stats' '\S*plugins/audit'$"
+    )
     with pytest.raises(MissingExtraError, match=r"^rewardkit\.audit " + install):
         rewardkit.audit  # noqa: B018 - the attribute access is the test
     with pytest.raises(MissingExtraError, match=r"^rewardkit\.testing\.assert_attacks_hold " + install):
         from rewardkit.testing import assert_attacks_hold  # noqa: F401
     with pytest.raises(
-        AttributeError, match=r"module 'rewardkit\.testing' has no attribute 'assert_attack_holds'"
+        AttributeError, match=r"module 'rewardkit_testing' has no attribute 'assert_attack_holds'"
     ):
         rewardkit.testing.assert_attack_holds  # noqa: B018
+
+
+def test_the_conformance_kit_and_the_vectors_are_rewardkit_testing_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The core checks its composition with rewardkit-testing's vectors, so the core env installs it: the
+    old paths are its modules, the very same objects, each with the warning naming its new path."""
+    import rewardkit_testing
+    import rewardkit_testing.composition_vectors
+
+    for old, new in (
+        ("rewardkit.testing", rewardkit_testing),
+        ("rewardkit.composition_vectors", rewardkit_testing.composition_vectors),
+    ):
+        monkeypatch.delitem(sys.modules, old, raising=False)
+        said = rf"^{old} moved to {new.__name__}; the old path is removed in rewardkit 0\.3$"
+        with pytest.warns(DeprecationWarning, match=said):
+            module = importlib.import_module(old)
+        assert module is new
+    from rewardkit.testing import RewardProviderTests
+
+    assert RewardProviderTests is rewardkit_testing.RewardProviderTests

@@ -16,7 +16,6 @@ import pytest
 
 import rewardkit
 from rewardkit.cli import main
-from rewardkit.plugin import MissingExtraError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -109,40 +108,6 @@ def test_rewards_backend_selects_the_plugins_backend() -> None:
     assert EchoReward.scored_batches[before:] == [1]
     with pytest.raises(rewardkit.ConfigError, match=r"'local', 'ray' or 'seam-echo' \(got 'seam-ech'\)"):
         rewardkit.load({**config, "rewards.backend": "seam-ech"})
-
-
-def test_a_section_brings_its_observer_to_the_bindings() -> None:
-    """``rl.seam_watch`` registers an observer with its section: a trainer binding scoring with it set
-    hands the observer each scored batch; unset, the binding runs unwatched."""
-    from rewardkit_seam_example import SeamObserver  # type: ignore[import-not-found]
-
-    import rewardkit.bindings.openrlhf as openrlhf_binding
-
-    config = {"rl.reward.provider": "exact-match", "rl.data.response_column": "reference"}
-    before = len(SeamObserver.seen)
-    queries, prompts, labels = ["Q: four", "Q: five"], ["Q:", "Q:"], ["four", "four"]
-    totals, _ = openrlhf_binding.score(
-        queries, prompts, labels, config={**config, "rl.seam_watch.label": "w"}
-    )
-    assert totals == [1.0, 0.0]
-    assert SeamObserver.seen[before:] == [("w", "openrlhf", 2)]
-    openrlhf_binding.score(queries, prompts, labels, config=config)
-    assert SeamObserver.seen[before:] == [("w", "openrlhf", 2)]
-
-
-def test_the_monitors_section_without_its_distribution_is_one_install_line() -> None:
-    """``rl.monitor`` is the monitor distribution's section (not installed in this env): set, it is kept
-    unchecked and a binding fails naming what to install rather than training unwatched."""
-    import rewardkit.bindings.openrlhf as openrlhf_binding
-
-    config = {
-        "rl.reward.provider": "exact-match",
-        "rl.data.response_column": "reference",
-        "rl.monitor.logdir": "m",
-    }
-    said = r"^`rl.monitor` needs rewardkit_monitor, which is not installed: pip install '\S*plugins/monitor'$"
-    with pytest.raises(MissingExtraError, match=said):
-        openrlhf_binding.score(["Q: four"], ["Q:"], ["four"], config=config)
 
 
 def test_rewardkit_plugins_lists_the_plugin_with_its_hooks(capsys: pytest.CaptureFixture) -> None:

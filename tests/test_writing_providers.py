@@ -1,8 +1,9 @@
 """docs/writing_providers.md end to end: its shell blocks, run in order in a fresh virtual environment.
 
-The environment has no site packages but its own: pip installs the core (with the ``testing``
-extra) and the tutorial's package from a copy of this repository, so what the page promises
-(the provider is listed, scores, and passes the conformance kit) is checked as a new user meets it.
+The environment has no site packages but its own: pip installs the core, the conformance kit's
+distribution (``plugins/testing``) and the tutorial's package from a copy of this repository, so
+what the page promises (the provider is listed, scores, and passes the conformance kit) is checked
+as a new user meets it.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ def test_the_tutorial_package_installs_lists_scores_and_passes_the_kit(tmp_path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, clone / name)
     shutil.copytree(ROOT / "core", clone / "core", ignore=IGNORED)
+    shutil.copytree(ROOT / "plugins" / "testing", clone / "plugins" / "testing", ignore=IGNORED)
     shutil.copytree(EXAMPLE, clone / "examples" / "tutorial_provider", ignore=IGNORED)
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(env_dir)

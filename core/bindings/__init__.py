@@ -1,5 +1,7 @@
 """Trainer bindings: rewardkit rewards in the shapes TRL, verl and OpenRLHF call (docs/bindings.md);
 ``get(name)`` returns the entry function of any registered one (``rewardkit bindings`` lists them).
+The bindings themselves are a distribution of their own (plugins/bindings in a checkout); the core keeps
+the registry, this lookup, and what other distributions share with them (``rewardkit.plugin``).
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ def get(name: str) -> Callable[..., Any]:
     """The entry function of the binding registered as ``name``, imported on first use when given by path."""
     from rewardkit.catalog import trainer_bindings
     from rewardkit.errors import PluginLoadError
+    from rewardkit.extras import KNOWN_BINDINGS
     from rewardkit.plugins import import_module_attribute
     from rewardkit.registry import owner_label
 
-    registered = trainer_bindings().get(name)
+    registry = trainer_bindings()
+    # a plugin that failed may be the one providing it: then the registry's error names the failure
+    if name not in registry and name in KNOWN_BINDINGS and not registry.failures:
+        raise KNOWN_BINDINGS[name].missing(f"trainer binding {name!r}")
+    registered = registry.get(name)
     target = registered.value.target
     if not isinstance(target, str):
         return target

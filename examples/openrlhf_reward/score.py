@@ -2,7 +2,7 @@
 
 Run it from anywhere: ``python examples/openrlhf_reward/score.py`` (needs ``rewardkit-core``,
 ``openrlhf`` (installable with ``--no-deps`` on CPU), ``torch`` and ``transformers``). An OpenRLHF run
-given ``--remote_rm_url /path/to/rewardkit/bindings/openrlhf.py`` builds a ``SingleTurnAgentExecutor``
+given ``--remote_rm_url /path/to/rewardkit_bindings/openrlhf.py`` builds a ``SingleTurnAgentExecutor``
 that imports ``reward_func`` from that file; for every prompt it generates a response, decodes
 prompt and response into one query and calls ``reward_func([query], [prompt], [label])``. This
 script builds that executor and runs its real ``execute``; only the vLLM engine (GPU-only) is
@@ -29,7 +29,7 @@ from openrlhf.utils.agent import SingleTurnAgentExecutor
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-import rewardkit.bindings.openrlhf
+import rewardkit_bindings.openrlhf
 
 # (prompt, label, the response the "engine" generates); the label is the reference answer.
 ROWS = [
@@ -86,7 +86,7 @@ async def rollouts(
 def main() -> int:
     tokenizer = tiny_tokenizer()
     # What OpenRLHF builds from `--remote_rm_url`: a path ending in .py is imported for `reward_func`.
-    executor = SingleTurnAgentExecutor(remote_rm_url=rewardkit.bindings.openrlhf.__file__)
+    executor = SingleTurnAgentExecutor(remote_rm_url=rewardkit_bindings.openrlhf.__file__)
     rewards = []
     for (prompt, label, response), output in zip(
         ROWS, asyncio.run(rollouts(executor, tokenizer)), strict=True

@@ -26,7 +26,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
-from rewardkit.bindings.trl import reward_funcs
+from rewardkit_bindings.trl import reward_funcs
 
 REWARD = Path(__file__).with_name("reward.yaml")
 GROUP = 4  # must equal rl.group_size in reward.yaml

@@ -3,7 +3,7 @@
 Run it from anywhere: ``python examples/verl_reward/score.py`` (needs ``rewardkit-core``, ``verl``
 and ``torch``). It builds the configuration a verl run gets from these command-line overrides::
 
-    reward.custom_reward_function.path=<rewardkit/bindings/verl.py>
+    reward.custom_reward_function.path=<rewardkit_bindings/verl.py>
     reward.custom_reward_function.name=compute_score
     +reward.custom_reward_function.reward_kwargs.config=<abs path to reward.yaml>
 
@@ -33,7 +33,7 @@ from transformers import PreTrainedTokenizerFast
 from verl import DataProto
 from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
 
-import rewardkit.bindings.verl
+import rewardkit_bindings.verl
 
 REWARD = Path(__file__).with_name("reward.yaml").resolve()
 # (prompt, response, data_source, ground truth) as a verl dataset row and its rollout give them.
@@ -85,7 +85,7 @@ def verl_config(tokenizer_dir: str) -> Any:
     """verl's configuration after the command-line overrides in this module's docstring."""
     return OmegaConf.from_dotlist(
         [
-            f"reward.custom_reward_function.path={rewardkit.bindings.verl.__file__}",
+            f"reward.custom_reward_function.path={rewardkit_bindings.verl.__file__}",
             "reward.custom_reward_function.name=compute_score",
             f"reward.custom_reward_function.reward_kwargs.config={REWARD}",
             # verl's defaults for the rest of what the reward worker reads

@@ -1,4 +1,4 @@
-"""The conformance kit (``rewardkit.testing``) on each OpenAI grader provider, with grades worked out by
+"""The conformance kit (``rewardkit_testing``) on each OpenAI grader provider, with grades worked out by
 hand; the model graders ask a scripted judge on loopback (rewardkit-nih-judge's ``ScriptedJudge``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rewardkit.testing import Case, RewardProviderTests, Sample
+from rewardkit_testing import Case, RewardProviderTests, Sample
 
 testing = pytest.importorskip("rewardkit_nih_judge.testing")
 

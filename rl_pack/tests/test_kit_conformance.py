@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from rewardkit.catalog import resolve_catalog
-from rewardkit.testing import Case, RewardProviderTests, Sample
+from rewardkit_testing import Case, RewardProviderTests, Sample
 
 IN_TEST_REWARD_MODELS = {"reward-model", "reward-model-ensemble"}
 # The OpenAI grader providers' kit classes live in test_graders_conformance.py (two need a judge server).

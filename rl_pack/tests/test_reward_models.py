@@ -27,8 +27,8 @@ import transformers
 import rewardkit
 from rewardkit.catalog import resolve_catalog
 from rewardkit.errors import PreflightError
-from rewardkit.testing import Case, RewardProviderTests, Sample
 from rewardkit_rl.reward_models.text import chat_messages
+from rewardkit_testing import Case, RewardProviderTests, Sample
 from rewardkit_vllm.testing import build_tiny_reward_model as build_reward_model
 from rewardkit_vllm.testing import tiny_tokenizer
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rewardkit.testing import Case, RewardProviderTests, Sample
+from rewardkit_testing import Case, RewardProviderTests, Sample
 
 
 class TestFinalAnswer(RewardProviderTests):

@@ -22,9 +22,9 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 import rewardkit
-import rewardkit.bindings.openrlhf as binding
-from rewardkit.bindings.loading import forget_rewards
+import rewardkit_bindings.openrlhf as binding
 from rewardkit.errors import RewardkitError
+from rewardkit_bindings.loading import forget_rewards
 from rewardkit_service.testing import ServerProcess
 
 WORDS = ["<pad>", "<unk>", "</s>", "what", "is", "two", "plus", "three", "five", "six", "ERR"]

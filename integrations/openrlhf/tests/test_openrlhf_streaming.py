@@ -22,8 +22,8 @@ from openrlhf.utils.agent import SingleTurnAgentExecutor
 from openrlhf_stream_catalog import GATE_ENV
 from test_openrlhf_reward_paths import FixedEngine, tokenizer
 
-import rewardkit.bindings.openrlhf as binding
-from rewardkit.bindings.loading import forget_rewards
+import rewardkit_bindings.openrlhf as binding
+from rewardkit_bindings.loading import forget_rewards
 from rewardkit_service.testing import ServerProcess
 
 TESTS = os.path.dirname(__file__)

@@ -22,9 +22,9 @@ from openrlhf.utils.agent import SingleTurnAgentExecutor
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
-import rewardkit.bindings.openrlhf as binding
-from rewardkit.bindings.loading import forget_rewards
-from rewardkit.bindings.sample_groups import BindingError
+import rewardkit_bindings.openrlhf as binding
+from rewardkit.plugin import BindingError
+from rewardkit_bindings.loading import forget_rewards
 
 RL_PACK = Path(__file__).resolve().parents[3] / "rl_pack" / "src"
 BUDGET = 4

@@ -28,8 +28,8 @@ from datasets import Dataset
 from tiny import tiny_model, tiny_tokenizer
 from transformers import TrainerCallback, set_seed
 
-from rewardkit.bindings.loading import forget_rewards
-from rewardkit.bindings.trl import binding
+from rewardkit_bindings.loading import forget_rewards
+from rewardkit_bindings.trl import binding
 
 ROWS = [
     ("what is two plus three", "five"),

@@ -29,10 +29,10 @@ from rewardkit import (
     RewardProviderResult,
     RewardProviderSpec,
 )
-from rewardkit.bindings.trl import reward_funcs
 from rewardkit.config import DataConfig
 from rewardkit.data import load_prompt_rows
 from rewardkit.frozen import freeze, strictly_equal
+from rewardkit_bindings.trl import reward_funcs
 
 RECEIVED: list[dict] = []
 ROWS = [

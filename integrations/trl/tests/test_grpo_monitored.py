@@ -19,8 +19,8 @@ from datasets import Dataset
 from test_grpo_trainer import CONFIG, GROUP, ROWS, Snapshot
 from tiny import tiny_model, tiny_tokenizer
 
-from rewardkit.bindings.loading import forget_rewards
-from rewardkit.bindings.trl import binding
+from rewardkit_bindings.loading import forget_rewards
+from rewardkit_bindings.trl import binding
 
 STEPS = 3
 

@@ -27,7 +27,7 @@ from tiny import tiny_model, tiny_tokenizer
 from transformers import TrainerCallback
 
 import rewardkit
-from rewardkit.bindings.trl import binding
+from rewardkit_bindings.trl import binding
 
 ROWS = [
     ("what is two plus three", "five"),

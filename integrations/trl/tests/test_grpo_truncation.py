@@ -23,8 +23,8 @@ import trl
 from datasets import Dataset
 from tiny import tiny_model, tiny_tokenizer
 
-from rewardkit.bindings.loading import forget_rewards
-from rewardkit.bindings.trl import binding
+from rewardkit_bindings.loading import forget_rewards
+from rewardkit_bindings.trl import binding
 
 RL_PACK = Path(__file__).resolve().parents[3] / "rl_pack" / "src"
 PROMPTS = [

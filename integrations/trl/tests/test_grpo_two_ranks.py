@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 
 import rewardkit
-from rewardkit.bindings.loading import forget_rewards
-from rewardkit.bindings.trl import binding
+from rewardkit_bindings.loading import forget_rewards
+from rewardkit_bindings.trl import binding
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -29,8 +29,8 @@ from datasets import Dataset
 from tiny import tiny_model, tiny_tokenizer
 from transformers import PreTrainedTokenizerFast
 
-from rewardkit.bindings.loading import forget_rewards
-from rewardkit.bindings.trl import binding
+from rewardkit_bindings.loading import forget_rewards
+from rewardkit_bindings.trl import binding
 
 RL_PACK = Path(__file__).resolve().parents[3] / "rl_pack" / "src"
 MAX_COMPLETION = 5

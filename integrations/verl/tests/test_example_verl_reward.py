@@ -16,8 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import rewardkit.bindings.verl as binding
-from rewardkit.bindings.loading import forget_rewards
+import rewardkit_bindings.verl as binding
+from rewardkit_bindings.loading import forget_rewards
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "verl_reward"

@@ -31,8 +31,8 @@ from verl import DataProto
 from verl.trainer.ppo.reward import extract_reward, get_custom_reward_fn, resolve_reward_manager_cls
 from verl.workers.reward_manager.naive import NaiveRewardManager
 
-import rewardkit.bindings.verl as binding
-from rewardkit.bindings.loading import forget_rewards
+import rewardkit_bindings.verl as binding
+from rewardkit_bindings.loading import forget_rewards
 
 REWARD = {
     "rl.reward.provider": "nonempty",

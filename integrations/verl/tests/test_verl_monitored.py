@@ -15,7 +15,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 from test_verl_reward_loading import REWARD, sample, tokenizer, verl_config
 from verl.trainer.ppo.reward import load_reward_manager
 
-from rewardkit.bindings.loading import forget_rewards
+from rewardkit_bindings.loading import forget_rewards
 
 CASES = [
     ("what is two plus three", "five", "arith", "five"),

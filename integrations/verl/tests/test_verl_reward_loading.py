@@ -21,8 +21,8 @@ from transformers import PreTrainedTokenizerFast
 from verl import DataProto
 from verl.trainer.ppo.reward import get_custom_reward_fn, load_reward_manager
 
-import rewardkit.bindings.verl as binding
-from rewardkit.bindings.loading import forget_rewards
+import rewardkit_bindings.verl as binding
+from rewardkit_bindings.loading import forget_rewards
 
 WORDS = ["<pad>", "<unk>", "the", "answer", "is", "five", "six", "what", "two", "plus", "three"]
 REWARD = {

@@ -21,8 +21,8 @@ import verl_stream_catalog
 from omegaconf import OmegaConf
 from test_verl_reward_loading import sample, tokenizer
 
-import rewardkit.bindings.verl as binding
-from rewardkit.bindings.loading import forget_rewards
+import rewardkit_bindings.verl as binding
+from rewardkit_bindings.loading import forget_rewards
 
 REWARD = {"rl.reward.catalog": "verl_stream_catalog:catalog", "rl.reward.provider": "gated"}
 

@@ -27,10 +27,10 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 from verl import DataProto
 
-import rewardkit.bindings.verl as binding
-import rewardkit.bindings.verl_manager as manager_module
-from rewardkit.bindings.loading import forget_rewards
-from rewardkit.bindings.sample_groups import BindingError
+import rewardkit_bindings.verl as binding
+import rewardkit_bindings.verl_manager as manager_module
+from rewardkit.plugin import BindingError
+from rewardkit_bindings.loading import forget_rewards
 
 RL_PACK = Path(__file__).resolve().parents[3] / "rl_pack" / "src"
 BUDGET = 4

@@ -12,7 +12,7 @@ import textwrap
 def test_the_last_buffered_step_is_written_when_the_process_exits(tmp_path):
     script = textwrap.dedent(
         f"""
-        from rewardkit.bindings.verl import compute_score_batch
+        from rewardkit_bindings.verl import compute_score_batch
 
         config = {{"rl.reward.provider": "exact-match",
                    "rl.monitor": {{"reference": "exact-match", "logdir": {str(tmp_path)!r},

@@ -11,10 +11,10 @@ import pytest
 from nih_judge_helpers import judge_params
 
 from rewardkit.catalog import resolve_catalog
-from rewardkit.testing import Case, RewardProviderTests, Sample
 from rewardkit_nih_judge.compare import make_compare_judge
 from rewardkit_nih_judge.rubric import make_rubric_judge
 from rewardkit_nih_judge.testing import ScriptedJudge
+from rewardkit_testing import Case, RewardProviderTests, Sample
 
 
 def test_providers_resolve_by_name_from_this_distribution():

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-import rewardkit.bindings.openrlhf as openrlhf_binding
-import rewardkit.bindings.trl as trl_binding
-import rewardkit.bindings.verl as verl_binding
-from rewardkit.bindings.loading import forget_rewards, reward_for
+import rewardkit_bindings.openrlhf as openrlhf_binding
+import rewardkit_bindings.trl as trl_binding
+import rewardkit_bindings.verl as verl_binding
+from rewardkit_bindings.loading import forget_rewards, reward_for
 from rewardkit_ray.backend import RayReward
 
 SPEC = {"components": [{"provider": "exact-match", "weight": 2.0}, {"provider": "nonempty", "weight": 0.5}]}

@@ -20,11 +20,11 @@ import rewardkit
 from rewardkit import Reward
 from rewardkit.backpressure import RequestTooLarge
 from rewardkit.composition import CompositionError
-from rewardkit.composition_vectors import check_vector, load_reward_vectors
 from rewardkit.config import load_config
 from rewardkit.errors import IdentityMismatchError
 from rewardkit.identity import provider_identity
 from rewardkit_ray.backend import ActorsLostError, RayReward
+from rewardkit_testing.composition_vectors import check_vector, load_reward_vectors
 
 REPO = Path(__file__).resolve().parents[3]
 CATALOG = "ray_catalog:catalog"

@@ -3,7 +3,7 @@
 process. A live service on loopback scores what the bindings send (its rollout counter moves and
 the values are the in-process ones); a dead service URL fails every binding. The Ray backend is
 tested on a real cluster in ``plugins/ray/tests/test_bindings_ray.py``, the Ray backend without Ray
-and the local backend in the core's ``tests/test_bindings_backends.py``."""
+and the local backend in rewardkit-bindings' ``tests/test_bindings_backends.py``."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import pytest
 from service_fixtures import start_server
 
-import rewardkit.bindings.openrlhf as openrlhf_binding
-import rewardkit.bindings.trl as trl_binding
-import rewardkit.bindings.verl as verl_binding
-from rewardkit.bindings.loading import forget_rewards
+import rewardkit_bindings.openrlhf as openrlhf_binding
+import rewardkit_bindings.trl as trl_binding
+import rewardkit_bindings.verl as verl_binding
+from rewardkit_bindings.loading import forget_rewards
 from rewardkit_service.client import RemoteReward, RemoteServiceError
 from rewardkit_service.testing import ServerProcess
 

@@ -15,10 +15,10 @@ from service_fixtures import gsm8k_groups, start_server
 
 import rewardkit
 from rewardkit.catalog import resolve_catalog
-from rewardkit.composition_vectors import check_vector, load_reward_vectors
 from rewardkit.errors import PreflightError, RewardContractError
 from rewardkit_service.client import RemoteReward, RemoteServiceError
 from rewardkit_service.testing import ServerProcess
+from rewardkit_testing.composition_vectors import check_vector, load_reward_vectors
 
 CONFIG = """
 rl.reward.provider: gsm8k
@@ -306,7 +306,7 @@ def test_get_reward_refuses_a_reward_that_needs_candidate_fields_it_cannot_carry
 
 
 def test_get_reward_cuts_responses_exactly_as_the_in_process_binding(server):
-    from rewardkit.bindings.openrlhf import reward_func
+    from rewardkit_bindings.openrlhf import reward_func
 
     prompts = ["Q: 2+2?\nA: ", "Q: 3+3?\nA: ", "Q: 2+2?\nA:"]
     queries = [

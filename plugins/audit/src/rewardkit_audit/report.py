@@ -2,7 +2,7 @@
 
 An attack **leaks** when, paired over the rows both were scored on, the one-sided 95% lower bound
 of (attack final - honest-wrong final) exceeds the margin: ``margin`` times the range of every
-final the audit observed (``rewardkit.stats.paired_interval``; with one row, the row's own
+final the audit observed (``rewardkit_stats.paired_interval``; with one row, the row's own
 difference). In a reward of several components the same test runs on each component's own value
 too: an attack leaks when it leaks on the total or on any component it was aimed at, and the report
 gives the gain it brings that component and the total. An attack that made any candidate ``error``
@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rewardkit.plugin import format_table, paired_interval
+from rewardkit.plugin import format_table
+from rewardkit_stats import paired_interval
 
 if TYPE_CHECKING:
     from rewardkit_audit.plan import ProviderFacts

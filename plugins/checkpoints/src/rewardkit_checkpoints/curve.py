@@ -8,7 +8,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from rewardkit.plugin import RewardkitError, install_line, paired_interval
+from rewardkit.plugin import RewardkitError, install_line
+from rewardkit_stats import paired_interval
 
 _STEP = re.compile(r"^step-(\d+)\.summary\.json$")
 

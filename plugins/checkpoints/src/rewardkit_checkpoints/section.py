@@ -66,7 +66,7 @@ class ServingChoice(Section):
 
 
 class GateConfig(Section):
-    """``checkpoints.gate``: the regression gate (see rewardkit.stats.gate)."""
+    """``checkpoints.gate``: the regression gate (see rewardkit_stats.gate)."""
 
     tolerance: float = Field(default=0.01, ge=0, allow_inf_nan=False)
     alpha: float = Field(default=0.05, gt=0, lt=1)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rewardkit.plugin import RegressionGate, RewardkitConfig, RewardkitError, RewardLike, serving_strategies
+from rewardkit.plugin import RewardkitConfig, RewardkitError, RewardLike, serving_strategies
 from rewardkit_checkpoints.discovery import Found, Settling, discover
 from rewardkit_checkpoints.evaluate import (
     check_same_reward,
@@ -39,6 +39,7 @@ from rewardkit_checkpoints.evaluate import (
 )
 from rewardkit_checkpoints.generation import prompt_problem
 from rewardkit_checkpoints.section import CheckpointsConfig
+from rewardkit_stats import RegressionGate
 
 EXIT_GATE = 3
 BASE = "base"

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rewardkit.plugin import incomplete_beta
+from rewardkit_stats.distributions import incomplete_beta
 
 # false alarms per honest run of 1,000 steps -> signal -> CUSUM threshold h
 # BEGIN THRESHOLDS (rewritten by `python benchmarks/monitor_calibration.py --write`)
@@ -369,7 +369,7 @@ def smallest_threshold(peaks: np.ndarray, share: float, decimals: int = 2) -> fl
 
 def clopper_pearson(successes: int, trials: int, level: float = 0.95) -> tuple[float, float]:
     """The exact (Clopper-Pearson) interval of a binomial proportion, by bisection on the
-    binomial tail (``rewardkit.stats``' incomplete beta)."""
+    binomial tail (``rewardkit_stats``' incomplete beta)."""
     if trials <= 0 or not 0 <= successes <= trials:
         raise ValueError(f"need 0 <= successes <= trials and trials > 0, got {successes}/{trials}")
     tail = (1 - level) / 2
