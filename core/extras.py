@@ -72,6 +72,7 @@ DISTRIBUTIONS: dict[str, Distribution] = {
         Distribution("rewardkit-view", "plugins/view"),
         Distribution("rewardkit-bindings", "plugins/bindings"),
         Distribution("rewardkit-stats", "plugins/stats"),
+        Distribution("rewardkit-supervise", "plugins/supervise"),
         Distribution("rewardkit-testing", "plugins/testing"),
     )
 }

@@ -45,6 +45,7 @@ MOVED_OUT: dict[str, tuple[str, str]] = {
     "rewardkit.bindings.groups": ("rewardkit-bindings", "sample_groups"),
     "rewardkit.bindings.plugin": ("rewardkit-bindings", "plugin"),
     "rewardkit.stats": ("rewardkit-stats", ""),
+    "rewardkit.supervise": ("rewardkit-supervise", ""),
     # test tooling: the conformance kit and the shared composition vectors
     "rewardkit.testing": ("rewardkit-testing", ""),
     "rewardkit.composition_vectors": ("rewardkit-testing", "composition_vectors"),

@@ -233,9 +233,6 @@ if TYPE_CHECKING:
     from rewardkit.stream import (
         astream_of,
     )
-    from rewardkit.supervise import (
-        ProcessTree,
-    )
     from rewardkit.tables import (
         format_table,
     )
@@ -316,7 +313,6 @@ _WHERE: dict[str, tuple[str, str]] = {
     "ParamsModel": ("rewardkit.params", "ParamsModel"),
     "PreflightError": ("rewardkit.errors", "PreflightError"),
     "PreparedRow": ("rewardkit.data", "PreparedRow"),
-    "ProcessTree": ("rewardkit.supervise", "ProcessTree"),
     "ProviderError": ("rewardkit.errors", "ProviderError"),
     "ProviderRecord": ("rewardkit.provenance", "ProviderRecord"),
     "ProviderRegistrar": ("rewardkit.protocols", "ProviderRegistrar"),
@@ -482,7 +478,6 @@ __all__ = [
     "ParamsModel",
     "PreflightError",
     "PreparedRow",
-    "ProcessTree",
     "ProviderError",
     "ProviderRecord",
     "ProviderRegistrar",

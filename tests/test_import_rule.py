@@ -2,8 +2,9 @@
 
 The core imports no distribution (it reaches a verb or backend of one lazily, by name, through
 ``rewardkit.extras.import_optional``); distributions import the core and themselves; plugins never
-import each other, except the shared libraries (media protocol, statistics), which exist to be
-shared. A distribution that imports another one also declares it as a dependency, so it installs alone.
+import each other, except the shared libraries (media protocol, statistics, process supervision),
+which exist to be shared. A distribution that imports another one also declares it as a dependency,
+so it installs alone.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ else:
 ROOT = Path(__file__).resolve().parents[1]
 CORE_IMPORT = "rewardkit"
 # import names any plugin may depend on: libraries that register no hooks and exist to be shared (the
-# media protocol client; the statistics of checkpoints, audit and monitor)
-SHARED_LIBRARIES = {"rewardkit_media", "rewardkit_stats"}
+# media protocol client; the statistics of checkpoints, audit and monitor; the process trees servers run as)
+SHARED_LIBRARIES = {"rewardkit_media", "rewardkit_stats", "rewardkit_supervise"}
 
 
 @dataclass(frozen=True)

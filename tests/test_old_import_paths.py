@@ -24,6 +24,8 @@ def test_every_old_path_maps_to_a_module_of_its_distribution():
     assert moved.new_path("rewardkit.media") == "rewardkit_media"
     assert moved.new_path("rewardkit.stats") == "rewardkit_stats"
     assert moved.new_path("rewardkit.stats.distributions") == "rewardkit_stats.distributions"
+    assert moved.new_path("rewardkit.supervise") == "rewardkit_supervise"
+    assert moved.new_path("rewardkit.supervise.process_tree") == "rewardkit_supervise.process_tree"
     assert moved.new_path("rewardkit.testing") == "rewardkit_testing"
     assert moved.new_path("rewardkit.composition_vectors") == "rewardkit_testing.composition_vectors"
     assert moved.new_path("rewardkit.binding") == "rewardkit.bound_provider"

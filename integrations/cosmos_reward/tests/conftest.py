@@ -24,9 +24,9 @@ import numpy as np
 import pytest
 from cosmos_harness import IMAGE_TYPE, TOKEN_ENV, VIDEO_TYPE
 
-from rewardkit.supervise import ProcessTree, session_pids
 from rewardkit.transport import run_sync
 from rewardkit_media.service import MediaServiceClient
+from rewardkit_supervise import ProcessTree, session_pids
 
 HOOKS = Path(__file__).resolve().parent.parent / "hooks"
 UTILS = (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.supervise import session_pids
+from rewardkit_supervise import session_pids
 from rewardkit_vllm.testing import build_lora_adapter, build_tiny_llama
 
 

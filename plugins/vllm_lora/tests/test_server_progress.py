@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import rewardkit_vllm.server as server_module
-from rewardkit.supervise import StartError, session_pids
+from rewardkit_supervise import StartError, session_pids
 from rewardkit_vllm.server import VllmServer
 
 STUB = """\

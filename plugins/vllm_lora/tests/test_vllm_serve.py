@@ -15,7 +15,7 @@ from conftest import assert_gone, complete, vllm_processes
 
 from rewardkit.catalog import serving_strategies
 from rewardkit.errors import RewardkitError
-from rewardkit.supervise import StartError, session_pids
+from rewardkit_supervise import StartError, session_pids
 from rewardkit_vllm import VllmLoraStrategy, VllmServeStrategy
 from rewardkit_vllm.testing import greedy
 

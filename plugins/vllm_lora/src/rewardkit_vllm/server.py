@@ -19,7 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rewardkit.plugin import ProcessTree, RewardkitError, list_models
+from rewardkit.plugin import RewardkitError, list_models
+from rewardkit_supervise import ProcessTree
 from rewardkit_vllm.launch import installed_build
 
 # Set for every server: loopback only (vLLM's internal sockets otherwise bind the machine's

@@ -1,6 +1,6 @@
 """Running other programs (model servers, reward services) so that none outlives its owner."""
 
-from rewardkit.supervise.process_tree import ProcessTree, StartError
-from rewardkit.supervise.sessions import session_pids
+from rewardkit_supervise.process_tree import ProcessTree, StartError
+from rewardkit_supervise.sessions import session_pids
 
 __all__ = ["ProcessTree", "StartError", "session_pids"]

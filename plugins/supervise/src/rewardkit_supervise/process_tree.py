@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from rewardkit.errors import RewardkitError
-from rewardkit.supervise.sessions import end_session, session_pids
+from rewardkit.plugin import RewardkitError
+from rewardkit_supervise.sessions import end_session, session_pids
 
 _PR_SET_PDEATHSIG = 1
 _WATCHDOG = str(Path(__file__).with_name("sessions.py"))

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from rewardkit.supervise import ProcessTree, StartError, session_pids
+from rewardkit_supervise import ProcessTree, StartError, session_pids
 
 # A server-like tree: the main process ignores SIGTERM (as vLLM does while starting), and a
 # child leaves the process group and ignores SIGTERM too (as an engine process that outlives
@@ -78,7 +78,7 @@ def test_owner_killed_leaves_nothing(tmp_path):
     owner = textwrap.dedent(
         f"""
         import sys, time
-        from rewardkit.supervise import ProcessTree
+        from rewardkit_supervise import ProcessTree
         log = {str(tmp_path / "log")!r}
         tree = ProcessTree([sys.executable, "-c", {STUBBORN!r}], log_path=log, grace_s=0.3)
         tree.start()
