@@ -7,17 +7,28 @@ it can take its step. Two ways to score, each on a warm reward:
 - **streaming**: ``reward.stream()``, each group submitted as soon as it is generated; the trainer waits
   from the last group's hand-over until ``close()`` returns the batch.
 
-Reported per reward: both waits; the cost of scoring the last group alone (``score([last])`` on a fresh
-reward, its answers new to it as in the stream), right after the reward's warm-up (``last_group_s``) and
-after the reward was idle as long as the stream's was before the last group (``last_group_idle_s``: the
-gap between the last two hand-overs; an idle reward's worker processes and caches are cold, which costs
-the math verifier about half a millisecond on its own); the streaming wait as a multiple of each; and
-what the stream adds to the idle one in milliseconds (the stream's own cost: a hand-off to a thread,
-unless the reward is cheap and scored in ``submit``'s thread, and the last group's share of the report,
-merged as the groups finish). Goal (issue 46): streaming leaves at most the cost of the last group plus
-10% (``stream_over_last_group`` at most 1.10; ``goal_met`` holds it to ``last_group_s`` as the goal was
-first measured, ``stream_over_idle_last_group`` to the idle one). Each wait is the median of
-``--repeats`` runs, each on a fresh reward.
+Reported per reward: both waits; the cost of scoring the last group alone, right after the reward's
+warm-up (``last_group_s``: ``score([last])``) and where the stream meets it (``last_group_idle_s``:
+the same generation loop replayed, a stream taking every group before the last, then ``score([last])``
+timed from the last hand-over: the reward exactly as warm, and as long idle, as the stream's); the
+streaming wait as a multiple of each; and what the stream adds to the second in milliseconds (its
+own cost: ``submit``'s bookkeeping and the last group's share of the report, merged as the groups
+finish; the group itself is scored by ``close()``'s thread when no stream thread has taken it yet).
+Each wait is timed from the trainer's side: from the moment the last group is handed over (before
+its ``submit``) to the scored batch.
+
+Goal (issue 46): streaming leaves at most the cost of the last group plus 10%; ``goal_met`` holds
+``streaming_s`` to 1.10 x ``last_group_idle_s``. The cost of the last group is taken where the
+stream meets it because that is the only cost a trainer could get instead: a last group always
+arrives after a gap (the time its longest response takes to decode past the previous group's), and a
+reward idle for that gap may be slower by itself (cold CPU caches, threads asleep), streamed or not,
+so the warm ``last_group_s`` is a cost no scoring of that group could be sure to have. It is
+reported beside it (``stream_over_last_group``), and a first version of this benchmark held the goal
+to it. Every measured path is equally warm: the warm-up scores groups outside the batch and, for
+math, a group only math-verify decides, so that the verifier's worker processes are started before
+any timing (before, the after-batch time included their start, seconds, and so the generation span
+and the gap before the last group did). Each wait is the median of ``--repeats`` runs, each on a
+fresh reward, the three waits taken in turn within a repeat.
 
 When groups finish. A group is done when its longest response is; the batch decodes together at one
 rate, so group ``g`` is handed over at ``span * longest(g) / longest(batch)``. The response lengths are
@@ -92,6 +103,33 @@ def math_groups(rows: list[dict[str, Any]]) -> list[Group]:
     ]
 
 
+def math_worker_warm_group() -> Group:
+    """A group that only math-verify can decide (eight spellings of one polynomial, none the
+    reference's): scored in the warm-up, it starts the math worker processes, as a run's first
+    steps have, so that no measured path starts them (the batch's own groups may need them or not)."""
+    spellings = [
+        "(x+1)^2",
+        "(1+x)^2",
+        "x(x+2)+1",
+        "(x+1)(x+1)",
+        "x^2+1+2x",
+        "2x+x^2+1",
+        "(x+1)(1+x)",
+        "1+x(2+x)",
+    ]
+    return (
+        "warm-workers",
+        [
+            {
+                "trajectory_id": f"warm-workers-{index}",
+                "completion": f"So the answer is $\\boxed{{{spelling}}}$.",
+                "reference": "x^2+2x+1",
+            }
+            for index, spelling in enumerate(spellings)
+        ],
+    )
+
+
 def judge_groups(rows: list[dict[str, Any]]) -> list[Group]:
     return [
         (
@@ -154,49 +192,63 @@ def streamed(reward: RewardLike, groups: list[Group], handovers: list[float]) ->
     assert isinstance(reward, rewardkit.Reward)
     order = sorted(range(len(groups)), key=lambda index: handovers[index])
     with reward.stream() as stream:
-        start = time.perf_counter()
+        start = handed_over = time.perf_counter()
         for index in order:
             delay = start + handovers[index] - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)  # the policy is still generating this group
+            handed_over = time.perf_counter()  # the last one's submit is the trainer's to wait for too
             stream.submit(groups[index])
-        last = time.perf_counter()
         stream.close()
-    return time.perf_counter() - last
+    return time.perf_counter() - handed_over
 
 
 Way = Callable[[RewardLike, list[Group], list[float]], float]
 
 
-def after_idle(idle_s: float) -> Way:
-    """``after_batch`` once the reward has been idle for ``idle_s``, as the stream's reward is before
-    the last group is handed over."""
-
-    def way(reward: RewardLike, groups: list[Group], handovers: list[float]) -> float:
-        time.sleep(idle_s)
-        return after_batch(reward, groups, handovers)
-
-    return way
+def last_group_where_streamed(reward: RewardLike, groups: list[Group], handovers: list[float]) -> float:
+    """Seconds ``score([last])`` takes at the last hand-over of the same generation loop, a stream
+    having taken every group before it (and closed): the last group's own cost with the reward
+    exactly as warm, and as long idle, as the stream's is when the last group reaches it."""
+    assert isinstance(reward, rewardkit.Reward)
+    order = sorted(range(len(groups)), key=lambda index: handovers[index])
+    start = time.perf_counter()
+    with reward.stream() as stream:
+        for index in order[:-1]:
+            delay = start + handovers[index] - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            stream.submit(groups[index])
+    delay = start + handovers[order[-1]] - time.perf_counter()
+    if delay > 0:
+        time.sleep(delay)
+    handed_over = time.perf_counter()
+    reward.score([groups[order[-1]]])
+    return time.perf_counter() - handed_over
 
 
 def on_a_fresh_reward(
-    config: dict[str, Any],
-    warm: list[Group],
-    way: Way,
-    groups: list[Group],
-    handovers: list[float],
-    repeats: int = 1,
+    config: dict[str, Any], warm: list[Group], way: Way, groups: list[Group], handovers: list[float]
 ) -> float:
     """``way`` timed on a reward of its own, warmed on groups outside the batch: the providers' caches
     (parsed answers, compiled checks) hold nothing of the batch, as in training, where answers are
-    new. The median of ``repeats`` runs, each on a fresh reward: a millisecond on two shared cores
-    is noisy."""
-    times = []
+    new."""
+    with rewardkit.load(config) as reward:
+        reward.score(warm)  # worker processes, sandbox slots, HTTP connections started
+        return way(reward, groups, handovers)
+
+
+def medians(
+    config: dict[str, Any], warm: list[Group], ways: list[tuple[Way, list[Group], list[float]]], repeats: int
+) -> list[float]:
+    """Each way's median of ``repeats`` runs, each on a fresh reward, the ways taken in turn within
+    a repeat: a millisecond on two shared cores is noisy, and the noise drifts, so that no way has
+    a quieter stretch of the run to itself."""
+    times: list[list[float]] = [[] for _ in ways]
     for _ in range(repeats):
-        with rewardkit.load(config) as reward:
-            reward.score(warm)  # worker processes, sandbox slots, HTTP connections started
-            times.append(way(reward, groups, handovers))
-    return statistics.median(times)
+        for index, (way, groups, handovers) in enumerate(ways):
+            times[index].append(on_a_fresh_reward(config, warm, way, groups, handovers))
+    return [statistics.median(each) for each in times]
 
 
 def measure(
@@ -210,12 +262,18 @@ def measure(
     batch_s = on_a_fresh_reward(config, warm, after_batch, groups, [])
     span = GENERATION_OVER_REWARD * batch_s
     handovers = [span * fraction for fraction in fractions[: len(groups)]]
-    stream_s = on_a_fresh_reward(config, warm, streamed, groups, handovers, repeats)
-    order = sorted(range(len(groups)), key=lambda index: handovers[index])
+    order = sorted(range(len(groups)), key=lambda index: handovers[index])  # as the stream takes them
     last = groups[order[-1]]
-    last_s = on_a_fresh_reward(config, warm, after_batch, [last], [], repeats)
-    idle_s = handovers[order[-1]] - handovers[order[-2]] if len(order) > 1 else 0.0
-    idle_last_s = on_a_fresh_reward(config, warm, after_idle(idle_s), [last], [], repeats)
+    stream_s, last_s, idle_last_s = medians(
+        config,
+        warm,
+        [
+            (streamed, groups, handovers),
+            (after_batch, [last], []),
+            (last_group_where_streamed, groups, handovers),
+        ],
+        repeats,
+    )
     return {
         "reward": name,
         "groups": len(groups),
@@ -229,7 +287,7 @@ def measure(
         "stream_over_idle_last_group": stream_s / idle_last_s,
         "stream_minus_idle_last_ms": 1000 * (stream_s - idle_last_s),  # the stream's own cost
         "after_batch_over_streaming": batch_s / stream_s,
-        "goal_met": stream_s <= GOAL * last_s,
+        "goal_met": stream_s <= GOAL * idle_last_s,
     }
 
 
@@ -254,7 +312,7 @@ def main() -> None:
             "math",
             {"rl.group_size": 8, "rl.reward.provider": "math"},
             math_groups(rows_of_math),
-            math_groups(warm_rows),
+            [*math_groups(warm_rows), math_worker_warm_group()],
             fractions,
             args.repeats,
         ),
@@ -293,7 +351,7 @@ def main() -> None:
         "overlap",
         rows,
         {
-            "goal": f"streaming_s <= {GOAL} x last_group_s",
+            "goal": f"streaming_s <= {GOAL} x last_group_idle_s",
             "handover_fractions": handover,
             "handover_source": str(MATH_ROWS.relative_to(ROOT)),
             "generation_span": f"{GENERATION_OVER_REWARD} x after_batch_s",

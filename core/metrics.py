@@ -73,41 +73,43 @@ class MetricsMerge:
     def __init__(self) -> None:
         self.parts = 0
         self._counts: dict[str, float] = {}
-        self._sums: dict[str, float] = {}
-        self._weights: dict[str, float] = {}
-        self._only: dict[str, float | None] = {}  # a mean's value while one part reports it, else None
+        # A mean's weighted sum, its weight, and its value while one part reports it (else None).
+        self._means: dict[str, tuple[float, float, float | None]] = {}
 
     def add(
         self, metrics: Mapping[str, float], weights: Mapping[str, float], default_weight: float | None = None
     ) -> None:
         """One part's report; ``default_weight`` weighs a mean it gives no weight for. A part that cannot
         be merged changes nothing (checked before anything is added)."""
+        counts: list[tuple[str, float]] = []
         means: list[tuple[str, float, float]] = []
         for name, value in metrics.items():
             if name.endswith("_count"):
-                continue
-            weight = weights.get(name, default_weight)
-            if weight is None:
+                counts.append((name, value))
+            elif (weight := weights.get(name, default_weight)) is None:
                 raise RewardkitError(f"metric {name!r} of part {self.parts} has no weight to merge it by")
-            means.append((name, value, float(weight)))
-        for name, value in metrics.items():
-            if name.endswith("_count"):
-                self._counts[name] = self._counts.get(name, 0.0) + value
+            else:
+                means.append((name, value, float(weight)))
+        for name, value in counts:
+            self._counts[name] = self._counts.get(name, 0.0) + value
         for name, value, weight in means:
-            self._only[name] = value if name not in self._sums else None
-            self._sums[name] = self._sums.get(name, 0.0) + value * weight
-            self._weights[name] = self._weights.get(name, 0.0) + weight
+            known = self._means.get(name)
+            self._means[name] = (
+                (value * weight, weight, value)
+                if known is None
+                else (known[0] + value * weight, known[1] + weight, None)
+            )
         self.parts += 1
 
     def result(self) -> tuple[dict[str, float], dict[str, float]]:
         """The merged ``(metrics, weights)`` of the parts added so far."""
         merged = dict(self._counts)  # counts and means never share a name: "_count" decides which one it is
-        for name, total in self._sums.items():
-            if self._weights[name]:
-                kept = self._only[name]
-                merged[name] = kept if kept is not None else total / self._weights[name]
-        weights = ((name, weight) for name, weight in self._weights.items() if weight)
-        return dict(sorted(merged.items())), dict(sorted(weights))
+        weights = {}
+        for name, (total, weight, only) in self._means.items():
+            if weight:
+                merged[name] = only if only is not None else total / weight
+                weights[name] = weight
+        return dict(sorted(merged.items())), dict(sorted(weights.items()))
 
 
 def merge_metrics(

@@ -29,7 +29,7 @@ _new_tuple = tuple.__new__
 class SplitBatchFinisher:
     """The finisher of one batch scored in parts: ``finish(parts)``, or for a caller that streams
     them (the score job) ``add_report`` per part, ``scale_by_batch`` first under ``batch`` scaling,
-    ``advantages`` per run of whole groups, then ``report``."""
+    ``advantages`` per run of whole groups (or ``add_advantages``, given), then ``report``."""
 
     def __init__(self, scaling: Scaling = "group", *, std: StdKind = "sample", eps: float = EPSILON) -> None:
         self.scaling: Scaling = scaling
@@ -69,6 +69,11 @@ class SplitBatchFinisher:
         for group in advantages:
             self._advantages.extend(group)
         return advantages
+
+    def add_advantages(self, advantages: Iterable[float]) -> None:
+        """Advantages given out elsewhere (a stream's groups, each scored alone under ``group`` or
+        ``none`` scaling), kept for the batch's ``abs_mean``."""
+        self._advantages.extend(advantages)
 
     def report(self) -> tuple[dict[str, float], dict[str, float]]:
         """The parts' reports merged, each ``*/advantage/abs_mean`` from the advantages given out."""

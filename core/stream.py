@@ -10,9 +10,11 @@ one ``score`` call on the whole batch reports it.
 Cost. What a stream adds to the last group's own scoring is kept small, since it is what the trainer
 waits for after generation: a group of a reward whose every provider is ``cheap`` (the criterion
 ``score`` uses to score in the calling thread) is scored in ``submit``'s own thread, so its future is
-done when ``submit`` returns; and each group's result and report join the batch as the group
-finishes (in submission order, so the report is the same whichever group finishes first), leaving
-``close()`` only the last group's part and the batch report built from the running merge.
+done when ``submit`` returns; a group no stream thread has taken yet when ``close()`` is called is
+scored by ``close()``'s own thread, which would only wait; and each group's result and report join
+the batch as the group finishes (in submission order, so the report is the same whichever group
+finishes first), leaving ``close()`` only the last group's part and the batch report built from the
+running merge.
 
 Failure. A group that fails (a ``RewardContractError``, a provider error under ``onError: raise``, a
 timeout) fails its own future and the stream: the groups still pending are cancelled, ``submit``
@@ -29,8 +31,9 @@ import contextlib
 import contextvars
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -104,9 +107,13 @@ class RewardStream:
         self._submitted: set[str] = set()
         self._started: set[str] = set()  # submitted groups past the wait for capacity
         self._futures: list[tuple[Future[ScoredGroup], int]] = []  # with each group's rollouts
-        # Each group's whole run (its scoring, then its merge), what close() waits for: a group's
+        # Groups whose run (scoring, then merge) has not ended, what close() waits for: a group's
         # future is set before its merge, so that the trainer gets it without waiting for that.
-        self._runs: list[Future[None]] = []
+        self._running = 0
+        self._ended = threading.Condition(self._lock)
+        # Groups handed to the threads and not taken yet, oldest first: a thread takes one per
+        # hand-off, and close() takes what is left rather than wait for a thread to wake up for it.
+        self._queued: deque[Callable[[], None]] = deque()
         # The running batch: groups scored but not merged yet (one submitted before them is still
         # scored), and the merged prefix of ``_order``, groups and report (in the finisher).
         self._unmerged: dict[str, ScoredBatch] = {}
@@ -139,26 +146,34 @@ class RewardStream:
                 self._submitted.discard(group_id)
             raise
         future: Future[ScoredGroup] = Future()
-        run: Future[None] = Future()
         with self._lock:
             if self._failure is not None or self._closed:  # failed or left while this one waited
                 self._release(weight)
                 self._withdraw(group_id)
                 self._check_open()
             self._futures.append((future, weight))
-            self._runs.append(run)
+            self._running += 1
             self._started.add(group_id)
             if not self._in_submitting_thread:
+                context = contextvars.copy_context()
+                self._queued.append(lambda: context.run(self._run, future, (group_id, rollouts), weight))
                 # Under the lock: close() cannot shut the threads down between the check and this.
-                self._executor.submit(
-                    contextvars.copy_context().run, self._run, run, future, (group_id, rollouts), weight
-                )
+                self._executor.submit(self._run_queued)
                 return future
-        self._run(run, future, (group_id, rollouts), weight)
+        self._run(future, (group_id, rollouts), weight)
         error = None if future.cancelled() else future.exception()
         if error is not None and not isinstance(error, Exception):
             raise error  # a KeyboardInterrupt while scoring here is the caller's, not the group's
         return future
+
+    def _run_queued(self) -> bool:
+        """Score the oldest group no thread has taken yet; False when there was none."""
+        with self._lock:
+            if not self._queued:
+                return False
+            run = self._queued.popleft()
+        run()
+        return True
 
     def _withdraw(self, group_id: str) -> None:
         """Take a group that never started out of the batch (under the lock); the groups submitted
@@ -186,25 +201,17 @@ class RewardStream:
         if self._limiter is not None:
             self._limiter.release(weight)
 
-    def _run(
-        self, run: Future[None], future: Future[ScoredGroup], group: tuple[str, Rollouts], weight: int
-    ) -> None:
+    def _run(self, future: Future[ScoredGroup], group: tuple[str, Rollouts], weight: int) -> None:
+        part = None
         try:
             part = self._score(future, group, weight)
-            if part is not None:
-                self._merge(group[0], part)
         finally:
-            run.set_result(None)  # last: close() returns only once nothing of the group runs
-
-    def _one_batch(self) -> contextlib.ExitStack:
-        """In process, every group spends the stream's one rerun budget and shares equal answers with
-        the stream's other groups; a backend scoring in another process has both per request there."""
-        scope = contextlib.ExitStack()
-        if self._budget is not None:
-            scope.enter_context(shared_budget(self._budget))
-        if self._shared is not None:
-            scope.enter_context(shared_results.sharing(self._shared))
-        return scope
+            with self._lock:
+                if part is not None:  # into the running batch, so that close() has only the rest to do
+                    self._unmerged[group[0]] = part
+                    self._merge_ready()
+                self._running -= 1  # last: close() returns only once nothing of the group runs
+                self._ended.notify_all()
 
     def _score(
         self, future: Future[ScoredGroup], group: tuple[str, Rollouts], weight: int
@@ -213,7 +220,13 @@ class RewardStream:
         try:
             if not future.set_running_or_notify_cancel():
                 return None  # cancelled while queued; cancel() gave its capacity back
-            with cancellation.entered(self._scope), self._one_batch():
+            # In process, every group spends the stream's one rerun budget and shares equal answers
+            # with its other groups; a backend scoring in another process has both per request there.
+            budget = contextlib.nullcontext() if self._budget is None else shared_budget(self._budget)
+            sharing = (
+                contextlib.nullcontext() if self._shared is None else shared_results.sharing(self._shared)
+            )
+            with cancellation.entered(self._scope), budget, sharing:
                 self._scope.raise_if_cancelled()
                 part = self._score_one_group(group)
                 # Work stopped by the cancel may have come back as an error scored by onError:
@@ -229,12 +242,6 @@ class RewardStream:
         future.set_result(part.groups[0])
         return part
 
-    def _merge(self, group_id: str, part: ScoredBatch) -> None:
-        """Add a scored group to the running batch, so that close() has only the rest to do."""
-        with self._lock:
-            self._unmerged[group_id] = part
-            self._merge_ready()
-
     def _merge_ready(self) -> None:
         """Merge, in submission order, every scored group whose predecessors are merged (under the
         lock): the report is then the same whichever group finishes first."""
@@ -245,8 +252,8 @@ class RewardStream:
                     return  # the next group in order is not scored yet; its own merge goes on from here
                 scored = part.groups[0]
                 self._finisher.add_report(part.metrics, part.metric_weights)
-                # For the batch's advantage mean; equal to the group's own (a group's are its own alone).
-                self._finisher.advantages([[candidate.final for candidate in scored.candidates]])
+                # For the batch's advantage mean: a group's advantages in the batch are its own alone.
+                self._finisher.add_advantages([candidate.advantage for candidate in scored.candidates])
                 self._merged_groups.append(scored)
                 self._providers = self._providers or part.providers
         except Exception as error:
@@ -282,9 +289,13 @@ class RewardStream:
             # A group still waiting for capacity is refused when it gets it: it is no part of the batch.
             for group_id in [group_id for group_id in self._order if group_id not in self._started]:
                 self._withdraw(group_id)
-            runs = list(self._runs)
-        wait(runs)
-        # Every group has ended (its run is set last): the idle threads need no joining.
+        # The caller would only wait: it scores the groups no thread has started (after the last
+        # hand-over, often the last group: no wake-up of a thread, then of the caller, to wait for).
+        while self._run_queued():
+            pass
+        with self._ended:
+            self._ended.wait_for(lambda: not self._running)
+        # Every group has ended (its count taken down last): the idle threads need no joining.
         self._executor.shutdown(wait=False)
 
     def close(self) -> ScoredBatch:

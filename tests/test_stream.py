@@ -116,6 +116,30 @@ def test_a_group_is_handed_back_while_a_group_submitted_before_it_is_still_score
     assert_same_batch(stream.close(), whole)
 
 
+def test_close_scores_a_group_no_stream_thread_has_taken_in_its_own_thread():
+    # The caller of close() would only wait: it scores a queued group (after the last hand-over,
+    # usually the last group) instead of waking a stream thread for it and being woken in turn.
+    settings = {"group_size": 2, "concurrency": 1}  # one thread: g1 queues behind the held g0
+    with rewardkit.load(config([{"provider": "held"}], **settings)) as reward:
+        scored_in: list[threading.Thread] = []
+
+        def scored(_: Future[ScoredGroup]) -> None:
+            scored_in.append(threading.current_thread())  # a future's callbacks run where it is set
+            stream_fixtures.GATES["g0"].set()
+
+        with reward.stream() as stream:
+            held = stream.submit(group("g0", ["hold:g0", "x"]))
+            stream_fixtures.STARTED["g0"].wait()
+            stream.submit(group("g1", ["one two", "three"])).add_done_callback(scored)
+            closed = stream.close()  # only g1 scored, here, lets the stream's one thread finish g0
+
+        assert scored_in == [threading.current_thread()]
+        assert held.result().group_id == "g0"
+        assert_same_batch(
+            closed, reward.score([group("g0", ["hold:g0", "x"]), group("g1", ["one two", "three"])])
+        )
+
+
 def test_a_cheap_group_is_scored_in_the_submitting_thread_and_done_when_submit_returns():
     # As score() scores cheap providers in the calling thread: a hand-off would cost more than the group.
     with rewardkit.load(config([{"provider": "noted"}], group_size=2)) as reward:
