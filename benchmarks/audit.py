@@ -76,8 +76,8 @@ def main() -> None:
 
 def _groups(config: dict[str, Any], result: Any) -> list[tuple[str, list[dict[str, Any]]]]:
     """Every group the audit scored, rebuilt from its rows and the registered builders."""
-    from rewardkit.attacks import reward_attacks
     from rewardkit.config import load_config
+    from rewardkit.seam.attacks import reward_attacks
     from rewardkit_audit.rows import audit_rows
 
     found = reward_attacks()

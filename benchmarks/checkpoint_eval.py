@@ -23,7 +23,7 @@ import numpy as np
 from _report import report
 
 from rewardkit.config import load_config
-from rewardkit.reward import load
+from rewardkit.scoring.reward import load
 from rewardkit_checkpoints.evaluate import evaluate, load_records
 from rewardkit_stats import paired_interval
 from rewardkit_vllm import VllmLoraStrategy, VllmServeStrategy

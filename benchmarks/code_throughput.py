@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_rl.code.provider import CaseOutcome, outcome_of_asserts
 from rewardkit_rl.code.reference import parse_reference
 from rewardkit_rl.code.sandbox import SandboxConfig, Slot

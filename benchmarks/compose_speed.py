@@ -18,7 +18,7 @@ import timeit
 from pathlib import Path
 from typing import Any
 
-from rewardkit.composition import ComponentOutcome, RewardSpec, compose
+from rewardkit.scoring.composition import ComponentOutcome, RewardSpec, compose
 
 BUDGET_US = 30.0
 

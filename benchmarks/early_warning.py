@@ -500,7 +500,7 @@ def replay_monitor(record: dict[str, Any]) -> dict[str, Any]:
     """Feed a finished run's recorded batches to a fresh monitor, as the TRL binding does during
     training (the same reward, groups, step and scalars), writing ``<run>/replay/monitor.jsonl``;
     returns the run's record summarised from that log."""
-    from rewardkit.observers import ObservedBatch
+    from rewardkit.scoring.observers import ObservedBatch
     from rewardkit_bindings.loading import monitor_for, reward_for
 
     setup = SETUPS[record["setup"]]

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _report import report
 
-from rewardkit.tables import format_table
+from rewardkit.job.tables import format_table
 from rewardkit_monitor import calibration
 from rewardkit_monitor.calibration import (
     ALARMED,

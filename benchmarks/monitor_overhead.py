@@ -23,7 +23,7 @@ from overhead import build_rollouts
 
 import rewardkit
 from rewardkit.config import load_config
-from rewardkit.observers import ObservedBatch, observer_for
+from rewardkit.scoring.observers import ObservedBatch, observer_for
 
 
 def main() -> None:

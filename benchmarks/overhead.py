@@ -146,7 +146,7 @@ class MonitoredPath:
 
     def __init__(self, group_size: int, reward: Any, groups: list[Any], reference: str | None) -> None:
         from rewardkit.config import load_config
-        from rewardkit.observers import ObservedBatch, observer_for
+        from rewardkit.scoring.observers import ObservedBatch, observer_for
 
         settings: dict[str, Any] = {"reference": reference}
         config = load_config({"rl": {"group_size": group_size, "reward": {"provider": "exact-match"},

@@ -65,7 +65,7 @@ from typing import Any
 from _report import report
 
 import rewardkit
-from rewardkit.protocols import RewardLike
+from rewardkit.seam.protocols import RewardLike
 
 ROOT = Path(__file__).resolve().parents[1]
 MATH_ROWS = ROOT / "testdata/shared/Qwen2.5-Math/evaluation/data/eval_rm_maj_example/math_cot_100.jsonl"

@@ -85,7 +85,7 @@ def group(sizes: list[int], seed: int) -> list[dict]:
 
 def run_one(args: argparse.Namespace) -> dict:
     """One way, in this process: load, warm up, then time one group."""
-    from rewardkit.catalog import resolve_catalog
+    from rewardkit.seam.catalog import resolve_catalog
     from rewardkit_rl.reward_models import batching, provider
 
     params = {

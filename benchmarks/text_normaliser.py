@@ -1,4 +1,5 @@
-"""Nanoseconds per character of ``rewardkit.text`` on 10 KiB texts, against ``str.lower`` in the same run.
+"""Nanoseconds per character of ``rewardkit.contracts.text`` on 10 KiB texts, against ``str.lower`` in the
+same run.
 
     python benchmarks/text_normaliser.py [--repeat 200]
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from _report import report
 
-from rewardkit.text import fold_lookalikes, is_blank, normalise, skeleton, visible
+from rewardkit.contracts.text import fold_lookalikes, is_blank, normalise, skeleton, visible
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = 10_240

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rewardkit.bound_provider import BoundProvider
-from rewardkit.catalog import Catalog, ProviderEntry, resolve_catalog
-from rewardkit.composition import CompositionError, RewardSpec, compose
 from rewardkit.config import load_config
 from rewardkit.contracts import (
     MetricContribution,
@@ -23,8 +20,8 @@ from rewardkit.contracts import (
     RewardProviderSpec,
     is_length_verdict,
 )
-from rewardkit.credentials import CredentialRef
-from rewardkit.errors import (
+from rewardkit.contracts.credentials import CredentialRef
+from rewardkit.contracts.errors import (
     ConfigError,
     DataError,
     IdentityMismatchError,
@@ -36,7 +33,14 @@ from rewardkit.errors import (
     RewardkitError,
     UnknownNameError,
 )
-from rewardkit.extensions import (
+from rewardkit.scoring.bound_provider import BoundProvider
+from rewardkit.scoring.composition import CompositionError, RewardSpec, compose
+from rewardkit.scoring.function_providers import provider
+from rewardkit.scoring.pointwise import map_candidates
+from rewardkit.scoring.reward import Reward, load
+from rewardkit.scoring.worker import RewardWorker, ScoredBatch
+from rewardkit.seam.catalog import Catalog, ProviderEntry, resolve_catalog
+from rewardkit.seam.extensions import (
     CatalogSpec,
     ConfigSectionSpec,
     RewardBackendSpec,
@@ -44,20 +48,16 @@ from rewardkit.extensions import (
     ServingStrategySpec,
     TrainerBindingSpec,
 )
-from rewardkit.function_providers import provider
-from rewardkit.hookspecs import hookimpl
-from rewardkit.moved import install as _install_moved_paths
-from rewardkit.plugins import DEFAULT_PLUGINS, load_plugins, reset_plugins
-from rewardkit.pointwise import map_candidates
-from rewardkit.reward import Reward, load
-from rewardkit.worker import RewardWorker, ScoredBatch
+from rewardkit.seam.hookspecs import hookimpl
+from rewardkit.seam.moved import install as _install_moved_paths
+from rewardkit.seam.plugins import DEFAULT_PLUGINS, load_plugins, reset_plugins
 
 _install_moved_paths()
 
 
 def __getattr__(name: str) -> Any:
     # ``rewardkit.audit`` moved to the audit distribution: found through the moved-paths table until 0.3.
-    from rewardkit.moved import moved_attribute
+    from rewardkit.seam.moved import moved_attribute
 
     return moved_attribute(__name__, name)
 

@@ -9,7 +9,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rewardkit.catalog import (
+from rewardkit.contracts.errors import NameConflictError, RegistrationError, RewardkitError
+from rewardkit.job.tables import format_table
+from rewardkit.seam.catalog import (
     config_sections,
     installed_providers,
     resolve_catalog,
@@ -17,12 +19,10 @@ from rewardkit.catalog import (
     serving_strategies,
     trainer_bindings,
 )
-from rewardkit.errors import NameConflictError, RegistrationError, RewardkitError
-from rewardkit.extras import KNOWN_VERBS, Known, install_line, missing_extra
-from rewardkit.plugins import PluginInfo, import_module_attribute, load_plugins
-from rewardkit.protocols import CommandRegistrar, CommandRunner
-from rewardkit.registry import owner_label
-from rewardkit.tables import format_table
+from rewardkit.seam.extras import KNOWN_VERBS, Known, install_line, missing_extra
+from rewardkit.seam.plugins import PluginInfo, import_module_attribute, load_plugins
+from rewardkit.seam.protocols import CommandRegistrar, CommandRunner
+from rewardkit.seam.registry import owner_label
 
 Command = CommandRunner
 _COMMANDS: dict[str, Command] = {}
@@ -155,7 +155,7 @@ def cmd_serving(args: argparse.Namespace) -> int:
 @command("bindings")
 def cmd_bindings(args: argparse.Namespace) -> int:
     from rewardkit.bindings import describe
-    from rewardkit.extras import KNOWN_BINDINGS
+    from rewardkit.seam.extras import KNOWN_BINDINGS
 
     rows = describe()
     table = [
@@ -172,7 +172,7 @@ def cmd_bindings(args: argparse.Namespace) -> int:
 
 @command("score")
 def cmd_score(args: argparse.Namespace) -> int:
-    from rewardkit.score_job import run_score
+    from rewardkit.job.score_job import run_score
 
     return run_score(
         args.config,

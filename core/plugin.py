@@ -6,7 +6,7 @@ without breaking a plugin: a rename inside the core changes the table below, nev
 Names load on first use (``__getattr__``), so a plugin pays only for the core modules of the names it
 uses; type checkers read the imports under ``TYPE_CHECKING``.
 Two names are renamed here, as two modules of the core use them: ``normalise_params``
-(``rewardkit.params.normalise``) and ``normalise_text`` (``rewardkit.text.normalise``).
+(``rewardkit.contracts.params.normalise``) and ``normalise_text`` (``rewardkit.contracts.text.normalise``).
 """
 
 from __future__ import annotations
@@ -15,27 +15,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rewardkit.advantages import (
-        Scaling,
-    )
     from rewardkit.artifacts import (
         folder_identity,
-    )
-    from rewardkit.attacks import (
-        AttackFamily,
-        AttackSpec,
-        AuditRow,
-        AuditRowBuilder,
-        RewardAttacks,
-        reward_attacks,
-    )
-    from rewardkit.backpressure import (
-        BackpressureTimeout,
-        RequestTooLarge,
-    )
-    from rewardkit.batch_input import (
-        GroupLike,
-        as_batch,
     )
     from rewardkit.bindings.decoded_queries import (
         generated_part,
@@ -60,22 +41,6 @@ if TYPE_CHECKING:
         ExpressionError,
         evaluate,
     )
-    from rewardkit.cancellation import (
-        NEVER,
-        CancelScope,
-        current,
-        entered,
-        run_bounded,
-        timeout_of,
-    )
-    from rewardkit.capacity import (
-        usable_cpus,
-    )
-    from rewardkit.catalog import (
-        Catalog,
-        resolve_catalog,
-        serving_strategies,
-    )
     from rewardkit.checkpoint_serving import (
         CheckpointRef,
         ServedModel,
@@ -83,15 +48,6 @@ if TYPE_CHECKING:
     )
     from rewardkit.checkpoint_serving.contract import (
         list_models,
-    )
-    from rewardkit.composition import (
-        ComponentSpec,
-        Composition,
-        CompositionError,
-        RerunSpec,
-        RewardSpec,
-        RewardSpecError,
-        compose,
     )
     from rewardkit.config import (
         MAX_DEADLINE_S,
@@ -118,12 +74,7 @@ if TYPE_CHECKING:
         RewardProviderSpec,
         Status,
     )
-    from rewardkit.data import (
-        PreparedRow,
-        load_prompt_rows,
-        read_rollouts,
-    )
-    from rewardkit.errors import (
+    from rewardkit.contracts.errors import (
         BindingError,
         ConfigError,
         DataError,
@@ -136,59 +87,159 @@ if TYPE_CHECKING:
         RewardkitError,
         SelectionRefused,
     )
-    from rewardkit.extensions import (
-        CatalogSpec,
-        ConfigSectionSpec,
-        RewardBackendSpec,
-        RewardExpansionSpec,
-    )
-    from rewardkit.extras import (
-        MissingExtraError,
-        import_optional,
-        install_line,
-    )
-    from rewardkit.frozen import (
+    from rewardkit.contracts.frozen import (
         NotJSONError,
         freeze,
         strictly_equal,
         thaw,
     )
-    from rewardkit.hookspecs import (
-        hookimpl,
-    )
-    from rewardkit.identity import (
+    from rewardkit.contracts.identity import (
         canonical_json,
         sha256_hex,
     )
-    from rewardkit.metrics import (
-        WeightedMean,
-        merge_metrics,
-        metric_name,
-        zero_variance_groups,
-    )
-    from rewardkit.moved import (
-        moved_attribute,
-    )
-    from rewardkit.observers import (
-        BatchObserver,
-        ObservedBatch,
-        observer_for,
-    )
-    from rewardkit.params import (
+    from rewardkit.contracts.params import (
         ParamsError,
         ParamsModel,
         operator_only,
         operator_only_reason,
         validate_params,
     )
-    from rewardkit.params import (
+    from rewardkit.contracts.params import (
         normalise as normalise_params,
     )
-    from rewardkit.pointwise import (
+    from rewardkit.contracts.text import (
+        fold_lookalikes,
+        is_blank,
+        skeleton,
+        visible,
+    )
+    from rewardkit.contracts.text import (
+        normalise as normalise_text,
+    )
+    from rewardkit.job.data import (
+        PreparedRow,
+        load_prompt_rows,
+        read_rollouts,
+    )
+    from rewardkit.job.provenance import (
+        ProviderRecord,
+        RevisionNotBumpedWarning,
+        check_resume_all,
+    )
+    from rewardkit.job.tables import (
+        format_table,
+    )
+    from rewardkit.scoring.advantages import (
+        Scaling,
+    )
+    from rewardkit.scoring.backpressure import (
+        BackpressureTimeout,
+        RequestTooLarge,
+    )
+    from rewardkit.scoring.batch_input import (
+        GroupLike,
+        as_batch,
+    )
+    from rewardkit.scoring.cancellation import (
+        NEVER,
+        CancelScope,
+        current,
+        entered,
+        run_bounded,
+        timeout_of,
+    )
+    from rewardkit.scoring.capacity import (
+        usable_cpus,
+    )
+    from rewardkit.scoring.composition import (
+        ComponentSpec,
+        Composition,
+        CompositionError,
+        RerunSpec,
+        RewardSpec,
+        RewardSpecError,
+        compose,
+    )
+    from rewardkit.scoring.metrics import (
+        WeightedMean,
+        merge_metrics,
+        metric_name,
+        zero_variance_groups,
+    )
+    from rewardkit.scoring.observers import (
+        BatchObserver,
+        ObservedBatch,
+        observer_for,
+    )
+    from rewardkit.scoring.pointwise import (
         MappedProvider,
         map_candidates,
     )
-    from rewardkit.protocols import (
+    from rewardkit.scoring.reproduction import (
+        REPRODUCTION_NOTE,
+        CanaryFailed,
+        Charged,
+        Fault,
+        RerunBudget,
+        areproduce,
+        reproduce,
+        rerun_budget,
+    )
+    from rewardkit.scoring.reward import (
+        Reward,
+        available_inputs,
+        build_reward,
+        load,
+        spec_of,
+    )
+    from rewardkit.scoring.scored import (
+        ScoredBatch,
+        ScoredGroup,
+    )
+    from rewardkit.scoring.split_batch import (
+        finish_split_batch,
+    )
+    from rewardkit.scoring.stream import (
+        astream_of,
+    )
+    from rewardkit.scoring.worker import (
+        REWARD_FIELDS,
+        RewardWorker,
+        ScoredCandidate,
+        batch_parts,
+        group_parts,
+    )
+    from rewardkit.seam.attacks import (
+        AttackFamily,
+        AttackSpec,
+        AuditRow,
+        AuditRowBuilder,
+        RewardAttacks,
+        reward_attacks,
+    )
+    from rewardkit.seam.catalog import (
+        Catalog,
+        resolve_catalog,
+        serving_strategies,
+    )
+    from rewardkit.seam.extensions import (
+        CatalogSpec,
+        ConfigSectionSpec,
+        RewardBackendSpec,
+        RewardExpansionSpec,
+    )
+    from rewardkit.seam.extras import (
+        MissingExtraError,
+        import_optional,
+        install_line,
+    )
+    from rewardkit.seam.hookspecs import (
+        hookimpl,
+    )
+    from rewardkit.seam.moved import (
+        moved_attribute,
+    )
+    from rewardkit.seam.protocols import (
         CatalogRegistrar,
         CommandRegistrar,
         CommandRunner,
@@ -201,50 +252,6 @@ if TYPE_CHECKING:
         ServingStrategyRegistrar,
         TrainerBindingRegistrar,
     )
-    from rewardkit.provenance import (
-        ProviderRecord,
-        RevisionNotBumpedWarning,
-        check_resume_all,
-    )
-    from rewardkit.reproduction import (
-        REPRODUCTION_NOTE,
-        CanaryFailed,
-        Charged,
-        Fault,
-        RerunBudget,
-        areproduce,
-        reproduce,
-        rerun_budget,
-    )
-    from rewardkit.reward import (
-        Reward,
-        available_inputs,
-        build_reward,
-        load,
-        spec_of,
-    )
-    from rewardkit.scored import (
-        ScoredBatch,
-        ScoredGroup,
-    )
-    from rewardkit.split_batch import (
-        finish_split_batch,
-    )
-    from rewardkit.stream import (
-        astream_of,
-    )
-    from rewardkit.tables import (
-        format_table,
-    )
-    from rewardkit.text import (
-        fold_lookalikes,
-        is_blank,
-        skeleton,
-        visible,
-    )
-    from rewardkit.text import (
-        normalise as normalise_text,
-    )
     from rewardkit.transport import (
         HttpClient,
         HttpError,
@@ -254,176 +261,169 @@ if TYPE_CHECKING:
         retry_after_seconds,
         run_sync,
     )
-    from rewardkit.worker import (
-        REWARD_FIELDS,
-        RewardWorker,
-        ScoredCandidate,
-        batch_parts,
-        group_parts,
-    )
 
 # public name -> (the core module holding it, its name there)
 _WHERE: dict[str, tuple[str, str]] = {
-    "AttackFamily": ("rewardkit.attacks", "AttackFamily"),
-    "AttackSpec": ("rewardkit.attacks", "AttackSpec"),
-    "AuditRow": ("rewardkit.attacks", "AuditRow"),
-    "AuditRowBuilder": ("rewardkit.attacks", "AuditRowBuilder"),
-    "BackpressureTimeout": ("rewardkit.backpressure", "BackpressureTimeout"),
-    "BatchObserver": ("rewardkit.observers", "BatchObserver"),
-    "BindingError": ("rewardkit.errors", "BindingError"),
+    "AttackFamily": ("rewardkit.seam.attacks", "AttackFamily"),
+    "AttackSpec": ("rewardkit.seam.attacks", "AttackSpec"),
+    "AuditRow": ("rewardkit.seam.attacks", "AuditRow"),
+    "AuditRowBuilder": ("rewardkit.seam.attacks", "AuditRowBuilder"),
+    "BackpressureTimeout": ("rewardkit.scoring.backpressure", "BackpressureTimeout"),
+    "BatchObserver": ("rewardkit.scoring.observers", "BatchObserver"),
+    "BindingError": ("rewardkit.contracts.errors", "BindingError"),
     "CANDIDATE_NEEDS": ("rewardkit.contracts", "CANDIDATE_NEEDS"),
-    "CanaryFailed": ("rewardkit.reproduction", "CanaryFailed"),
-    "CancelScope": ("rewardkit.cancellation", "CancelScope"),
-    "Catalog": ("rewardkit.catalog", "Catalog"),
-    "CatalogRegistrar": ("rewardkit.protocols", "CatalogRegistrar"),
-    "CatalogSpec": ("rewardkit.extensions", "CatalogSpec"),
-    "Charged": ("rewardkit.reproduction", "Charged"),
+    "CanaryFailed": ("rewardkit.scoring.reproduction", "CanaryFailed"),
+    "CancelScope": ("rewardkit.scoring.cancellation", "CancelScope"),
+    "Catalog": ("rewardkit.seam.catalog", "Catalog"),
+    "CatalogRegistrar": ("rewardkit.seam.protocols", "CatalogRegistrar"),
+    "CatalogSpec": ("rewardkit.seam.extensions", "CatalogSpec"),
+    "Charged": ("rewardkit.scoring.reproduction", "Charged"),
     "CheckpointRef": ("rewardkit.checkpoint_serving", "CheckpointRef"),
     "CollectiveRanks": ("rewardkit.bindings.ranks", "CollectiveRanks"),
-    "CommandRegistrar": ("rewardkit.protocols", "CommandRegistrar"),
-    "CommandRunner": ("rewardkit.protocols", "CommandRunner"),
-    "ComponentSpec": ("rewardkit.composition", "ComponentSpec"),
-    "Composition": ("rewardkit.composition", "Composition"),
-    "CompositionError": ("rewardkit.composition", "CompositionError"),
-    "ConfigError": ("rewardkit.errors", "ConfigError"),
-    "ConfigSectionRegistrar": ("rewardkit.protocols", "ConfigSectionRegistrar"),
-    "ConfigSectionSpec": ("rewardkit.extensions", "ConfigSectionSpec"),
+    "CommandRegistrar": ("rewardkit.seam.protocols", "CommandRegistrar"),
+    "CommandRunner": ("rewardkit.seam.protocols", "CommandRunner"),
+    "ComponentSpec": ("rewardkit.scoring.composition", "ComponentSpec"),
+    "Composition": ("rewardkit.scoring.composition", "Composition"),
+    "CompositionError": ("rewardkit.scoring.composition", "CompositionError"),
+    "ConfigError": ("rewardkit.contracts.errors", "ConfigError"),
+    "ConfigSectionRegistrar": ("rewardkit.seam.protocols", "ConfigSectionRegistrar"),
+    "ConfigSectionSpec": ("rewardkit.seam.extensions", "ConfigSectionSpec"),
     "DataConfig": ("rewardkit.config", "DataConfig"),
-    "DataError": ("rewardkit.errors", "DataError"),
+    "DataError": ("rewardkit.contracts.errors", "DataError"),
     "EXTRACTED_ANSWER": ("rewardkit.builtin.answers", "EXTRACTED_ANSWER"),
     "ExpressionError": ("rewardkit.builtin.expressions", "ExpressionError"),
-    "Fault": ("rewardkit.reproduction", "Fault"),
-    "GroupLike": ("rewardkit.batch_input", "GroupLike"),
+    "Fault": ("rewardkit.scoring.reproduction", "Fault"),
+    "GroupLike": ("rewardkit.scoring.batch_input", "GroupLike"),
     "HttpClient": ("rewardkit.transport", "HttpClient"),
     "HttpError": ("rewardkit.transport", "HttpError"),
     "HttpResponse": ("rewardkit.transport", "HttpResponse"),
     "HttpTimeout": ("rewardkit.transport", "HttpTimeout"),
-    "IdentityMismatchError": ("rewardkit.errors", "IdentityMismatchError"),
+    "IdentityMismatchError": ("rewardkit.contracts.errors", "IdentityMismatchError"),
     "KNOWN_NEEDS": ("rewardkit.contracts", "KNOWN_NEEDS"),
     "LENGTH_VERDICT": ("rewardkit.contracts", "LENGTH_VERDICT"),
     "MAX_DEADLINE_S": ("rewardkit.config", "MAX_DEADLINE_S"),
-    "MappedProvider": ("rewardkit.pointwise", "MappedProvider"),
+    "MappedProvider": ("rewardkit.scoring.pointwise", "MappedProvider"),
     "MetricContribution": ("rewardkit.contracts", "MetricContribution"),
-    "MissingExtraError": ("rewardkit.extras", "MissingExtraError"),
+    "MissingExtraError": ("rewardkit.seam.extras", "MissingExtraError"),
     "NAME_PATTERN": ("rewardkit.contracts", "NAME_PATTERN"),
-    "NEVER": ("rewardkit.cancellation", "NEVER"),
-    "NotJSONError": ("rewardkit.frozen", "NotJSONError"),
-    "ObservedBatch": ("rewardkit.observers", "ObservedBatch"),
-    "ParamsError": ("rewardkit.params", "ParamsError"),
-    "ParamsModel": ("rewardkit.params", "ParamsModel"),
-    "PreflightError": ("rewardkit.errors", "PreflightError"),
-    "PreparedRow": ("rewardkit.data", "PreparedRow"),
-    "ProviderError": ("rewardkit.errors", "ProviderError"),
-    "ProviderRecord": ("rewardkit.provenance", "ProviderRecord"),
-    "ProviderRegistrar": ("rewardkit.protocols", "ProviderRegistrar"),
-    "REPRODUCTION_NOTE": ("rewardkit.reproduction", "REPRODUCTION_NOTE"),
-    "REWARD_FIELDS": ("rewardkit.worker", "REWARD_FIELDS"),
+    "NEVER": ("rewardkit.scoring.cancellation", "NEVER"),
+    "NotJSONError": ("rewardkit.contracts.frozen", "NotJSONError"),
+    "ObservedBatch": ("rewardkit.scoring.observers", "ObservedBatch"),
+    "ParamsError": ("rewardkit.contracts.params", "ParamsError"),
+    "ParamsModel": ("rewardkit.contracts.params", "ParamsModel"),
+    "PreflightError": ("rewardkit.contracts.errors", "PreflightError"),
+    "PreparedRow": ("rewardkit.job.data", "PreparedRow"),
+    "ProviderError": ("rewardkit.contracts.errors", "ProviderError"),
+    "ProviderRecord": ("rewardkit.job.provenance", "ProviderRecord"),
+    "ProviderRegistrar": ("rewardkit.seam.protocols", "ProviderRegistrar"),
+    "REPRODUCTION_NOTE": ("rewardkit.scoring.reproduction", "REPRODUCTION_NOTE"),
+    "REWARD_FIELDS": ("rewardkit.scoring.worker", "REWARD_FIELDS"),
     "Ranks": ("rewardkit.bindings.ranks", "Ranks"),
-    "RequestCancelled": ("rewardkit.errors", "RequestCancelled"),
-    "RequestTimeout": ("rewardkit.errors", "RequestTimeout"),
-    "RequestTooLarge": ("rewardkit.backpressure", "RequestTooLarge"),
-    "RerunBudget": ("rewardkit.reproduction", "RerunBudget"),
-    "RerunSpec": ("rewardkit.composition", "RerunSpec"),
+    "RequestCancelled": ("rewardkit.contracts.errors", "RequestCancelled"),
+    "RequestTimeout": ("rewardkit.contracts.errors", "RequestTimeout"),
+    "RequestTooLarge": ("rewardkit.scoring.backpressure", "RequestTooLarge"),
+    "RerunBudget": ("rewardkit.scoring.reproduction", "RerunBudget"),
+    "RerunSpec": ("rewardkit.scoring.composition", "RerunSpec"),
     "RetryPolicy": ("rewardkit.transport", "RetryPolicy"),
-    "RevisionNotBumpedWarning": ("rewardkit.provenance", "RevisionNotBumpedWarning"),
-    "Reward": ("rewardkit.reward", "Reward"),
-    "RewardAttackRegistrar": ("rewardkit.protocols", "RewardAttackRegistrar"),
-    "RewardAttacks": ("rewardkit.attacks", "RewardAttacks"),
-    "RewardBackendRegistrar": ("rewardkit.protocols", "RewardBackendRegistrar"),
-    "RewardBackendSpec": ("rewardkit.extensions", "RewardBackendSpec"),
-    "RewardExpansionRegistrar": ("rewardkit.protocols", "RewardExpansionRegistrar"),
-    "RewardExpansionSpec": ("rewardkit.extensions", "RewardExpansionSpec"),
+    "RevisionNotBumpedWarning": ("rewardkit.job.provenance", "RevisionNotBumpedWarning"),
+    "Reward": ("rewardkit.scoring.reward", "Reward"),
+    "RewardAttackRegistrar": ("rewardkit.seam.protocols", "RewardAttackRegistrar"),
+    "RewardAttacks": ("rewardkit.seam.attacks", "RewardAttacks"),
+    "RewardBackendRegistrar": ("rewardkit.seam.protocols", "RewardBackendRegistrar"),
+    "RewardBackendSpec": ("rewardkit.seam.extensions", "RewardBackendSpec"),
+    "RewardExpansionRegistrar": ("rewardkit.seam.protocols", "RewardExpansionRegistrar"),
+    "RewardExpansionSpec": ("rewardkit.seam.extensions", "RewardExpansionSpec"),
     "RewardCandidate": ("rewardkit.contracts", "RewardCandidate"),
     "RewardCandidateResult": ("rewardkit.contracts", "RewardCandidateResult"),
     "RewardContext": ("rewardkit.contracts", "RewardContext"),
-    "RewardContractError": ("rewardkit.errors", "RewardContractError"),
+    "RewardContractError": ("rewardkit.contracts.errors", "RewardContractError"),
     "RewardGroupRequest": ("rewardkit.contracts", "RewardGroupRequest"),
     "RewardGroupResult": ("rewardkit.contracts", "RewardGroupResult"),
-    "RewardLike": ("rewardkit.protocols", "RewardLike"),
+    "RewardLike": ("rewardkit.seam.protocols", "RewardLike"),
     "RewardProviderResult": ("rewardkit.contracts", "RewardProviderResult"),
     "RewardProviderSpec": ("rewardkit.contracts", "RewardProviderSpec"),
     "RewardSelection": ("rewardkit.config", "RewardSelection"),
-    "RewardSpec": ("rewardkit.composition", "RewardSpec"),
-    "RewardSpecError": ("rewardkit.composition", "RewardSpecError"),
-    "RewardWorker": ("rewardkit.worker", "RewardWorker"),
+    "RewardSpec": ("rewardkit.scoring.composition", "RewardSpec"),
+    "RewardSpecError": ("rewardkit.scoring.composition", "RewardSpecError"),
+    "RewardWorker": ("rewardkit.scoring.worker", "RewardWorker"),
     "RewardkitConfig": ("rewardkit.config", "RewardkitConfig"),
-    "RewardkitError": ("rewardkit.errors", "RewardkitError"),
-    "Scaling": ("rewardkit.advantages", "Scaling"),
-    "ScoredBatch": ("rewardkit.scored", "ScoredBatch"),
-    "ScoredCandidate": ("rewardkit.worker", "ScoredCandidate"),
-    "ScoredGroup": ("rewardkit.scored", "ScoredGroup"),
+    "RewardkitError": ("rewardkit.contracts.errors", "RewardkitError"),
+    "Scaling": ("rewardkit.scoring.advantages", "Scaling"),
+    "ScoredBatch": ("rewardkit.scoring.scored", "ScoredBatch"),
+    "ScoredCandidate": ("rewardkit.scoring.worker", "ScoredCandidate"),
+    "ScoredGroup": ("rewardkit.scoring.scored", "ScoredGroup"),
     "Section": ("rewardkit.config", "Section"),
-    "SelectionRefused": ("rewardkit.errors", "SelectionRefused"),
+    "SelectionRefused": ("rewardkit.contracts.errors", "SelectionRefused"),
     "ServedModel": ("rewardkit.checkpoint_serving", "ServedModel"),
-    "ServingStrategyRegistrar": ("rewardkit.protocols", "ServingStrategyRegistrar"),
+    "ServingStrategyRegistrar": ("rewardkit.seam.protocols", "ServingStrategyRegistrar"),
     "Status": ("rewardkit.contracts", "Status"),
-    "TrainerBindingRegistrar": ("rewardkit.protocols", "TrainerBindingRegistrar"),
-    "WeightedMean": ("rewardkit.metrics", "WeightedMean"),
-    "areproduce": ("rewardkit.reproduction", "areproduce"),
+    "TrainerBindingRegistrar": ("rewardkit.seam.protocols", "TrainerBindingRegistrar"),
+    "WeightedMean": ("rewardkit.scoring.metrics", "WeightedMean"),
+    "areproduce": ("rewardkit.scoring.reproduction", "areproduce"),
     "arithmetic_gold": ("rewardkit.builtin.answers", "arithmetic_gold"),
-    "as_batch": ("rewardkit.batch_input", "as_batch"),
-    "astream_of": ("rewardkit.stream", "astream_of"),
-    "available_inputs": ("rewardkit.reward", "available_inputs"),
-    "batch_parts": ("rewardkit.worker", "batch_parts"),
-    "build_reward": ("rewardkit.reward", "build_reward"),
-    "canonical_json": ("rewardkit.identity", "canonical_json"),
+    "as_batch": ("rewardkit.scoring.batch_input", "as_batch"),
+    "astream_of": ("rewardkit.scoring.stream", "astream_of"),
+    "available_inputs": ("rewardkit.scoring.reward", "available_inputs"),
+    "batch_parts": ("rewardkit.scoring.worker", "batch_parts"),
+    "build_reward": ("rewardkit.scoring.reward", "build_reward"),
+    "canonical_json": ("rewardkit.contracts.identity", "canonical_json"),
     "check_deadline": ("rewardkit.config", "check_deadline"),
-    "check_resume_all": ("rewardkit.provenance", "check_resume_all"),
-    "compose": ("rewardkit.composition", "compose"),
+    "check_resume_all": ("rewardkit.job.provenance", "check_resume_all"),
+    "compose": ("rewardkit.scoring.composition", "compose"),
     "countdown_problem": ("rewardkit.builtin.countdown", "countdown_problem"),
-    "current": ("rewardkit.cancellation", "current"),
-    "entered": ("rewardkit.cancellation", "entered"),
+    "current": ("rewardkit.scoring.cancellation", "current"),
+    "entered": ("rewardkit.scoring.cancellation", "entered"),
     "evaluate": ("rewardkit.builtin.expressions", "evaluate"),
-    "finish_split_batch": ("rewardkit.split_batch", "finish_split_batch"),
-    "fold_lookalikes": ("rewardkit.text", "fold_lookalikes"),
-    "freeze": ("rewardkit.frozen", "freeze"),
+    "finish_split_batch": ("rewardkit.scoring.split_batch", "finish_split_batch"),
+    "fold_lookalikes": ("rewardkit.contracts.text", "fold_lookalikes"),
+    "freeze": ("rewardkit.contracts.frozen", "freeze"),
     "folder_identity": ("rewardkit.artifacts", "folder_identity"),
-    "format_table": ("rewardkit.tables", "format_table"),
+    "format_table": ("rewardkit.job.tables", "format_table"),
     "generated_part": ("rewardkit.bindings.decoded_queries", "generated_part"),
-    "group_parts": ("rewardkit.worker", "group_parts"),
+    "group_parts": ("rewardkit.scoring.worker", "group_parts"),
     "gsm8k_gold": ("rewardkit.builtin.answers", "gsm8k_gold"),
-    "hookimpl": ("rewardkit.hookspecs", "hookimpl"),
-    "import_optional": ("rewardkit.extras", "import_optional"),
-    "install_line": ("rewardkit.extras", "install_line"),
-    "is_blank": ("rewardkit.text", "is_blank"),
+    "hookimpl": ("rewardkit.seam.hookspecs", "hookimpl"),
+    "import_optional": ("rewardkit.seam.extras", "import_optional"),
+    "install_line": ("rewardkit.seam.extras", "install_line"),
+    "is_blank": ("rewardkit.contracts.text", "is_blank"),
     "last_answer_tag": ("rewardkit.builtin.answers", "last_answer_tag"),
     "last_boxed": ("rewardkit.builtin.answers", "last_boxed"),
     "list_models": ("rewardkit.checkpoint_serving.contract", "list_models"),
-    "load": ("rewardkit.reward", "load"),
+    "load": ("rewardkit.scoring.reward", "load"),
     "load_config": ("rewardkit.config", "load_config"),
-    "load_prompt_rows": ("rewardkit.data", "load_prompt_rows"),
-    "map_candidates": ("rewardkit.pointwise", "map_candidates"),
-    "merge_metrics": ("rewardkit.metrics", "merge_metrics"),
-    "metric_name": ("rewardkit.metrics", "metric_name"),
-    "moved_attribute": ("rewardkit.moved", "moved_attribute"),
+    "load_prompt_rows": ("rewardkit.job.data", "load_prompt_rows"),
+    "map_candidates": ("rewardkit.scoring.pointwise", "map_candidates"),
+    "merge_metrics": ("rewardkit.scoring.metrics", "merge_metrics"),
+    "metric_name": ("rewardkit.scoring.metrics", "metric_name"),
+    "moved_attribute": ("rewardkit.seam.moved", "moved_attribute"),
     "non_empty": ("rewardkit.config", "non_empty"),
-    "normalise_params": ("rewardkit.params", "normalise"),
-    "normalise_text": ("rewardkit.text", "normalise"),
-    "observer_for": ("rewardkit.observers", "observer_for"),
-    "operator_only": ("rewardkit.params", "operator_only"),
-    "operator_only_reason": ("rewardkit.params", "operator_only_reason"),
-    "read_rollouts": ("rewardkit.data", "read_rollouts"),
-    "reproduce": ("rewardkit.reproduction", "reproduce"),
-    "rerun_budget": ("rewardkit.reproduction", "rerun_budget"),
-    "resolve_catalog": ("rewardkit.catalog", "resolve_catalog"),
+    "normalise_params": ("rewardkit.contracts.params", "normalise"),
+    "normalise_text": ("rewardkit.contracts.text", "normalise"),
+    "observer_for": ("rewardkit.scoring.observers", "observer_for"),
+    "operator_only": ("rewardkit.contracts.params", "operator_only"),
+    "operator_only_reason": ("rewardkit.contracts.params", "operator_only_reason"),
+    "read_rollouts": ("rewardkit.job.data", "read_rollouts"),
+    "reproduce": ("rewardkit.scoring.reproduction", "reproduce"),
+    "rerun_budget": ("rewardkit.scoring.reproduction", "rerun_budget"),
+    "resolve_catalog": ("rewardkit.seam.catalog", "resolve_catalog"),
     "response_of": ("rewardkit.bindings.decoded_queries", "response_of"),
-    "reward_attacks": ("rewardkit.attacks", "reward_attacks"),
-    "run_bounded": ("rewardkit.cancellation", "run_bounded"),
+    "reward_attacks": ("rewardkit.seam.attacks", "reward_attacks"),
+    "run_bounded": ("rewardkit.scoring.cancellation", "run_bounded"),
     "retry_after_seconds": ("rewardkit.transport", "retry_after_seconds"),
     "run_sync": ("rewardkit.transport", "run_sync"),
-    "serving_strategies": ("rewardkit.catalog", "serving_strategies"),
-    "sha256_hex": ("rewardkit.identity", "sha256_hex"),
-    "skeleton": ("rewardkit.text", "skeleton"),
-    "spec_of": ("rewardkit.reward", "spec_of"),
-    "strictly_equal": ("rewardkit.frozen", "strictly_equal"),
+    "serving_strategies": ("rewardkit.seam.catalog", "serving_strategies"),
+    "sha256_hex": ("rewardkit.contracts.identity", "sha256_hex"),
+    "skeleton": ("rewardkit.contracts.text", "skeleton"),
+    "spec_of": ("rewardkit.scoring.reward", "spec_of"),
+    "strictly_equal": ("rewardkit.contracts.frozen", "strictly_equal"),
     "strip_eos": ("rewardkit.bindings.decoded_queries", "strip_eos"),
-    "thaw": ("rewardkit.frozen", "thaw"),
-    "timeout_of": ("rewardkit.cancellation", "timeout_of"),
-    "usable_cpus": ("rewardkit.capacity", "usable_cpus"),
-    "validate_params": ("rewardkit.params", "validate_params"),
-    "visible": ("rewardkit.text", "visible"),
+    "thaw": ("rewardkit.contracts.frozen", "thaw"),
+    "timeout_of": ("rewardkit.scoring.cancellation", "timeout_of"),
+    "usable_cpus": ("rewardkit.scoring.capacity", "usable_cpus"),
+    "validate_params": ("rewardkit.contracts.params", "validate_params"),
+    "visible": ("rewardkit.contracts.text", "visible"),
     "wait_for_model": ("rewardkit.checkpoint_serving", "wait_for_model"),
-    "zero_variance_groups": ("rewardkit.metrics", "zero_variance_groups"),
+    "zero_variance_groups": ("rewardkit.scoring.metrics", "zero_variance_groups"),
 }
 
 __all__ = [

@@ -18,11 +18,11 @@ from rewardkit.contracts import (
     RewardGroupRequest,
     RewardGroupResult,
 )
-from rewardkit.reproduction import CanaryFailed, Charged, Fault, reproduce
+from rewardkit.scoring.reproduction import CanaryFailed, Charged, Fault, reproduce
 
 
 class TimingJudge:
-    """A judge whose faults are decided by reproduction (``rewardkit.reproduction``), as real ones.
+    """A judge whose faults are decided by reproduction (``rewardkit.scoring.reproduction``), as real ones.
 
     ``slow...`` times out every time it is asked: the fault reproduces beside a passing canary, so
     it is charged. ``flaky...`` times out only the first time: the rerun's score counts. ``sick...``

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rewardkit import RewardProviderSpec
-from rewardkit.bound_provider import BoundProvider
-from rewardkit.catalog import resolve_catalog
+from rewardkit.scoring.bound_provider import BoundProvider
+from rewardkit.seam.catalog import resolve_catalog
 
 
 def rollouts(n: int = 3, group_id: str = "g", **common: Any) -> list[dict[str, Any]]:

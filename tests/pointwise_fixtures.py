@@ -10,11 +10,11 @@ from rewardkit import (
     MetricContribution,
     RewardProviderResult,
     RewardProviderSpec,
-    cancellation,
     map_candidates,
 )
 from rewardkit.contracts import RewardCandidate, RewardContext
-from rewardkit.errors import RewardContractError
+from rewardkit.contracts.errors import RewardContractError
+from rewardkit.scoring import cancellation
 
 # What a completion may say; the test draws completions from these words.
 WORDS = (

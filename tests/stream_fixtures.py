@@ -21,7 +21,6 @@ from charges_fixtures import catalog as charges_catalog
 from shared_results_fixtures import catalog as shared_results_catalog
 
 from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
-from rewardkit.cancellation import current
 from rewardkit.contracts import (
     RewardCandidate,
     RewardCandidateResult,
@@ -29,6 +28,7 @@ from rewardkit.contracts import (
     RewardGroupRequest,
     RewardGroupResult,
 )
+from rewardkit.scoring.cancellation import current
 
 GATES: defaultdict[str, threading.Event] = defaultdict(threading.Event)
 STARTED: defaultdict[str, threading.Event] = defaultdict(threading.Event)

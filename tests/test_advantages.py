@@ -12,8 +12,8 @@ import math
 import pytest
 
 import rewardkit
-from rewardkit.advantages import group_advantages, mean_std
-from rewardkit.errors import ConfigError
+from rewardkit.contracts.errors import ConfigError
+from rewardkit.scoring.advantages import group_advantages, mean_std
 
 TRL_REWARDS = [38.0, 48.0, 38.0, 37.0]
 TRL_ADVANTAGES = [-0.4337, 1.4938, -0.4337, -0.6264]

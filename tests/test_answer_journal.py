@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rewardkit.answer_journal import AnswerJournal
 from rewardkit.contracts import (
     MetricContribution,
     RewardCandidateResult,
     RewardGroupResult,
     RewardProviderResult,
 )
+from rewardkit.job.answer_journal import AnswerJournal
 
 ROWS = [{"trajectory_id": "g/0", "completion": "so it is 18", "reference": "18"}]
 

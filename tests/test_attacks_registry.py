@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from helpers import fake_distribution
 
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow, reward_attacks
-from rewardkit.errors import NameConflictError, RegistrationError
+from rewardkit.contracts.errors import NameConflictError, RegistrationError
+from rewardkit.seam.attacks import AttackFamily, AttackSpec, AuditRow, reward_attacks
 
 FAMILY_PLUGIN = """
 from rewardkit import hookimpl
-from rewardkit.attacks import AttackFamily, AttackSpec
+from rewardkit.seam.attacks import AttackFamily, AttackSpec
 
 def right(row):
     return None if row.reference is None else f"Answer: {row.reference}"
@@ -27,7 +27,7 @@ def register_reward_attacks(register):
 """
 EXTRA_ATTACK = """
 from rewardkit import hookimpl
-from rewardkit.attacks import AttackSpec
+from rewardkit.seam.attacks import AttackSpec
 
 @hookimpl
 def register_reward_attacks(register):
@@ -35,7 +35,7 @@ def register_reward_attacks(register):
 """
 ORPHAN = """
 from rewardkit import hookimpl
-from rewardkit.attacks import AttackSpec
+from rewardkit.seam.attacks import AttackSpec
 
 @hookimpl
 def register_reward_attacks(register):
@@ -43,7 +43,7 @@ def register_reward_attacks(register):
 """
 DUPLICATE = """
 from rewardkit import hookimpl
-from rewardkit.attacks import AttackSpec
+from rewardkit.seam.attacks import AttackSpec
 
 @hookimpl
 def register_reward_attacks(register):

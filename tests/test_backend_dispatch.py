@@ -1,4 +1,5 @@
-"""One dispatcher picks the backend (``rewardkit.reward.build_reward``), for ``rewardkit.load`` and the
+"""One dispatcher picks the backend (``rewardkit.scoring.reward.build_reward``), for ``rewardkit.load`` and
+the
 trainer bindings alike (plugins/bindings/tests/test_bindings_backend_dispatch.py compares the two)."""
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import pytest
 import rewardkit
 from rewardkit import Reward
 from rewardkit.config import RewardSelection, load_config
-from rewardkit.errors import PreflightError
-from rewardkit.extras import MissingExtraError
-from rewardkit.reward import build_reward
+from rewardkit.contracts.errors import PreflightError
+from rewardkit.scoring.reward import build_reward
+from rewardkit.seam.extras import MissingExtraError
 
 SPEC = {"components": [{"provider": "exact-match"}]}
 SERVICE = {"rl.reward.spec": SPEC, "rl.reward.service": "http://127.0.0.1:9", "rl.group_size": 2}

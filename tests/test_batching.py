@@ -13,8 +13,8 @@ import pytest
 
 import rewardkit
 from rewardkit import CompositionError, RewardContractError, RewardProviderSpec
-from rewardkit.errors import RegistrationError
-from rewardkit.worker import CHUNKS_PER_BATCH
+from rewardkit.contracts.errors import RegistrationError
+from rewardkit.scoring.worker import CHUNKS_PER_BATCH
 
 HERE = Path(__file__).parent
 

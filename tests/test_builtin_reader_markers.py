@@ -22,7 +22,7 @@ import pytest
 import rewardkit
 from rewardkit.builtin import answers
 from rewardkit.builtin.numbers import last_number, parse_number, stated_number
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 
 TESTDATA = Path(__file__).resolve().parents[1] / "testdata" / "shared"
 GOLD = "#### 42"

@@ -23,9 +23,9 @@ import pytest
 
 import rewardkit
 from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
-from rewardkit.cancellation import CancelScope, current, entered, run_bounded, timeout_of
 from rewardkit.contracts import RewardCandidate, RewardContext
-from rewardkit.errors import ConfigError, RequestCancelled, RequestTimeout
+from rewardkit.contracts.errors import ConfigError, RequestCancelled, RequestTimeout
+from rewardkit.scoring.cancellation import CancelScope, current, entered, run_bounded, timeout_of
 from rewardkit.transport import run_sync
 
 

@@ -1,4 +1,4 @@
-"""``rewardkit.capacity.usable_cpus``: the CPUs a process may use (affinity and cgroup quota).
+"""``rewardkit.scoring.capacity.usable_cpus``: the CPUs a process may use (affinity and cgroup quota).
 
 The cgroup trees here are fake folders laid out as the kernel mounts them; the affinity case runs
 a real interpreter under ``taskset -c 0`` (util-linux)."""
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.capacity import cgroup_cpu_quota, usable_cpus
+from rewardkit.scoring.capacity import cgroup_cpu_quota, usable_cpus
 
 AFFINITY = len(os.sched_getaffinity(0))
 
@@ -96,7 +96,7 @@ def test_unreadable_quota_files_are_no_quota(tmp_path: Path, text: str) -> None:
 def test_a_process_pinned_to_one_cpu_sees_one() -> None:
     taskset = shutil.which("taskset")
     assert taskset is not None, "taskset (util-linux) is needed: apt-get install util-linux"
-    code = "from rewardkit.capacity import usable_cpus; print(usable_cpus())"
+    code = "from rewardkit.scoring.capacity import usable_cpus; print(usable_cpus())"
     out = subprocess.run(
         [taskset, "-c", "0", sys.executable, "-c", code],
         capture_output=True,

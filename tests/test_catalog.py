@@ -18,9 +18,9 @@ from rewardkit import (
     UnknownNameError,
     resolve_catalog,
 )
-from rewardkit.frozen import NotJSONError
-from rewardkit.identity import canonical_json, provider_identity
-from rewardkit.provenance import ProviderRecord, RevisionNotBumpedWarning, check_resume, record_of
+from rewardkit.contracts.frozen import NotJSONError
+from rewardkit.contracts.identity import canonical_json, provider_identity
+from rewardkit.job.provenance import ProviderRecord, RevisionNotBumpedWarning, check_resume, record_of
 
 HERE = Path(__file__).parent
 

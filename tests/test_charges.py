@@ -1,5 +1,5 @@
 """A candidate can only hurt itself: charges, faults decided by reproduction beside a canary
-(``rewardkit.reproduction``) and their per-batch rerun budget, the infrastructure error rate on
+(``rewardkit.scoring.reproduction``) and their per-batch rerun budget, the infrastructure error rate on
 every batch, and candidate fields a provider declares it needs."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import rewardkit
-from rewardkit.composition import CompositionError
-from rewardkit.errors import RegistrationError, RewardContractError
-from rewardkit.metrics import merge_metrics
-from rewardkit.reproduction import DEFAULT_RERUNS_PER_BATCH
+from rewardkit.contracts.errors import RegistrationError, RewardContractError
+from rewardkit.scoring.composition import CompositionError
+from rewardkit.scoring.metrics import merge_metrics
+from rewardkit.scoring.reproduction import DEFAULT_RERUNS_PER_BATCH
 
 HERE = Path(__file__).parent
 
@@ -113,7 +113,7 @@ def test_past_the_batch_rerun_budget_the_canary_alone_decides_and_each_batch_has
 
 
 def test_the_rerun_budget_is_the_specs_and_recorded_only_when_not_the_default():
-    from rewardkit.composition import RewardSpec
+    from rewardkit.scoring.composition import RewardSpec
 
     plain = RewardSpec.parse({"components": [{"provider": "timing-judge"}]})
     assert "reruns" not in plain.to_json() and plain.reruns.per_batch == DEFAULT_RERUNS_PER_BATCH
@@ -124,7 +124,7 @@ def test_the_rerun_budget_is_the_specs_and_recorded_only_when_not_the_default():
 
 
 def test_the_old_breaker_field_is_accepted_with_a_warning_naming_it_and_ignored():
-    from rewardkit.composition import RewardSpec
+    from rewardkit.scoring.composition import RewardSpec
 
     with pytest.warns(FutureWarning, match="'breaker' field is deprecated and ignored"):
         spec = RewardSpec.parse({"components": [{"provider": "timing-judge"}], "breaker": {"min": 3}})
@@ -189,7 +189,7 @@ def test_skip_when_absent_names_only_candidate_fields_the_provider_needs():
 def test_the_async_twin_decides_alike_and_takes_the_canary_first():
     import asyncio
 
-    from rewardkit.reproduction import CanaryFailed, Charged, Fault, RerunBudget, areproduce
+    from rewardkit.scoring.reproduction import CanaryFailed, Charged, Fault, RerunBudget, areproduce
 
     order: list[str] = []
     fault = Fault("unreadable", "the verdict was unreadable")

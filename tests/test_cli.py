@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit import extras
 from rewardkit.cli import main
-from rewardkit.extras import DISTRIBUTIONS, MODULES, install_line
+from rewardkit.seam import extras
+from rewardkit.seam.extras import DISTRIBUTIONS, MODULES, install_line
 
 if sys.version_info >= (3, 11):
     import tomllib

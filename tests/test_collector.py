@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from rewardkit import collector
-from rewardkit.collector import collector_paused
+from rewardkit.scoring import collector
+from rewardkit.scoring.collector import collector_paused
 
 
 @pytest.fixture(autouse=True)

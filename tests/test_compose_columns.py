@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardkit.composition import (
+from rewardkit.scoring.composition import (
     Composition,
     CompositionError,
     CompositionRowError,

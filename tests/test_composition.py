@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 import rewardkit
 from rewardkit import RewardkitError
-from rewardkit.composition import (
+from rewardkit.scoring.composition import (
     ComponentOutcome,
     ComponentSpec,
     Composition,

@@ -6,7 +6,7 @@ import pytest
 
 from rewardkit import load_config
 from rewardkit.config import RewardSelection, known_keys, parse_override
-from rewardkit.errors import ConfigError, RewardkitError
+from rewardkit.contracts.errors import ConfigError, RewardkitError
 
 CONFIGS = Path(__file__).resolve().parents[1] / "testdata" / "config"
 MINIMAL = {"rl.reward.provider": "gsm8k"}

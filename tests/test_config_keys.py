@@ -1,4 +1,4 @@
-"""The dotted-key engine (``rewardkit.config_keys``) is general: it reads any ``Section`` model, learns
+"""The dotted-key engine (``rewardkit.config.keys``) is general: it reads any ``Section`` model, learns
 what is particular to a section only through the section's hooks, and never imports the schema."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import Field, ValidationError
 
-from rewardkit import config_keys
-from rewardkit.config_keys import Section, apply_override, nest, validation_error
-from rewardkit.errors import ConfigError
+from rewardkit.config import keys as config_keys
+from rewardkit.config.keys import Section, apply_override, nest, validation_error
+from rewardkit.contracts.errors import ConfigError
 
 
 class Column(Section):
@@ -48,7 +48,7 @@ def test_the_engine_imports_no_schema() -> None:
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rewardkit")
     }
-    assert imported == {"rewardkit.errors"}
+    assert imported == {"rewardkit.contracts.errors"}
     named = {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
     assert not named & {"RewardSelection", "DataConfig", "RLConfig", "RewardkitConfig"}
 

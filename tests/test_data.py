@@ -11,14 +11,14 @@ import datasets
 import pytest
 
 from rewardkit.config import DataConfig, load_config
-from rewardkit.data import (
+from rewardkit.contracts.errors import DataError, RewardkitError
+from rewardkit.job.data import (
     PreparedRow,
     check_group_sizes,
     iter_rollout_groups,
     load_prompt_rows,
     read_rollouts,
 )
-from rewardkit.errors import DataError, RewardkitError
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "testdata" / "config"

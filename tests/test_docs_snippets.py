@@ -120,7 +120,7 @@ def test_install_lines_the_checks_refuse(line: str, problem: str):
 @pytest.mark.parametrize("checkout", [True, False], ids=["checkout", "index"])
 def test_the_install_hints_the_core_prints_pass_the_check(monkeypatch: pytest.MonkeyPatch, checkout: bool):
     """What `rewardkit serve` and friends print when a distribution is missing is a valid install."""
-    from rewardkit import extras
+    from rewardkit.seam import extras
 
     monkeypatch.chdir(ROOT)
     if not checkout:

@@ -8,7 +8,7 @@ import pytest
 
 from rewardkit.artifacts import folder_hash as module
 from rewardkit.artifacts import folder_identity
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
 
 
 @pytest.fixture(autouse=True)

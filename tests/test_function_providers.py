@@ -9,10 +9,10 @@ import pytest
 
 import rewardkit
 from rewardkit import RegistrationError, RewardCandidate, RewardContext, RewardProviderResult
-from rewardkit.bound_provider import BoundProvider
-from rewardkit.catalog import ProviderEntry
-from rewardkit.identity import callables_behind, code_fingerprint
-from rewardkit.plugins import PluginInfo
+from rewardkit.contracts.identity import callables_behind, code_fingerprint
+from rewardkit.scoring.bound_provider import BoundProvider
+from rewardkit.seam.catalog import ProviderEntry
+from rewardkit.seam.plugins import PluginInfo
 
 
 @rewardkit.provider(name="exact", revision="3")

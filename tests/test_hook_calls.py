@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from helpers import fake_distribution
 
-from rewardkit import hookimpl, hookspecs, load_plugins, protocols, resolve_catalog
-from rewardkit.hookspecs import hookspec
-from rewardkit.plugins import PluginInfo, PluginManager, hook_names
+from rewardkit import hookimpl, load_plugins, resolve_catalog
+from rewardkit.seam import hookspecs, protocols
+from rewardkit.seam.hookspecs import hookspec
+from rewardkit.seam.plugins import PluginInfo, PluginManager, hook_names
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
 

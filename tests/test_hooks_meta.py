@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit import hookspecs
+from rewardkit.seam import hookspecs
 
 ROOT = Path(__file__).resolve().parents[1]
 HOOKS = sorted(

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from rewardkit import PreflightError, RegistrationError, RewardProviderSpec, resolve_catalog
-from rewardkit.composition import RewardSpec
-from rewardkit.identity import code_fingerprint, fingerprinted_code
-from rewardkit.worker import RewardWorker
+from rewardkit.contracts.identity import code_fingerprint, fingerprinted_code
+from rewardkit.scoring.composition import RewardSpec
+from rewardkit.scoring.worker import RewardWorker
 
 
 def identity(name: str, params: dict | None = None) -> str:

@@ -1,7 +1,7 @@
 """The layout's import rule, checked over the source of every distribution in the repository.
 
 The core imports no distribution (it reaches a verb or backend of one lazily, by name, through
-``rewardkit.extras.import_optional``); distributions import the core and themselves; plugins never
+``rewardkit.seam.extras.import_optional``); distributions import the core and themselves; plugins never
 import each other, except the shared libraries (media protocol, statistics, process supervision),
 which exist to be shared. A distribution that imports another one also declares it as a dependency,
 so it installs alone.
@@ -179,12 +179,12 @@ def test_the_plugin_api_checker_sees_an_internal_import(tmp_path: Path):
     plugin.mkdir()
     (plugin / "__init__.py").write_text(
         "import rewardkit\nfrom rewardkit import load\nfrom rewardkit.plugin import HttpClient\n"
-        "from rewardkit.worker import RewardWorker\n\n\ndef f():\n    import rewardkit.catalog\n"
+        "from rewardkit.scoring.worker import RewardWorker\n\n\ndef f():\n    import rewardkit.seam.catalog\n"
     )
     fake = Distribution("acme", tmp_path, {"acme": plugin}, frozenset({"rewardkit-core"}))
     assert plugin_api_violations(fake) == [
-        f"{plugin / '__init__.py'}: imports rewardkit.catalog, not rewardkit.plugin",
-        f"{plugin / '__init__.py'}: imports rewardkit.worker, not rewardkit.plugin",
+        f"{plugin / '__init__.py'}: imports rewardkit.scoring.worker, not rewardkit.plugin",
+        f"{plugin / '__init__.py'}: imports rewardkit.seam.catalog, not rewardkit.plugin",
     ]
 
 

@@ -12,8 +12,8 @@ import pytest
 
 import rewardkit
 from rewardkit import RewardContractError, RewardkitError, resolve_catalog
-from rewardkit.composition import RewardSpec
-from rewardkit.worker import RewardWorker
+from rewardkit.scoring.composition import RewardSpec
+from rewardkit.scoring.worker import RewardWorker
 
 HERE = Path(__file__).parent
 CATALOG = "lifecycle_fixtures:catalog"

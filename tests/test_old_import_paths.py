@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit import moved
+from rewardkit.seam import moved
 
 
 def test_every_old_path_maps_to_a_module_of_its_distribution():
@@ -28,7 +28,7 @@ def test_every_old_path_maps_to_a_module_of_its_distribution():
     assert moved.new_path("rewardkit.supervise.process_tree") == "rewardkit_supervise.process_tree"
     assert moved.new_path("rewardkit.testing") == "rewardkit_testing"
     assert moved.new_path("rewardkit.composition_vectors") == "rewardkit_testing.composition_vectors"
-    assert moved.new_path("rewardkit.binding") == "rewardkit.bound_provider"
+    assert moved.new_path("rewardkit.binding") == "rewardkit.scoring.bound_provider"
     assert moved.new_path("rewardkit.serving.endpoint") == "rewardkit.checkpoint_serving.endpoint"
     assert moved.new_path("rewardkit.bindings.groups") == "rewardkit_bindings.sample_groups"
     assert moved.new_path("rewardkit.bindings.trl") == "rewardkit_bindings.trl"
@@ -37,7 +37,7 @@ def test_every_old_path_maps_to_a_module_of_its_distribution():
     assert moved.new_path("rewardkit.bindings") is None
     assert moved.new_path("rewardkit.bindings.ranks") is None
     # what stayed, and names that only share a prefix, are left alone
-    assert moved.new_path("rewardkit.reward") is None
+    assert moved.new_path("rewardkit.scoring.reward") is None
     assert moved.new_path("rewardkit.mediator") is None
     assert moved.new_path("rewardkit_media") is None
 
@@ -107,13 +107,13 @@ def test_a_builtin_binding_without_rewardkit_bindings_names_the_install(
     """As where rewardkit-bindings is not installed (this env): no plugin registers the trainers'
     bindings, so ``get`` answers with the install line rather than an unknown name."""
     import rewardkit.bindings
-    import rewardkit.catalog
-    from rewardkit.extensions import TrainerBindingSpec
+    import rewardkit.seam.catalog
     from rewardkit.plugin import MissingExtraError
-    from rewardkit.registry import Registry
+    from rewardkit.seam.extensions import TrainerBindingSpec
+    from rewardkit.seam.registry import Registry
 
     nothing: Registry[TrainerBindingSpec] = Registry("trainer binding", TrainerBindingSpec)
-    monkeypatch.setattr(rewardkit.catalog, "trainer_bindings", lambda: nothing)
+    monkeypatch.setattr(rewardkit.seam.catalog, "trainer_bindings", lambda: nothing)
     install = r"pip install '\S*plugins/bindings'$"
     said = rf"^trainer binding '{name}' needs rewardkit_bindings, which is not installed: {install}"
     with pytest.raises(MissingExtraError, match=said):
@@ -123,12 +123,14 @@ def test_a_builtin_binding_without_rewardkit_bindings_names_the_install(
 
 
 def test_a_renamed_core_module_is_the_new_one_with_a_warning(monkeypatch: pytest.MonkeyPatch):
-    import rewardkit.bound_provider
+    import rewardkit.scoring.bound_provider
 
     monkeypatch.delitem(sys.modules, "rewardkit.binding", raising=False)
-    with pytest.warns(DeprecationWarning, match=r"rewardkit\.binding moved to rewardkit\.bound_provider"):
+    with pytest.warns(
+        DeprecationWarning, match=r"rewardkit\.binding moved to rewardkit\.scoring\.bound_provider"
+    ):
         import rewardkit.binding  # type: ignore[import-not-found]
-    assert rewardkit.binding is rewardkit.bound_provider
+    assert rewardkit.binding is rewardkit.scoring.bound_provider
     assert rewardkit.binding.BoundProvider is rewardkit.BoundProvider
 
 

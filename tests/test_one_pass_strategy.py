@@ -12,11 +12,11 @@ import pytest
 
 import rewardkit
 from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
-from rewardkit.composition import RewardSpec
 from rewardkit.contracts import RewardCandidate, RewardContext
-from rewardkit.plugins import PluginInfo
-from rewardkit.registry import Registry
-from rewardkit.worker import RewardWorker
+from rewardkit.scoring.composition import RewardSpec
+from rewardkit.scoring.worker import RewardWorker
+from rewardkit.seam.plugins import PluginInfo
+from rewardkit.seam.registry import Registry
 
 
 def timing_out(candidate: RewardCandidate, context: RewardContext) -> RewardProviderResult:
@@ -108,8 +108,8 @@ def test_a_cancelled_batch_reports_the_error_that_stopped_it_not_a_failed_candid
     # When one chunk of a batch fails, the chunks still running are cancelled: a cancellation must
     # not become a failed candidate, whose composition error (under onError: raise) would then be
     # raised in place of the error that stopped the batch.
-    from rewardkit.errors import RequestCancelled
-    from rewardkit.pointwise import score_candidates
+    from rewardkit.contracts.errors import RequestCancelled
+    from rewardkit.scoring.pointwise import score_candidates
 
     candidate = RewardCandidate("t", "x")
 

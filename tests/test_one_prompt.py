@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rewardkit.batch_input import check_one_prompt
-from rewardkit.errors import RewardContractError
+from rewardkit.contracts.errors import RewardContractError
+from rewardkit.scoring.batch_input import check_one_prompt
 
 
 class Str(str):

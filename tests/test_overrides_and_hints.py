@@ -15,8 +15,8 @@ from helpers import fake_distribution
 
 from rewardkit import ConfigError, UnknownNameError, load_config, load_plugins, resolve_catalog
 from rewardkit.cli import build_parser, main
-from rewardkit.composition import CompositionError, RewardSpec, compose
-from rewardkit.score_job import manifest_path
+from rewardkit.job.score_job import manifest_path
+from rewardkit.scoring.composition import CompositionError, RewardSpec, compose
 
 ROOT = Path(__file__).resolve().parents[1]
 ROLLOUTS = ROOT / "examples" / "gsm8k" / "rollouts.jsonl"

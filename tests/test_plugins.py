@@ -10,7 +10,7 @@ import pytest
 from helpers import fake_distribution
 
 from rewardkit import PluginLoadError, RegistrationError, UnknownNameError, load_plugins, resolve_catalog
-from rewardkit.catalog import serving_strategies, trainer_bindings
+from rewardkit.seam.catalog import serving_strategies, trainer_bindings
 
 GOOD = """
 from rewardkit import RewardProviderSpec, hookimpl, map_candidates, RewardProviderResult
@@ -210,7 +210,7 @@ def register_rewards_providers(register):  # misspelt hook name
     rows = {row["name"]: row for row in load_plugins().describe()}
     assert rows["typo"]["status"] == "failed" and "register_rewards_providers" in rows["typo"]["error"]
     assert rows["good"]["status"] == "loaded", "one misspelt plugin does not stop the others"
-    from rewardkit.plugins import reset_plugins
+    from rewardkit.seam.plugins import reset_plugins
 
     reset_plugins()
     monkeypatch.setenv("REWARDKIT_STRICT_PLUGINS", "1")

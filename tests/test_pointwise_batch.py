@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rewardkit
-from rewardkit import cancellation
-from rewardkit.errors import RequestCancelled
-from rewardkit.worker import RewardWorker
+from rewardkit.contracts.errors import RequestCancelled
+from rewardkit.scoring import cancellation
+from rewardkit.scoring.worker import RewardWorker
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from rewardkit import Reward
-from rewardkit.catalog import Catalog
 from rewardkit.config import load_config
-from rewardkit.protocols import RewardLike, protocol_gaps
+from rewardkit.seam.catalog import Catalog
+from rewardkit.seam.protocols import RewardLike, protocol_gaps
 
 SPEC = {"components": [{"provider": "exact-match", "weight": 2.0}, {"provider": "nonempty", "weight": 0.5}]}
 

@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 
 import rewardkit
 from rewardkit import RegistrationError
-from rewardkit.errors import RewardContractError
+from rewardkit.contracts.errors import RewardContractError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -16,7 +16,7 @@ from helpers import fake_distribution
 
 import rewardkit
 from rewardkit import RewardExpansionSpec
-from rewardkit.errors import ConfigError, RegistrationError
+from rewardkit.contracts.errors import ConfigError, RegistrationError
 
 SOURCE = """
 from rewardkit import RewardExpansionSpec, hookimpl

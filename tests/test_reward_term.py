@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import rewardkit
-from rewardkit.reward import optimised_term_note
+from rewardkit.scoring.reward import optimised_term_note
 
 HERE = Path(__file__).parent
 GROUPS = [

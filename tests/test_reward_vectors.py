@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewardkit.composition import RewardSpec, RewardSpecError, compose
+from rewardkit.scoring.composition import RewardSpec, RewardSpecError, compose
 from rewardkit_testing.composition_vectors import check_vector, in_process_compose, load_reward_vectors
 
 CASES = load_reward_vectors()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from interrupt_fixtures import write_job
 
-from rewardkit.score_job import journal_path, manifest_path
+from rewardkit.job.score_job import journal_path, manifest_path
 
 HERE = Path(__file__).parent
 GROUP_SIZE = 4
@@ -164,8 +164,8 @@ def test_a_data_error_mid_file_names_resume(tmp_path: Path, capsys: pytest.Captu
     lines = rollouts.read_text().splitlines(keepends=True)
     rollouts.write_text("".join([*lines[:20], "{not json\n", *lines[21:]]))
     out = tmp_path / "out.jsonl"
-    from rewardkit import score_job
     from rewardkit.cli import main
+    from rewardkit.job import score_job
 
     sys.path.insert(0, str(HERE))
     old, score_job.CHUNK_ROLLOUTS = score_job.CHUNK_ROLLOUTS, CHUNK

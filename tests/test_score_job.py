@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rewardkit.cli import main
-from rewardkit.score_job import manifest_path, run_score
+from rewardkit.job.score_job import manifest_path, run_score
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "gsm8k"
@@ -305,7 +305,7 @@ def test_a_reference_missing_for_a_provider_that_needs_it_names_the_column(
 
 
 def test_a_reason_is_printed_escaped_so_a_completion_cannot_drive_the_terminal():
-    from rewardkit.score_job import error_lines
+    from rewardkit.job.score_job import error_lines
 
     chunk = {
         "components": {"flaky": {"error": 1}},

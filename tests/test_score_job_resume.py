@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 import rewardkit
-from rewardkit import score_job
 from rewardkit.cli import main
-from rewardkit.data import RolloutGroup, read_rollouts
-from rewardkit.score_job import journal_path, manifest_path, run_score
-from rewardkit.scored import ScoredBatch
+from rewardkit.job import score_job
+from rewardkit.job.data import RolloutGroup, read_rollouts
+from rewardkit.job.score_job import journal_path, manifest_path, run_score
+from rewardkit.scoring.scored import ScoredBatch
 
 HERE = Path(__file__).parent
 GROUP_SIZE = 4
@@ -68,7 +68,7 @@ def calls(path: Path) -> list[str]:
 
 KILLED_JOB = """
 import os, signal, sys
-from rewardkit import score_job
+from rewardkit.job import score_job
 score_job.CHUNK_ROLLOUTS = {chunk}
 
 def stop(number):

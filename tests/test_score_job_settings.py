@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from interrupt_fixtures import write_job
 
-from rewardkit.answer_journal import answers_path
-from rewardkit.score_job import Journal, journal_path, manifest_path, run_score
+from rewardkit.job.answer_journal import answers_path
+from rewardkit.job.score_job import Journal, journal_path, manifest_path, run_score
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -114,7 +114,7 @@ def test_a_slow_provider_gets_chunks_of_about_chunk_seconds(tmp_path: Path, monk
 
 
 def test_chunks_start_small_and_grow_by_time_up_to_chunk_rollouts():
-    from rewardkit.score_job import ChunkSizer
+    from rewardkit.job.score_job import ChunkSizer
 
     sizer = ChunkSizer(most=4096, seconds=30.0)
     assert sizer.target == 64  # nothing is known of the provider yet: a crash loses little
@@ -156,7 +156,7 @@ def test_a_resume_follows_the_journaled_chunks_under_other_chunk_settings(
     out = tmp_path / "out.jsonl"
     script = (
         "import os, signal, sys\n"
-        "from rewardkit.score_job import run_score\n"
+        "from rewardkit.job.score_job import run_score\n"
         "def stop(number):\n"
         "    if number == 1:\n"
         "        os.kill(os.getpid(), signal.SIGKILL)\n"

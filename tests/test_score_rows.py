@@ -15,8 +15,8 @@ import pytest
 
 import rewardkit
 from rewardkit.contracts import NOTE_MAX_CHARS, RewardProviderSpec
-from rewardkit.errors import RegistrationError, RewardContractError
-from rewardkit.pointwise import map_candidates
+from rewardkit.contracts.errors import RegistrationError, RewardContractError
+from rewardkit.scoring.pointwise import map_candidates
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent

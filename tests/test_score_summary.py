@@ -14,11 +14,11 @@ from types import SimpleNamespace
 import pytest
 
 from rewardkit.cli import main
-from rewardkit.extras import install_line
-from rewardkit.metrics import zero_variance_groups
-from rewardkit.score_job import manifest_path, run_score
-from rewardkit.score_plot import read_values
-from rewardkit.score_progress import ProgressLine, format_progress
+from rewardkit.job.score_job import manifest_path, run_score
+from rewardkit.job.score_plot import read_values
+from rewardkit.job.score_progress import ProgressLine, format_progress
+from rewardkit.scoring.metrics import zero_variance_groups
+from rewardkit.seam.extras import install_line
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "gsm8k"
@@ -119,8 +119,8 @@ class FakeTerminal(io.StringIO):
 
 def test_progress_line_on_a_terminal_skips_journaled_work_in_its_rate(monkeypatch: pytest.MonkeyPatch):
     clock = iter([100.0, 101.0, 105.0, 106.0])  # start, after the journaled chunk, after 10 scored
-    monkeypatch.setattr("rewardkit.score_progress.time", SimpleNamespace(monotonic=lambda: next(clock)))
-    monkeypatch.setattr("rewardkit.score_progress.terminal_width", lambda stream: 80)
+    monkeypatch.setattr("rewardkit.job.score_progress.time", SimpleNamespace(monotonic=lambda: next(clock)))
+    monkeypatch.setattr("rewardkit.job.score_progress.terminal_width", lambda stream: 80)
     terminal = FakeTerminal()
     bar = ProgressLine(100, terminal)
     bar.skip(90)

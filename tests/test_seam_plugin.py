@@ -140,8 +140,8 @@ def _layout() -> tuple[frozenset[str], frozenset[str]]:
 
 DISTRIBUTION_PACKAGES, DISTRIBUTION_NAMES = _layout()
 # The two tables allowed to name distributions: what to install for a missing verb, section or backend
-# (``rewardkit.extras``), and where the old import paths moved (``rewardkit.moved``).
-TABLES = ("core/extras.py", "core/moved.py")
+# (``rewardkit.seam.extras``), and where the old import paths moved (``rewardkit.seam.moved``).
+TABLES = ("core/seam/extras.py", "core/seam/moved.py")
 
 
 def distribution_names_in(

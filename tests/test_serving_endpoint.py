@@ -11,9 +11,9 @@ import threading
 import pytest
 from aiohttp import web
 
-from rewardkit.catalog import serving_strategies
 from rewardkit.checkpoint_serving import ServedModel
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.seam.catalog import serving_strategies
 
 
 @pytest.fixture

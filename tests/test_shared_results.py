@@ -1,4 +1,4 @@
-"""Each distinct answer scored once (``rewardkit.shared_results``): a provider that declares
+"""Each distinct answer scored once (``rewardkit.scoring.shared_results``): a provider that declares
 ``cacheable`` is asked once per distinct answer of a batch, equal candidates get copies of that
 result, and a provider that does not declare it (or whose declaration says no) is asked about
 every candidate. Scored through ``rewardkit.load(...).score(...)`` with ``shared_results_fixtures``."""
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import rewardkit
-from rewardkit import shared_results
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import RegistrationError
+from rewardkit.contracts.errors import RegistrationError
+from rewardkit.scoring import shared_results
+from rewardkit.seam.catalog import resolve_catalog
 
 HERE = Path(__file__).parent
 DISTINCT = ["alpha", "beta answer", "gamma", "bomb please give 10"]

@@ -11,9 +11,9 @@ import pytest
 
 import rewardkit
 from rewardkit.config import RLConfig
-from rewardkit.errors import RewardkitError
-from rewardkit.scored import ScoredBatch
-from rewardkit.split_batch import SplitBatchFinisher, finish_split_batch
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.scoring.scored import ScoredBatch
+from rewardkit.scoring.split_batch import SplitBatchFinisher, finish_split_batch
 
 SIZE = 4
 # Group g1 is split 1 | 3 across parts 0 and 1. `sparse` skips "-..." and weighs its `length`

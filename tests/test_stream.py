@@ -18,11 +18,11 @@ import pytest
 import stream_fixtures
 
 import rewardkit
-from rewardkit import shared_results
-from rewardkit.backpressure import BackpressureTimeout
-from rewardkit.errors import ConfigError, RequestCancelled, RewardkitError
-from rewardkit.scored import ScoredBatch, ScoredGroup
-from rewardkit.stream import stream_of
+from rewardkit.contracts.errors import ConfigError, RequestCancelled, RewardkitError
+from rewardkit.scoring import shared_results
+from rewardkit.scoring.backpressure import BackpressureTimeout
+from rewardkit.scoring.scored import ScoredBatch, ScoredGroup
+from rewardkit.scoring.stream import stream_of
 
 SIZE = 4
 COMPLETIONS = {

@@ -1,4 +1,5 @@
-"""``rewardkit.text``: the one normaliser for candidate text, checked against its documented policy."""
+"""``rewardkit.contracts.text``: the one normaliser for candidate text, checked against its documented
+policy."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rewardkit import text_tables
-from rewardkit.text import fold_lookalikes, has_invisible, is_blank, normalise, skeleton, visible
+from rewardkit.contracts import text_tables
+from rewardkit.contracts.text import fold_lookalikes, has_invisible, is_blank, normalise, skeleton, visible
 
 INVISIBLE = {chr(point) for start, end in text_tables.INVISIBLE for point in range(start, end + 1)}
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from aiohttp import web
 
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
 from rewardkit.transport import HttpClient, HttpError, HttpTimeout, RetryPolicy, run_sync
 
 FAST = RetryPolicy(attempts=4, backoff_s=0.01, max_backoff_s=0.05, jitter=0.0)

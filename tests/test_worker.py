@@ -21,10 +21,10 @@ from rewardkit import (
     RewardSpec,
     RewardWorker,
 )
-from rewardkit.advantages import group_advantages
-from rewardkit.backpressure import BackpressureTimeout, InflightLimiter, RequestTooLarge
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.scoring.advantages import group_advantages
+from rewardkit.scoring.backpressure import BackpressureTimeout, InflightLimiter, RequestTooLarge
+from rewardkit.seam.catalog import resolve_catalog
 
 HERE = Path(__file__).parent
 CATALOG = "worker_fixtures:catalog"
@@ -208,8 +208,8 @@ def test_a_provider_exception_fails_the_batch_under_raise():
 
 
 def _registry_with(spec: rewardkit.RewardProviderSpec) -> Any:
-    from rewardkit.plugins import PluginInfo
-    from rewardkit.registry import Registry
+    from rewardkit.seam.plugins import PluginInfo
+    from rewardkit.seam.registry import Registry
 
     registry: Registry[rewardkit.RewardProviderSpec] = Registry("provider", rewardkit.RewardProviderSpec)
     registry.add(spec.name, spec, PluginInfo("test", "tests", "0", False))
@@ -421,7 +421,7 @@ def test_a_group_larger_than_max_inflight_is_refused_at_once():
 def test_resume_check_refuses_another_identity(monkeypatch: pytest.MonkeyPatch, fresh_plugins: None):
     recorded = rewardkit.load(config()).providers
     monkeypatch.setenv("WORKER_FIXTURE_REVISION", "2")
-    from rewardkit.plugins import reset_plugins
+    from rewardkit.seam.plugins import reset_plugins
 
     reset_plugins()
     current = rewardkit.load(config())

@@ -51,7 +51,7 @@ SLOW_SCORED = {"count": 0}
 def score_slow_or_broken(candidate: RewardCandidate, context: RewardContext) -> RewardProviderResult:
     """``broken`` breaks the contract (the batch fails); anything else takes 20 ms and scores 1."""
     if candidate.completion == "broken":
-        from rewardkit.errors import RewardContractError
+        from rewardkit.contracts.errors import RewardContractError
 
         raise RewardContractError("scripted contract violation", rule="scripted")
     time.sleep(0.02)

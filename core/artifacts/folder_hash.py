@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
 
 _BLOCK = 1 << 20
 _lock = threading.Lock()

@@ -14,11 +14,11 @@ __all__ = ["describe", "get"]
 
 def get(name: str) -> Callable[..., Any]:
     """The entry function of the binding registered as ``name``, imported on first use when given by path."""
-    from rewardkit.catalog import trainer_bindings
-    from rewardkit.errors import PluginLoadError
-    from rewardkit.extras import KNOWN_BINDINGS
-    from rewardkit.plugins import import_module_attribute
-    from rewardkit.registry import owner_label
+    from rewardkit.contracts.errors import PluginLoadError
+    from rewardkit.seam.catalog import trainer_bindings
+    from rewardkit.seam.extras import KNOWN_BINDINGS
+    from rewardkit.seam.plugins import import_module_attribute
+    from rewardkit.seam.registry import owner_label
 
     registry = trainer_bindings()
     # a plugin that failed may be the one providing it: then the registry's error names the failure
@@ -41,7 +41,7 @@ def get(name: str) -> Callable[..., Any]:
 
 def describe() -> list[dict[str, Any]]:
     """What ``rewardkit bindings --json`` prints: every registered binding, by name."""
-    from rewardkit.catalog import trainer_bindings
+    from rewardkit.seam.catalog import trainer_bindings
 
     return [
         {

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rewardkit.errors import BindingError
+from rewardkit.contracts.errors import BindingError
 
 # End-of-sequence markers of common chat templates; OpenRLHF decodes with special tokens kept.
 EOS_MARKERS = ("<|im_end|>", "<|endoftext|>", "<|eot_id|>", "<|end_of_text|>", "</s>", "<eos>")

@@ -8,8 +8,8 @@ from functools import partial
 from rewardkit.builtin.answers import EXTRACTED_ANSWER, score_arithmetic, score_gsm8k
 from rewardkit.builtin.countdown import countdown_provider
 from rewardkit.contracts import RewardProviderSpec
-from rewardkit.hookspecs import hookimpl
-from rewardkit.pointwise import map_candidates
+from rewardkit.scoring.pointwise import map_candidates
+from rewardkit.seam.hookspecs import hookimpl
 
 # Bump when extraction or comparison changes what gsm8k or arithmetic score. 2: a final answer must
 # state one number ("18 or 19", "18 \\pm 1", "18^2" state none; `rewardkit audit` found them paid).

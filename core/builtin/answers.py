@@ -7,7 +7,7 @@ one number. Reading "the last number anywhere" is available as the explicit
 Values compare as exact fractions after removing thousands separators, currency and units.
 
 The markers are found in the completion as a reader sees it (``read_as_reader``): invisible
-characters removed, and each other non-ASCII character read as ``rewardkit.text.fold_lookalikes``
+characters removed, and each other non-ASCII character read as ``rewardkit.contracts.text.fold_lookalikes``
 reads it on its own (``Аnswer:`` with a Cyrillic ``А``, ``＃＃＃＃``, ``the ans\\u200bwer is`` are
 markers). The number is read from what the candidate *wrote* at the same place, with only its
 invisible characters removed: NFKC would read ``10²`` as ``102`` and a look-alike fold ``١`` as
@@ -29,9 +29,9 @@ from typing import NamedTuple
 from rewardkit.builtin.expressions import ExpressionError, evaluate
 from rewardkit.builtin.numbers import last_number, parse_number, stated_number
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
-from rewardkit.errors import RewardContractError
-from rewardkit.text import fold_lookalikes, has_invisible, visible
-from rewardkit.text_tables import BLANK, COMPAT, INVISIBLE, SKELETON
+from rewardkit.contracts.errors import RewardContractError
+from rewardkit.contracts.text import fold_lookalikes, has_invisible, visible
+from rewardkit.contracts.text_tables import BLANK, COMPAT, INVISIBLE, SKELETON
 
 # [ \t]*, not \s*: an empty "####" line must not read the next line of prose as its answer.
 _HASH_FORM = re.compile(r"####[ \t]*(?P<span>[^\n]*)")
@@ -201,7 +201,7 @@ class ReaderText(NamedTuple):
 
 
 def read_as_reader(text: str, alphabet: frozenset[str] = _MARKER_CHARACTERS) -> ReaderText:
-    """``text`` with each character read on its own as ``rewardkit.text.fold_lookalikes`` reads it,
+    """``text`` with each character read on its own as ``rewardkit.contracts.text.fold_lookalikes`` reads it,
     so that markers are found where a reader finds them. Character by character, not NFKC of the
     whole text, so every position maps back to the written text. Only characters read as
     characters of ``alphabet`` (what the markers sought are made of) or as nothing are folded."""

@@ -24,8 +24,8 @@ from typing import Literal
 from rewardkit.builtin.answers import EXTRACTED_ANSWER, read_answer_tag
 from rewardkit.builtin.expressions import ExpressionError, evaluate
 from rewardkit.contracts import MetricContribution, RewardCandidate, RewardContext, RewardProviderResult
-from rewardkit.errors import RewardContractError
-from rewardkit.pointwise import MappedProvider, map_candidates
+from rewardkit.contracts.errors import RewardContractError
+from rewardkit.scoring.pointwise import MappedProvider, map_candidates
 
 Policy = Literal["strict", "lenient"]
 POLICIES: tuple[str, ...] = ("strict", "lenient")

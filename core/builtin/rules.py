@@ -1,6 +1,6 @@
 """Built-in rule rewards lifted through ``map_candidates``: constant, nonempty, exact-match.
 
-``nonempty`` and ``exact-match`` read text through ``rewardkit.text.visible`` (since revision 2):
+``nonempty`` and ``exact-match`` read text through ``rewardkit.contracts.text.visible`` (since revision 2):
 invisible characters (zero-width, format, variation selectors, ...) are removed and blank-rendering
 ones are spaces, so they neither make a blank completion non-empty nor a right answer wrong or a
 wrong one right. Nothing else is folded: exact-match compares what was written, so ``x²`` is not
@@ -14,10 +14,10 @@ from collections.abc import Callable
 from functools import lru_cache, partial
 
 from rewardkit.contracts import RewardCandidate, RewardContext, RewardProviderResult, RewardProviderSpec
-from rewardkit.errors import RewardContractError
-from rewardkit.hookspecs import hookimpl
-from rewardkit.pointwise import Scorer, map_candidates
-from rewardkit.text import visible
+from rewardkit.contracts.errors import RewardContractError
+from rewardkit.contracts.text import visible
+from rewardkit.scoring.pointwise import Scorer, map_candidates
+from rewardkit.seam.hookspecs import hookimpl
 
 _WHITESPACE = re.compile(r"\s+")
 # A result is immutable (read-only terms, frozen fields), so the two verdicts of a yes/no rule are

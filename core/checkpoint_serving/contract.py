@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rewardkit.artifacts import folder_identity
-from rewardkit.errors import RewardkitError
-from rewardkit.identity import canonical_json
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.contracts.identity import canonical_json
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from rewardkit.checkpoint_serving.contract import CheckpointRef, ServedModel, wait_for_model
-from rewardkit.extensions import ServingStrategySpec
-from rewardkit.hookspecs import hookimpl
+from rewardkit.seam.extensions import ServingStrategySpec
+from rewardkit.seam.hookspecs import hookimpl
 
 
 class EndpointStrategy:

@@ -24,8 +24,8 @@ from typing import Any, BinaryIO, TypeVar
 
 import aiohttp
 
-from rewardkit.cancellation import CancelScope, current
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.scoring.cancellation import CancelScope, current
 
 T = TypeVar("T")
 
@@ -220,7 +220,7 @@ def _after(last: HttpError | None) -> str:
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine from synchronous code, also when the caller is inside an event loop (in a
-    thread of its own). When the request it runs for is cancelled (``rewardkit.cancellation``), the
+    thread of its own). When the request it runs for is cancelled (``rewardkit.scoring.cancellation``), the
     coroutine is cancelled too, which closes its HTTP requests, and the request's error is raised."""
     scope = current()
     try:

@@ -26,8 +26,8 @@ import pytest
 from process_table import live_processes_of
 
 import rewardkit
-from rewardkit.attacks import AuditRow, reward_attacks
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.attacks import AuditRow, reward_attacks
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_rl.attacks import code_family
 from rewardkit_rl.attacks.answer_key import ANSWER_KEY_PROGRAM
 from rewardkit_rl.code.reference import parse_reference

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import rewardkit
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow, reward_attacks
+from rewardkit.seam.attacks import AttackFamily, AttackSpec, AuditRow, reward_attacks
 from rewardkit_rl.attacks.format_family import (
     FORMAT_FAMILY,
     OVERLONG_FAMILY,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import rewardkit
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow
+from rewardkit.seam.attacks import AttackFamily, AttackSpec, AuditRow
 from rewardkit_rl.attacks.math_family import (
     CHOICE_ATTACKS,
     CHOICE_FAMILY,
@@ -215,7 +215,7 @@ def math_scored() -> tuple[Scores, dict[str, dict[str, str]]]:
 
 
 def test_math_family_is_registered() -> None:
-    from rewardkit.attacks import reward_attacks
+    from rewardkit.seam.attacks import reward_attacks
 
     found = reward_attacks()
     assert found.families.get("math").value is MATH_FAMILY
@@ -311,7 +311,7 @@ def revision_1_letter(completion: str, row: AuditRow) -> float:
 
 
 def test_the_right_first_hedges_are_registered_and_were_paid_by_revision_1() -> None:
-    from rewardkit.attacks import reward_attacks
+    from rewardkit.seam.attacks import reward_attacks
 
     registered = {spec.name for spec in reward_attacks().of_family("choice")}
     assert set(RIGHT_FIRST_HEDGES) <= registered

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import rewardkit
-from rewardkit.attacks import AuditRow, reward_attacks
-from rewardkit.bound_provider import BoundProvider
+from rewardkit.scoring.bound_provider import BoundProvider
+from rewardkit.seam.attacks import AuditRow, reward_attacks
 from rewardkit_rl.attacks.reward_model_family import REWARD_MODEL_FAMILY
 from rewardkit_rl.verifiers.math_answers import extract_answer, fast_verdict
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 
 DATA = Path(__file__).resolve().parents[2] / "testdata" / "code"
 REFLEXION = "reflexion_{run}.jsonl"

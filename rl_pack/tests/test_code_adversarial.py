@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from process_table import live_processes_of
 
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 
 REFERENCE = {"test_list": ["assert add(1, 2) == 3", "assert add(-1, 1) == 0"]}
 GOOD = "def add(a, b):\n    return a + b\n"

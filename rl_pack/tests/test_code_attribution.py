@@ -1,7 +1,7 @@
 """Who caused it: a fault that could be the infrastructure's is charged only when it reproduces.
 
 A run that timed out, or a slot that failed under it, is run once more alone in its slot after a
-canary program drawn for the fault passed there (``rewardkit.reproduction``):
+canary program drawn for the fault passed there (``rewardkit.scoring.reproduction``):
 
 - it faults again: the candidate's (a timed-out case stays ``timeout``, a failed slot is
   ``sandbox_broken_by_candidate``), the evidence in the ``reproduction`` note, siblings untouched;
@@ -31,8 +31,8 @@ from typing import Any
 import pytest
 
 import rewardkit
-from rewardkit.composition import CompositionError
-from rewardkit.scored import ScoredBatch, ScoredCandidate
+from rewardkit.scoring.composition import CompositionError
+from rewardkit.scoring.scored import ScoredBatch, ScoredCandidate
 from rewardkit_rl.code import sandbox
 from rewardkit_rl.code.sandbox import SandboxError
 

@@ -20,7 +20,7 @@ import aiohttp
 import pytest
 
 import rewardkit
-from rewardkit.errors import RequestTimeout
+from rewardkit.contracts.errors import RequestTimeout
 from rewardkit_service.testing import ServerProcess, write_config
 
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")

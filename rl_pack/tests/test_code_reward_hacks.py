@@ -18,7 +18,7 @@ import time
 import pytest
 from process_table import live_processes_of
 
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 
 # Each hack below is built to pass all of these when tests run in the candidate's own interpreter.
 ASSERTS = [

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from rewardkit.capacity import usable_cpus
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import PreflightError, RewardContractError
+from rewardkit.contracts.errors import PreflightError, RewardContractError
+from rewardkit.scoring.capacity import usable_cpus
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_rl.code.compare import outputs_match
 from rewardkit_rl.code.extraction import extract_program
 from rewardkit_rl.code.reference import parse_reference
@@ -187,7 +187,7 @@ def test_sandboxes_never_outnumber_the_cpus():
 # Run in a fresh interpreter pinned to one CPU: the caps are read when the modules load.
 _PINNED_CAPS = """
 import json
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_rl.code import sandbox
 catalog = resolve_catalog()
 print(json.dumps({

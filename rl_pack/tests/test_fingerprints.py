@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rewardkit import resolve_catalog
-from rewardkit.identity import fingerprinted_code
+from rewardkit.contracts.identity import fingerprinted_code
 
 
 def test_math_and_code_tests_fingerprint_helpers_and_sandbox_scripts():
@@ -32,7 +32,7 @@ def test_the_math_provider_is_registered_at_the_verifiers_revision():
     # then with infinities refused against approximations (revision 6), then with faults decided
     # by reproduction and unpriceable answers refused (revision 7): a run recorded under an older
     # revision must not be resumed or compared as if it were this code.
-    from rewardkit.catalog import resolve_catalog
+    from rewardkit.seam.catalog import resolve_catalog
     from rewardkit_rl.verifiers import math_verifier
 
     assert resolve_catalog().entry("math").spec.revision == math_verifier.REVISION == "7"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import rewardkit
-from rewardkit.errors import ConfigError
+from rewardkit.contracts.errors import ConfigError
 from rewardkit.plugin import CompositionError
 
 STRING_CHECK = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_testing import Case, RewardProviderTests, Sample
 
 IN_TEST_REWARD_MODELS = {"reward-model", "reward-model-ensemble"}

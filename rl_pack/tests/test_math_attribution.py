@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 import rewardkit
-from rewardkit.composition import CompositionError
 from rewardkit.contracts import RewardCandidate, RewardContext, RewardGroupRequest, RewardProviderResult
-from rewardkit.scored import ScoredBatch, ScoredCandidate
+from rewardkit.scoring.composition import CompositionError
+from rewardkit.scoring.scored import ScoredBatch, ScoredCandidate
 from rewardkit_rl.verifiers import math_check
 from rewardkit_rl.verifiers.math_cost import measure, refusal
 from rewardkit_rl.verifiers.math_verifier import CANARY_NAME, MathVerifier

@@ -21,9 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rewardkit.artifacts import folder_hash
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import PreflightError
-from rewardkit.params import operator_only_reason
+from rewardkit.contracts.errors import PreflightError
+from rewardkit.contracts.params import operator_only_reason
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_rl.reward_models.batching import (
     Coalescer,
     fixed_size_batches,
@@ -84,7 +84,7 @@ def test_registers_and_binds_without_importing_torch(tmp_path: Path):
     script = textwrap.dedent(
         f"""
         import sys, threading
-        from rewardkit.catalog import resolve_catalog
+        from rewardkit.seam.catalog import resolve_catalog
         catalog = resolve_catalog()
         assert {{"reward-model", "reward-model-ensemble"}} <= set(catalog.names()), catalog.names()
         before = threading.active_count()

@@ -25,8 +25,8 @@ import torch
 import transformers
 from aiohttp import web
 
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import ProviderError
+from rewardkit.contracts.errors import ProviderError
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_vllm.testing import build_tiny_reward_model
 
 PROMPT = "is the cat good"

@@ -22,8 +22,8 @@ import pytest
 import torch
 import transformers
 
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import ProviderError
+from rewardkit.contracts.errors import ProviderError
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_rl.reward_models import remote
 from rewardkit_vllm.server import VllmServer
 from rewardkit_vllm.testing import build_tiny_reward_model

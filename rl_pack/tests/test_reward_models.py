@@ -25,8 +25,8 @@ import torch
 import transformers
 
 import rewardkit
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import PreflightError
+from rewardkit.contracts.errors import PreflightError
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_rl.reward_models.text import chat_messages
 from rewardkit_testing import Case, RewardProviderTests, Sample
 from rewardkit_vllm.testing import build_tiny_reward_model as build_reward_model

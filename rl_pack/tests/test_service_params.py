@@ -20,9 +20,9 @@ import aiohttp
 import pytest
 
 import rewardkit
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import PreflightError, SelectionRefused
-from rewardkit.params import UNSANDBOXED_ENV, operator_only_reason
+from rewardkit.contracts.errors import PreflightError, SelectionRefused
+from rewardkit.contracts.params import UNSANDBOXED_ENV, operator_only_reason
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_rl.code import REVISION
 from rewardkit_rl.code.compare import COMPARE_MODES
 from rewardkit_rl.code.params import CodeTestsParams
@@ -156,7 +156,7 @@ def test_isolation_none_needs_the_operator_setting_in_process(
     with pytest.raises(PreflightError, match=f"isolation='none'.*set {UNSANDBOXED_ENV}=1"):
         rewardkit.load(config)
     monkeypatch.setenv(UNSANDBOXED_ENV, "1")
-    with caplog.at_level(logging.WARNING, logger="rewardkit.params"):
+    with caplog.at_level(logging.WARNING, logger="rewardkit.contracts.params"):
         rewardkit.load(config).close()
     assert "'code-tests' runs WITHOUT a sandbox" in caplog.text
 

@@ -1,4 +1,4 @@
-"""The rules read candidate text as a reader sees it (``rewardkit.text``, issue 41).
+"""The rules read candidate text as a reader sees it (``rewardkit.contracts.text``, issue 41).
 
 Attacks: copies of a sentence told apart only by invisible format characters or look-alike letters
 (repetition), blocks that render blank and look-alike copies of a tag (format), a second option

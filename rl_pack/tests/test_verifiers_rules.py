@@ -143,7 +143,7 @@ def test_format_options_and_preflight() -> None:
 
 def test_multiple_choice_and_format_are_registered_at_their_revisions() -> None:
     # revision 2 of each: hedged phrasings and empty blocks score 0 (found by rewardkit audit);
-    # revision 3: both read look-alike letters as what they imitate (rewardkit.text)
+    # revision 3: both read look-alike letters as what they imitate (rewardkit.contracts.text)
     from rewardkit_rl.verifiers import format_tags, multiple_choice
 
     catalog = resolve_catalog()

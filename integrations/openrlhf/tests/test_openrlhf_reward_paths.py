@@ -23,7 +23,7 @@ from transformers import PreTrainedTokenizerFast
 
 import rewardkit
 import rewardkit_bindings.openrlhf as binding
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
 from rewardkit_bindings.loading import forget_rewards
 from rewardkit_service.testing import ServerProcess
 

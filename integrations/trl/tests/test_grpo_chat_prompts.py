@@ -30,8 +30,8 @@ from rewardkit import (
     RewardProviderSpec,
 )
 from rewardkit.config import DataConfig
-from rewardkit.data import load_prompt_rows
-from rewardkit.frozen import freeze, strictly_equal
+from rewardkit.contracts.frozen import freeze, strictly_equal
+from rewardkit.job.data import load_prompt_rows
 from rewardkit_bindings.trl import reward_funcs
 
 RECEIVED: list[dict] = []

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 import rewardkit
-from rewardkit.attacks import reward_attacks
 from rewardkit.cli import main
+from rewardkit.seam.attacks import reward_attacks
 from rewardkit_audit import audit
 from rewardkit_audit.plan import ProviderFacts, Unit, plan_units
 from rewardkit_audit.report import EXIT_COULD_NOT_RUN, EXIT_HOLDS, EXIT_LEAKS

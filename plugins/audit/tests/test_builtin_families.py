@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 import rewardkit
-from rewardkit.attacks import AttackFamily, AttackSpec, AuditRow, reward_attacks
 from rewardkit.builtin.answers import last_answer_tag
 from rewardkit.builtin.countdown import judge_countdown
 from rewardkit.builtin.expressions import ExpressionError, evaluate
 from rewardkit.builtin.numbers import first_number, iter_numbers, last_number
+from rewardkit.seam.attacks import AttackFamily, AttackSpec, AuditRow, reward_attacks
 from rewardkit_audit.families import answer, countdown, exact
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.plugins import reset_plugins
+from rewardkit.seam.plugins import reset_plugins
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests"))
 

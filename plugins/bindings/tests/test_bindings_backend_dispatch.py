@@ -1,4 +1,5 @@
-"""The bindings reach their backend through the core's one dispatcher (``rewardkit.reward.build_reward``):
+"""The bindings reach their backend through the core's one dispatcher
+(``rewardkit.scoring.reward.build_reward``):
 for the same configuration they fail exactly as ``rewardkit.load`` does."""
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ import pytest
 import rewardkit_bindings.openrlhf as openrlhf_binding
 import rewardkit_bindings.trl as trl_binding
 import rewardkit_bindings.verl as verl_binding
-from rewardkit.extras import MissingExtraError
-from rewardkit.reward import Reward
+from rewardkit.scoring.reward import Reward
+from rewardkit.seam.extras import MissingExtraError
 from rewardkit_bindings.loading import forget_rewards
 
 SPEC = {"components": [{"provider": "exact-match", "weight": 2.0}, {"provider": "nonempty", "weight": 0.5}]}

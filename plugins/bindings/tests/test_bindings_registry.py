@@ -15,9 +15,9 @@ from helpers import fake_distribution
 
 import rewardkit.bindings
 from rewardkit import PluginLoadError, UnknownNameError
-from rewardkit.catalog import trainer_bindings
 from rewardkit.cli import main
-from rewardkit.plugins import import_module_attribute
+from rewardkit.seam.catalog import trainer_bindings
+from rewardkit.seam.plugins import import_module_attribute
 
 DOC = "docs/bindings.md"
 # OpenRLHF is given a file, not a function: it imports this name from it.

@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from rewardkit.catalog import trainer_bindings
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
 from rewardkit.plugin import BindingError
-from rewardkit.plugins import import_module_attribute
-from rewardkit.reward import load
+from rewardkit.scoring.reward import load
+from rewardkit.seam.catalog import trainer_bindings
+from rewardkit.seam.plugins import import_module_attribute
 from rewardkit_bindings.loading import forget_rewards
 from rewardkit_bindings.trl import async_reward_funcs, binding, reward_funcs
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rewardkit.plugin import BindingError
-from rewardkit.reward import load
+from rewardkit.scoring.reward import load
 from rewardkit_bindings.loading import forget_rewards
 from rewardkit_bindings.trl import RankFailure, binding
 

@@ -13,7 +13,7 @@ import rewardkit_bindings.verl as verl
 from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
 from rewardkit.contracts import RewardCandidate, RewardContext
 from rewardkit.plugin import BindingError
-from rewardkit.reward import load
+from rewardkit.scoring.reward import load
 from rewardkit_bindings.loading import forget_rewards
 from rewardkit_bindings.trl import binding
 from rewardkit_bindings.truncation import (

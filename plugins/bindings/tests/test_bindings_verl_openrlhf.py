@@ -14,7 +14,7 @@ import pytest
 import rewardkit_bindings.openrlhf as openrlhf_binding
 import rewardkit_bindings.verl as verl_binding
 from rewardkit.config import load_config
-from rewardkit.errors import ConfigError, RewardkitError
+from rewardkit.contracts.errors import ConfigError, RewardkitError
 from rewardkit.plugin import BindingError, response_of
 from rewardkit_bindings.loading import forget_rewards
 from rewardkit_bindings.openrlhf import reward_func

@@ -19,7 +19,7 @@ import pytest
 from checkpoint_fixtures import ScriptedModels, ServerThread, write_checkpoint, write_prompts
 
 from rewardkit.config import load_config
-from rewardkit.reward import load
+from rewardkit.scoring.reward import load
 from rewardkit_checkpoints.curve import curve_rows, curve_series, plot_curve
 from rewardkit_checkpoints.watcher import EXIT_GATE, Watcher
 

@@ -20,10 +20,10 @@ from checkpoint_fixtures import ScriptedModels, ServerThread, chat_reply, write_
 
 from rewardkit.cli import main
 from rewardkit.config import load_config
-from rewardkit.errors import DataError, IdentityMismatchError, RewardkitError
-from rewardkit.frozen import freeze, strictly_equal, thaw
-from rewardkit.plugins import reset_plugins
-from rewardkit.reward import load
+from rewardkit.contracts.errors import DataError, IdentityMismatchError, RewardkitError
+from rewardkit.contracts.frozen import freeze, strictly_equal, thaw
+from rewardkit.scoring.reward import load
+from rewardkit.seam.plugins import reset_plugins
 from rewardkit_bindings.trl import reward_funcs
 from rewardkit_checkpoints.curve import curve_rows
 from rewardkit_checkpoints.watcher import Watcher

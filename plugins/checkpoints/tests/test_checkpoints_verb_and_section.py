@@ -7,7 +7,7 @@ import pytest
 
 from rewardkit.cli import build_parser
 from rewardkit.config import load_config
-from rewardkit.errors import ConfigError
+from rewardkit.contracts.errors import ConfigError
 from rewardkit_checkpoints.section import CheckpointsConfig
 
 MINIMAL = {"rl.reward.provider": "exact-match"}

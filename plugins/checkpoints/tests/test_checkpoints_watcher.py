@@ -16,7 +16,7 @@ import pytest
 from checkpoint_fixtures import ScriptedModels, ServerThread, write_checkpoint, write_prompts
 
 from rewardkit.config import load_config
-from rewardkit.reward import load
+from rewardkit.scoring.reward import load
 from rewardkit_checkpoints.curve import curve_rows, plot_curve
 from rewardkit_checkpoints.discovery import discover
 from rewardkit_checkpoints.evaluate import record_value

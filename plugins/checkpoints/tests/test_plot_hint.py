@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.errors import RewardkitError
-from rewardkit.extras import install_line
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.seam.extras import install_line
 from rewardkit_checkpoints.curve import plot_curve
 
 

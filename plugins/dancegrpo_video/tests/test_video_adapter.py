@@ -11,8 +11,8 @@ from video_helpers import IdentityDecoder
 
 import rewardkit
 from rewardkit import PreflightError, RewardContractError, RewardkitError
-from rewardkit.catalog import resolve_catalog
-from rewardkit.metrics import merge_metrics
+from rewardkit.scoring.metrics import merge_metrics
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_dancegrpo import PROVIDER_NAME, VideoRewardConfig
 from rewardkit_media import REVISION_SENTINEL
 from rewardkit_media.decoded import to_uint8

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_dancegrpo import PROVIDER_NAME
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rewardkit.plugins import reset_plugins
+from rewardkit.seam.plugins import reset_plugins
 
 # The suite treats a plugin that fails to load as a failure, never as a warning.
 os.environ.setdefault("REWARDKIT_STRICT_PLUGINS", "1")

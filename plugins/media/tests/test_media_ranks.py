@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import rewardkit
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
 from rewardkit_media.ranks import RankScores, RankScoringError, score_on_ranks
 
 CONFIG = {"rl": {"reward": {"provider": "exact-match"}}}

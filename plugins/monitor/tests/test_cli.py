@@ -15,8 +15,8 @@ import pytest
 import rewardkit
 from rewardkit.cli import main
 from rewardkit.config import load_config
-from rewardkit.errors import RewardkitError
-from rewardkit.observers import ObservedBatch, observer_for
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.scoring.observers import ObservedBatch, observer_for
 from rewardkit_monitor.cli import EXIT_ALARM, run_monitor
 from rewardkit_monitor.report import MonitorLogError, find_logs, format_report, read_log
 

@@ -18,7 +18,7 @@ import pytest
 
 import rewardkit
 from rewardkit.config import load_config
-from rewardkit.observers import ObservedBatch, observer_for
+from rewardkit.scoring.observers import ObservedBatch, observer_for
 from rewardkit_monitor.monitor import RewardMonitor
 
 GROUPS, SIZE, WARMUP = 16, 8, 20

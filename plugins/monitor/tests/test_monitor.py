@@ -14,9 +14,9 @@ import pytest
 
 import rewardkit
 from rewardkit.config import RewardkitConfig, load_config
-from rewardkit.errors import ConfigError, RewardkitError
-from rewardkit.observers import ObservedBatch, observer_for
-from rewardkit.protocols import RewardLike
+from rewardkit.contracts.errors import ConfigError, RewardkitError
+from rewardkit.scoring.observers import ObservedBatch, observer_for
+from rewardkit.seam.protocols import RewardLike
 from rewardkit_monitor import MonitorSettings, RewardMonitor, RunMonitors, build_monitor, parse_settings
 from rewardkit_monitor.calibration import THRESHOLDS
 from rewardkit_monitor.monitor import EXAMINED_ROLLOUTS

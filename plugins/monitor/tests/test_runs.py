@@ -13,8 +13,8 @@ import pytest
 
 import rewardkit
 from rewardkit.config import RewardkitConfig, load_config
-from rewardkit.observers import ObservedBatch
-from rewardkit.protocols import RewardLike
+from rewardkit.scoring.observers import ObservedBatch
+from rewardkit.seam.protocols import RewardLike
 from rewardkit_monitor import RunMonitors, RunOwnedElsewhere, TooManyRuns
 
 HONEST = {"provider": "exact-match"}

@@ -89,7 +89,8 @@ def test_groups_in_any_order_and_of_any_size_read_the_same() -> None:
 def test_saturation_and_duplicates() -> None:
     reward = np.array([1.0, 1.0, 0.0, 1.0, math.nan, 1.0])
     groups = np.array([0, 0, 1, 1, 2, 2])
-    # group 0 all equal; group 2 has one reward left: both count (rewardkit.metrics.zero_variance_groups)
+    # group 0 all equal; group 2 has one reward left: both count
+    # (rewardkit.scoring.metrics.zero_variance_groups)
     assert signals.zero_variance_share(reward, groups) == pytest.approx(2 / 3)
     assert math.isnan(signals.zero_variance_share(reward, None))
     assert signals.at_max_share(reward, 1.0) == pytest.approx(4 / 5)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rewardkit.bound_provider import BoundProvider
-from rewardkit.catalog import resolve_catalog
+from rewardkit.scoring.bound_provider import BoundProvider
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_nih_judge.testing import ScriptedJudge
 
 os.environ.setdefault("REWARDKIT_STRICT_PLUGINS", "1")

@@ -32,7 +32,7 @@ from nih_judge_helpers import RUBRIC, judge_params
 
 import rewardkit
 import rewardkit_nih_judge_attacks as attacks
-from rewardkit.attacks import AuditRow, reward_attacks
+from rewardkit.seam.attacks import AuditRow, reward_attacks
 from rewardkit_nih_judge.testing import ScriptedJudge, fenced, graded, pair
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture

@@ -8,8 +8,8 @@ import time
 import pytest
 from nih_judge_helpers import bind, close, rollouts
 
-from rewardkit.cancellation import CancelScope, entered
-from rewardkit.errors import ProviderError, RequestCancelled
+from rewardkit.contracts.errors import ProviderError, RequestCancelled
+from rewardkit.scoring.cancellation import CancelScope, entered
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture
 

@@ -23,8 +23,8 @@ import pytest
 from nih_judge_helpers import bind, close, judge_params, rollouts
 
 import rewardkit
-from rewardkit.errors import RewardkitError
-from rewardkit.scored import ScoredBatch, ScoredCandidate
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.scoring.scored import ScoredBatch, ScoredCandidate
 from rewardkit_nih_judge.testing import Reply, completion_body, graded, listed, pair
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture

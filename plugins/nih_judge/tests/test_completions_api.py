@@ -13,7 +13,7 @@ from typing import Any
 
 from nih_judge_helpers import bind, close, judge_params, rollouts
 
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_nih_judge.testing import Reply, enveloped, fenced, graded, system_text, user_text
 from rewardkit_nih_judge.verdicts import verdict_schema
 

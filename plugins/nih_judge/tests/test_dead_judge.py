@@ -17,8 +17,8 @@ import pytest
 
 import rewardkit
 from rewardkit.cli import main
-from rewardkit.errors import RewardkitError
-from rewardkit.score_job import journal_path, manifest_path
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.job.score_job import journal_path, manifest_path
 from rewardkit_nih_judge.testing import Reply, ScriptedJudge, graded
 
 GROUPS = 100  # enough groups that the batch is cut into many chunks scored concurrently

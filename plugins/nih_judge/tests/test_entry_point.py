@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pytest
 from nih_judge_helpers import judge_params
 
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_nih_judge.compare import make_compare_judge
 from rewardkit_nih_judge.rubric import make_rubric_judge
 from rewardkit_nih_judge.testing import ScriptedJudge

@@ -18,8 +18,8 @@ import pytest
 from nih_judge_helpers import bind, judge_params, rollouts
 
 import rewardkit
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import PreflightError, RewardkitError
+from rewardkit.contracts.errors import PreflightError, RewardkitError
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_nih_judge.testing import announced
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture

@@ -11,9 +11,9 @@ import yaml
 from nih_judge_helpers import judge_params, rollouts
 
 import rewardkit
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import RewardkitError
-from rewardkit.score_job import run_score
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.job.score_job import run_score
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_nih_judge.testing import Reply, graded
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture

@@ -16,7 +16,7 @@ import pytest
 from nih_judge_helpers import judge_params
 
 import rewardkit
-from rewardkit.composition import CompositionError
+from rewardkit.scoring.composition import CompositionError
 from rewardkit_nih_judge.testing import Reply, graded
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture

@@ -24,8 +24,8 @@ import pytest
 from nih_judge_helpers import judge_params, rollouts
 
 import rewardkit
-from rewardkit.errors import RewardkitError
-from rewardkit.scored import ScoredBatch, ScoredCandidate
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.scoring.scored import ScoredBatch, ScoredCandidate
 from rewardkit_nih_judge.testing import Reply, ScriptedJudge, graded, listed, pair
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture

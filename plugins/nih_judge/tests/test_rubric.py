@@ -8,7 +8,7 @@ import pytest
 from nih_judge_helpers import bind, close, rollouts
 
 import rewardkit
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
 from rewardkit_nih_judge.testing import Reply, announced, graded, user_text
 
 pytest_plugins = ("nih_judge_fixtures",)  # the `judge` fixture

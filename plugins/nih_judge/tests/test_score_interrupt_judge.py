@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from rewardkit.answer_journal import answers_path
-from rewardkit.score_job import journal_path, manifest_path
+from rewardkit.job.answer_journal import answers_path
+from rewardkit.job.score_job import journal_path, manifest_path
 from rewardkit_nih_judge.testing import Reply, ScriptedJudge, graded
 
 GROUPS = 120

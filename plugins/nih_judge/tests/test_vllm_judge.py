@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rewardkit.catalog import resolve_catalog
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_vllm.server import VllmServer
 from rewardkit_vllm.testing import build_grammar_llama, build_tiny_llama
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import ray
 
-from rewardkit.plugins import reset_plugins
+from rewardkit.seam.plugins import reset_plugins
 
 HERE = Path(__file__).resolve().parent
 CPUS = 2

@@ -16,7 +16,7 @@ from functools import partial
 
 from rewardkit import RewardCandidate, RewardContext, RewardProviderResult, RewardProviderSpec
 from rewardkit.contracts import MetricContribution
-from rewardkit.pointwise import map_candidates
+from rewardkit.scoring.pointwise import map_candidates
 
 REVISION_ENV = "REWARDKIT_RAYTEST_REVISION"
 SCRIPTED = ("scripted-a", "scripted-b", "scripted-c")

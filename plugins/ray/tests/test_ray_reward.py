@@ -18,11 +18,11 @@ from ray_catalog import REVISION_ENV, catalog
 
 import rewardkit
 from rewardkit import Reward
-from rewardkit.backpressure import RequestTooLarge
-from rewardkit.composition import CompositionError
 from rewardkit.config import load_config
-from rewardkit.errors import IdentityMismatchError
-from rewardkit.identity import provider_identity
+from rewardkit.contracts.errors import IdentityMismatchError
+from rewardkit.contracts.identity import provider_identity
+from rewardkit.scoring.backpressure import RequestTooLarge
+from rewardkit.scoring.composition import CompositionError
 from rewardkit_ray.backend import ActorsLostError, RayReward
 from rewardkit_testing.composition_vectors import check_vector, load_reward_vectors
 
@@ -294,7 +294,7 @@ def test_closed_reward_refuses_to_score_and_validation_is_in_process(ray_cluster
 
 
 def test_a_request_timeout_raises_without_waiting_for_the_actors(ray_cluster: dict) -> None:
-    from rewardkit.errors import RequestTimeout
+    from rewardkit.contracts.errors import RequestTimeout
 
     spec = {"components": [{"provider": "scripted-a", "params": {"sleep_s": 1.0}}], "onError": "zero"}
     groups = scripted_groups(8, seed=4)  # 8 groups x 4 candidates x 1 s on 2 actors: about 16 s

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import rewardkit
-from rewardkit.catalog import Catalog
 from rewardkit.config import load_config
-from rewardkit.protocols import RewardLike, protocol_gaps
+from rewardkit.seam.catalog import Catalog
+from rewardkit.seam.protocols import RewardLike, protocol_gaps
 from rewardkit_ray.backend import RayReward
 
 

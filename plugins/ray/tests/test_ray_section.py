@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rewardkit.config import load_config
-from rewardkit.errors import ConfigError
+from rewardkit.contracts.errors import ConfigError
 from rewardkit_ray.section import RayConfig
 
 MINIMAL = {"rl.reward.provider": "exact-match"}

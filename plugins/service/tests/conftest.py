@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rewardkit.plugins import reset_plugins
+from rewardkit.seam.plugins import reset_plugins
 
 CORE_TESTS = Path(__file__).resolve().parents[3] / "tests"
 if str(CORE_TESTS) not in sys.path:

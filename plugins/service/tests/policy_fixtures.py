@@ -16,7 +16,7 @@ from pydantic import Field
 
 from rewardkit import RewardProviderResult, RewardProviderSpec, map_candidates
 from rewardkit.contracts import RewardCandidate, RewardContext
-from rewardkit.params import ParamsModel, operator_only
+from rewardkit.contracts.params import ParamsModel, operator_only
 
 
 class GuardedParams(ParamsModel):

@@ -16,8 +16,8 @@ from remote_fixtures import mixed_groups
 from service_fixtures import CORE_TESTS, start_server
 
 import rewardkit
-from rewardkit.backpressure import BackpressureTimeout
-from rewardkit.errors import ConfigError
+from rewardkit.contracts.errors import ConfigError
+from rewardkit.scoring.backpressure import BackpressureTimeout
 from rewardkit_service.client import RemoteServiceError
 
 CATALOG = "remote_fixtures:catalog"

@@ -8,7 +8,7 @@ import pytest
 from service_fixtures import CORE_TESTS, start_server
 
 import rewardkit
-from rewardkit.protocols import RewardLike, protocol_gaps
+from rewardkit.seam.protocols import RewardLike, protocol_gaps
 from rewardkit_service.client import RemoteReward
 
 CATALOG = "remote_fixtures:catalog"

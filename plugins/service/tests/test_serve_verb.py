@@ -11,8 +11,8 @@ import yaml
 
 from rewardkit.cli import build_parser, main
 from rewardkit.config import load_config
-from rewardkit.errors import ConfigError
-from rewardkit.extras import install_line
+from rewardkit.contracts.errors import ConfigError
+from rewardkit.seam.extras import install_line
 from rewardkit_service.section import ServiceConfig
 
 

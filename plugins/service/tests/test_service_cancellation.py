@@ -21,7 +21,7 @@ import pytest
 from service_fixtures import slow_groups, start_server
 
 import rewardkit
-from rewardkit.errors import RequestTimeout
+from rewardkit.contracts.errors import RequestTimeout
 from rewardkit_service.testing import ServerProcess
 
 SLOW = """

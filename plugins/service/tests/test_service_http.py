@@ -14,8 +14,8 @@ import pytest
 from service_fixtures import gsm8k_groups, start_server
 
 import rewardkit
-from rewardkit.catalog import resolve_catalog
-from rewardkit.errors import PreflightError, RewardContractError
+from rewardkit.contracts.errors import PreflightError, RewardContractError
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_service.client import RemoteReward, RemoteServiceError
 from rewardkit_service.testing import ServerProcess
 from rewardkit_testing.composition_vectors import check_vector, load_reward_vectors

@@ -25,11 +25,16 @@ from policy_fixtures import GuardedParams
 from service_fixtures import fixtures_pythonpath, start_server
 
 import rewardkit
-from rewardkit.catalog import resolve_catalog
-from rewardkit.composition import RewardSpec
 from rewardkit.config import ServiceAllow, load_config
-from rewardkit.errors import ConfigError, PreflightError, SelectionRefused
-from rewardkit.params import UNSANDBOXED_ENV, derive_params_model, operator_only_reason, schema_document
+from rewardkit.contracts.errors import ConfigError, PreflightError, SelectionRefused
+from rewardkit.contracts.params import (
+    UNSANDBOXED_ENV,
+    derive_params_model,
+    operator_only_reason,
+    schema_document,
+)
+from rewardkit.scoring.composition import RewardSpec
+from rewardkit.seam.catalog import resolve_catalog
 from rewardkit_service.auth import is_loopback
 from rewardkit_service.policy import SelectionPolicy
 from rewardkit_service.testing import ServerProcess
@@ -164,7 +169,7 @@ def test_an_unsandboxed_value_needs_the_operator_setting_in_process_too(
     with pytest.raises(PreflightError, match=UNSANDBOXED_ENV):
         rewardkit.load(config)
     monkeypatch.setenv(UNSANDBOXED_ENV, "1")
-    with caplog.at_level(logging.WARNING, logger="rewardkit.params"):
+    with caplog.at_level(logging.WARNING, logger="rewardkit.contracts.params"):
         rewardkit.load(config)
     assert "WITHOUT a sandbox" in caplog.text and "isolation='none'" in caplog.text
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from rewardkit.errors import ConfigError
+from rewardkit.contracts.errors import ConfigError
 from rewardkit_service.app import ServiceSettings
 from rewardkit_service.auth import TokenChecker, load_tokens, read_tokens_file
 from rewardkit_service.limiter import AsyncInflightLimiter, BackpressureTimeout, RequestTooLarge

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import rewardkit_testing
-from rewardkit import moved
+from rewardkit.seam import moved
 from rewardkit_testing import composition_vectors
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -15,7 +15,7 @@ import pytest
 from conftest import vllm_processes
 
 from rewardkit.config import load_config
-from rewardkit.reward import load
+from rewardkit.scoring.reward import load
 from rewardkit_checkpoints.curve import curve_rows, plot_curve
 from rewardkit_checkpoints.watcher import Watcher
 from rewardkit_vllm.testing import WORDS, build_lora_adapter, build_tiny_llama

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from rewardkit.catalog import serving_strategies
+from rewardkit.seam.catalog import serving_strategies
 from rewardkit_vllm import VllmLoraStrategy, VllmServeStrategy
 
 

@@ -7,9 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from conftest import assert_gone, complete, vllm_processes
 
-from rewardkit.catalog import serving_strategies
 from rewardkit.checkpoint_serving.contract import list_models
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.seam.catalog import serving_strategies
 from rewardkit_vllm import VllmLoraStrategy
 from rewardkit_vllm.testing import greedy
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import assert_gone, complete, vllm_processes
 
-from rewardkit.catalog import serving_strategies
-from rewardkit.errors import RewardkitError
+from rewardkit.contracts.errors import RewardkitError
+from rewardkit.seam.catalog import serving_strategies
 from rewardkit_supervise import StartError, session_pids
 from rewardkit_vllm import VllmLoraStrategy, VllmServeStrategy
 from rewardkit_vllm.testing import greedy

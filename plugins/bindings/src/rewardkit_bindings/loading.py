@@ -1,6 +1,7 @@
 """The configuration a trainer binding scores with (``config=`` or ``$REWARDKIT_CONFIG``), and one
 ``Reward`` per (configuration, selection, group size) and process: building one resolves plugins and
-preflights providers. Rewards are built by ``rewardkit.reward.build_reward``, as ``rewardkit.load`` does.
+preflights providers. Rewards are built by ``rewardkit.scoring.reward.build_reward``, as ``rewardkit.load``
+does.
 """
 
 from __future__ import annotations

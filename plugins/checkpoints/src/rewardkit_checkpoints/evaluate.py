@@ -1,6 +1,6 @@
 """Evaluating one checkpoint: serve it, generate, score, and write its results atomically.
 
-The prompts are read by the core's prompt-row loader (``rewardkit.data.load_prompt_rows``) from
+The prompts are read by the core's prompt-row loader (``rewardkit.job.data.load_prompt_rows``) from
 ``checkpoints.prompts``, a data section of the same shape as ``rl.data``, or from ``rl.data``
 itself when that section is not given, so a run spec is a checkpoint suite. Each prompt reaches
 the reward as the loader read it: chat messages stay a list of messages, as the TRL binding hands
@@ -162,7 +162,7 @@ def check_same_reward(
 ) -> list[str]:
     """Refuse results in ``summary`` (the file ``where``) scored under another reward than
     ``providers`` with ``spec``: another catalog, provider, revision or identity hash (each named
-    with both values, by ``rewardkit.provenance``), or another composition. Returns the warnings
+    with both values, by ``rewardkit.job.provenance``), or another composition. Returns the warnings
     about code changed without a revision bump (an error under ``REWARDKIT_STRICT_IDENTITY=1``)."""
     try:
         recorded = [ProviderRecord.from_json(item) for item in summary["providers"]]

@@ -15,7 +15,7 @@ scores into the batch's:
    nothing;
 3. every rank checks that all ranks scored with the same providers (their identities: params,
    decoder attestation and deployed scorer revision), then finishes the gathered parts with the
-   core's split-batch finisher (``rewardkit.split_batch``): the pieces of a group are joined in
+   core's split-batch finisher (``rewardkit.scoring.split_batch``): the pieces of a group are joined in
    rank order, advantages are computed over whole groups, the providers' report is merged
    exactly, and each ``*/advantage/abs_mean`` is taken over every advantage of the batch. The
    parts are the same on every rank, so the result is too: the same metrics everywhere, equal to

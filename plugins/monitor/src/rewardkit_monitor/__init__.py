@@ -1,7 +1,7 @@
 """rewardkit-monitor: early warning during training that the policy is gaming its reward.
 
 ``build_monitor(config)`` gives the ``RewardMonitor`` that ``rl.monitor`` configures (the trainer
-bindings call it through ``rewardkit.observers.observer_for``); ``RunMonitors`` keeps one per
+bindings call it through ``rewardkit.scoring.observers.observer_for``); ``RunMonitors`` keeps one per
 client run for the Reward Service. Signals and detectors are in ``signals`` and ``detectors``.
 """
 

@@ -105,7 +105,9 @@ class _Step:
     rollouts: int = 0
     calls: int = 0
     examined_groups: int = 0
-    zero_variance: int = 0  # examined groups with all rewards equal (rewardkit.metrics.zero_variance_groups)
+    zero_variance: int = (
+        0  # examined groups with all rewards equal (rewardkit.scoring.metrics.zero_variance_groups)
+    )
     within_repeats: int = 0  # examined rollouts repeating an earlier completion of their group
     discordant: float = 0.0  # the divergence's numerator and pairs, for the level check
     pairs: int = 0
@@ -178,7 +180,7 @@ def build_reference(config: RewardkitConfig, settings: MonitorSettings) -> Rewar
 
 
 def build_monitor(config: RewardkitConfig) -> RewardMonitor:
-    """The monitor ``rl.monitor`` configures (what ``rewardkit.observers.observer_for`` calls)."""
+    """The monitor ``rl.monitor`` configures (what ``rewardkit.scoring.observers.observer_for`` calls)."""
     settings = config.section(PREFIX, MonitorSettings) or MonitorSettings()
     return RewardMonitor(settings, build_reference(config, settings))
 

@@ -259,7 +259,7 @@ def length_coupling(reward: np.ndarray, length: np.ndarray, groups: np.ndarray |
 
 
 def zero_variance_share(reward: np.ndarray, groups: np.ndarray | None) -> float:
-    """The share of groups whose rewards are all equal (``rewardkit.metrics.zero_variance_groups``,
+    """The share of groups whose rewards are all equal (``rewardkit.scoring.metrics.zero_variance_groups``,
     the count the batch summary reports: a group with fewer than two rewards counts too). NaN without
     groups."""
     if groups is None:

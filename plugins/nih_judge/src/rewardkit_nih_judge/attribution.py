@@ -3,7 +3,7 @@
 A question whose verdict stayed unreadable or off the scale after the re-asks, that the judge
 refused for its content, or whose request failed (a 5xx, a timeout, a dropped connection: a
 payload can bring a model server down) *could* be the judge's fault as much as the candidate's. It is decided
-with the core's one rule (``rewardkit.reproduction``): a **canary** is asked live, to the same
+with the core's one rule (``rewardkit.scoring.reproduction``): a **canary** is asked live, to the same
 judge with the same prompt layout and limits, holding answers drawn per request from the group
 (other candidates' answers a live verdict read, never the suspect's text, never a fixed public
 list: ``stand_ins``); it passes when its verdict is readable and on the scale. Then the suspect

@@ -17,7 +17,7 @@ data to grade, never instructions. Inside a fenced value these transformations a
   literal lines (``Rubric:``, ``Task:``, ``Answer to grade:``, ``Answer A:``, a custom template's
   own lines; for comparisons any ``Answer X:``) is prefixed with ``[data] ``. Lines are split as
   ``str.splitlines`` does (``\\r``, ``\\u2028`` and the other separators count); the comparison
-  is made on skeletons (``rewardkit.text``: NFKC, invisible characters such as variation
+  is made on skeletons (``rewardkit.contracts.text``: NFKC, invisible characters such as variation
   selectors and zero-width spaces removed, case folded, Unicode TR39 confusables folded) without
   whitespace or markdown decoration (``* _ ` ~ # > | [ ] ( )``, a leading ``-``, ``+`` or bullet),
   so ``**ANSWER  TO GRADE :**``, ``Аnswer to grade:`` with a Cyrillic ``А`` and ``Answer`` with a
@@ -200,7 +200,7 @@ _BARS = str.maketrans(dict.fromkeys("\u01c0\u05c0\u2223\u2502\u23fd\uffe8", "|")
 
 
 def compact(line: str) -> str:
-    """``line`` as the imitation check compares it: normalised (``rewardkit.text``: NFKC, invisible
+    """``line`` as the imitation check compares it: normalised (``rewardkit.contracts.text``: NFKC, invisible
     characters removed), without whitespace or markdown decoration, as a skeleton (case folded,
     look-alike letters as the letters they imitate)."""
     return skeleton(_DECORATION.sub("", normalise(line))).lstrip("-+\u2022\u00b7")
@@ -208,7 +208,7 @@ def compact(line: str) -> str:
 
 def folded(text: str) -> str:
     """``text`` as the control-token and label checks read it: look-alikes folded to ASCII, one
-    character for one (``rewardkit.text.fold_lookalikes``)."""
+    character for one (``rewardkit.contracts.text.fold_lookalikes``)."""
     return fold_lookalikes(text).translate(_BARS)
 
 

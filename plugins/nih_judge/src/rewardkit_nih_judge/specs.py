@@ -41,7 +41,7 @@ FAILURE_POLICY = {
 }
 FENCE = (
     "HMAC-SHA256 markers per slot (key from identity material and a secret), <data-M> lines, imitating "
-    "lines prefixed [data] (compared as rewardkit.text skeletons), control tokens of chat-template "
+    "lines prefixed [data] (compared as rewardkit.contracts.text skeletons), control tokens of chat-template "
     "families broken, look-alike control tokens marked"
 )
 VERDICT = (

@@ -16,7 +16,7 @@ Selected by ``rewards.backend: ray`` (``rewards.ray.address``, ``rewards.ray.num
 * Equality: actors return each group's compositions and provider results; the driver finishes
   the whole batch in one ``RewardWorker.finish`` call, the one in-process scoring makes, so a batch
   equals in-process scoring exactly, advantages and metrics included. Nothing is merged from
-  parts, so the split-batch finisher (``rewardkit.split_batch``) has nothing to do here.
+  parts, so the split-batch finisher (``rewardkit.scoring.split_batch``) has nothing to do here.
 
 A Ray session is started only when none is running (``ray.init`` with the configured address, or
 a local instance on 127.0.0.1 without a dashboard) and is shut down by the last ``close()`` of a

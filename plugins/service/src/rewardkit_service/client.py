@@ -7,7 +7,7 @@ and travel with every request, so the server's configured reward is only its def
 
 Groups are packed many to a request, up to the server's per-call limit. A call that fits in one
 request is scored exactly as in process. A larger call is split by whole groups and finished by
-``rewardkit.split_batch``: advantages recomputed over the whole call (they depend only on the
+``rewardkit.scoring.split_batch``: advantages recomputed over the whole call (they depend only on the
 totals), counts summed, each mean weighted by what it averaged in each request (the server's
 ``metric_weights``), so the metrics equal in-process ones with skips, errors and splits.
 

@@ -1,4 +1,4 @@
-"""The asyncio twin of ``rewardkit.backpressure.InflightLimiter`` for the service's event loop.
+"""The asyncio twin of ``rewardkit.scoring.backpressure.InflightLimiter`` for the service's event loop.
 
 Same semantics: a weighted limit in rollouts, waiters admitted strictly in arrival order (so a
 large request at the head is admitted as soon as the work ahead of it drains, and small requests

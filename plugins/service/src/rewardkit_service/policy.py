@@ -20,7 +20,7 @@ Service params are the operator's. A request's selection (``provider`` with ``pa
    same name (a new component, admitted only with ``components: any``, gets the defaults).
 
 Operator-only params (isolation, resource limits, URLs, credential references, paths; see
-``rewardkit.params``) are never client-settable: an allow-list naming one stops the service at
+``rewardkit.contracts.params``) are never client-settable: an allow-list naming one stops the service at
 start-up. A refusal is a ``SelectionRefused`` naming the request field; the app answers 403 and
 nothing is built or run.
 """

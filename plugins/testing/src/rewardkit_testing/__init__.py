@@ -33,7 +33,7 @@ from rewardkit.plugin import Status, moved_attribute
 
 __all__ = ["Case", "RewardProviderTests", "Sample"]
 
-# This package's path in the core before 0.2: an alias of it until 0.3 (``rewardkit.moved``)
+# This package's path in the core before 0.2: an alias of it until 0.3 (``rewardkit.seam.moved``)
 _OLD_PATH = "rewardkit.testing"
 
 

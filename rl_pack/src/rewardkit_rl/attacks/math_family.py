@@ -1,4 +1,4 @@
-"""The ``math`` and ``choice`` attack families of ``rewardkit audit`` (see ``rewardkit.attacks``).
+"""The ``math`` and ``choice`` attack families of ``rewardkit audit`` (see ``rewardkit.seam.attacks``).
 
 ``math`` audits the ``math`` provider. Its extraction (docs/verifiers.md) reads, in the text that
 renders (not inside ``\\phantom{}`` nor in white ink), every balanced ``\\boxed{}``/``\\fbox{}``

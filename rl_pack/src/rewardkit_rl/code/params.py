@@ -1,6 +1,6 @@
 """The parameter schema of ``code-tests``: types, documented maxima, and who may set each param.
 
-Validated at ``load`` (``rewardkit.params``), strictly. Every param that weakens the sandbox or
+Validated at ``load`` (``rewardkit.contracts.params``), strictly. Every param that weakens the sandbox or
 raises a limit is operator-only: a Reward Service client can never set it, whatever the
 service's allow-list says. ``isolation: none`` also needs ``REWARDKIT_ALLOW_UNSANDBOXED=1``.
 """

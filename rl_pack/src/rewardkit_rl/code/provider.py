@@ -7,7 +7,7 @@ the cap, rlimit hits, processes left behind (``sandbox_broken_by_candidate``).
 
 A fault that *could* be the infrastructure's, a run that timed out or a slot that failed under it
 (a slot that did not start, a runner that stopped answering), is decided by reproduction
-(``rewardkit.reproduction``), never from figures the program controls: a canary program drawn for
+(``rewardkit.scoring.reproduction``), never from figures the program controls: a canary program drawn for
 this fault (it adds two random numbers, so no candidate can recognise it) runs in the same slot with
 the same limits and timeout, then the faulting run is run once more, alone in that slot. It faults
 again: the candidate's (a timed-out case stays ``timeout``, a failed slot is

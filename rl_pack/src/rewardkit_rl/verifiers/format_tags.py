@@ -3,11 +3,11 @@
 By default ``<think>...</think>`` then ``<answer>...</answer>``, each exactly once, with only
 whitespace around and between them. ``tags`` changes the blocks and their order;
 ``allow_outside_text`` permits text outside the blocks. Every block must hold something besides
-a letter or a digit (``rewardkit.text.is_blank``): a block of whitespace, punctuation, symbols,
+a letter or a digit (``rewardkit.contracts.text.is_blank``): a block of whitespace, punctuation, symbols,
 blank-rendering or invisible characters is empty, and an empty block is the tags without the
 format (revision 1 paid ``<think></think><answer></answer>``, revision 2 a block of braille blanks).
 
-The completion is read as a reader sees it (``rewardkit.text.fold_lookalikes``): NFKC, invisible
+The completion is read as a reader sees it (``rewardkit.contracts.text.fold_lookalikes``): NFKC, invisible
 characters removed, and look-alike characters read as the ASCII they imitate, so a tag written
 with a Cyrillic ``а`` or Canadian syllabics ``ᐸ`` ``ᐳ`` counts as the tag (and as a second copy of
 it), and an invisible character inside a tag does not hide it.

@@ -19,7 +19,7 @@ A candidate can only hurt itself: what its text causes is a verdict on it (``cha
 (deterministic). A fault that could be the infrastructure's, a worker timeout (``timeout``), a
 ``MemoryError`` (``out_of_memory``), an exception while comparing (``comparison_error``) or a
 worker killed by a signal the pool did not send (``worker_crash``), is decided by reproduction
-(``rewardkit.reproduction``), never from figures the candidate controls: a worker is leased (nothing
+(``rewardkit.scoring.reproduction``), never from figures the candidate controls: a worker is leased (nothing
 else runs on it, same memory limit, same ``timeout_s``), the canary, the group's own reference
 compared with itself through the whole comparison, runs on it, then the candidate's comparison once
 more. It faults again: the candidate's 0, with the evidence in the ``reproduction`` note. It does not:

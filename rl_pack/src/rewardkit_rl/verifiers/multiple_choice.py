@@ -13,7 +13,7 @@ letter is followed by separators (``,`` ``/`` ``&`` ``|`` ``;`` "or", "and", "an
 by only spaces and a bracketed letter ("(B) (C)"); a bare ``a`` or ``I`` followed by a word is
 the article or the pronoun, not an option ("B, a prime").
 
-The completion is read as a reader sees it (``rewardkit.text.fold_lookalikes``): NFKC (a full-width
+The completion is read as a reader sees it (``rewardkit.contracts.text.fold_lookalikes``): NFKC (a full-width
 ``Ｂ`` is ``B``), invisible characters removed, and look-alike letters read as the ASCII letter they
 imitate, so "(B) or (С)" with a Cyrillic ``С`` lists two options, as it does on screen.
 """

@@ -5,7 +5,7 @@ The penalty is ``-max_penalty * repeated / total`` over the completion's n-grams
 has nothing to repeat and gets 0.
 
 The units (``units``): the completion is lower-cased, its invisible characters are removed and its
-blank-rendering ones read as spaces (``rewardkit.text.visible``: format characters such as U+200B,
+blank-rendering ones read as spaces (``rewardkit.contracts.text.visible``: format characters such as U+200B,
 U+2060, U+FEFF, the soft hyphen, bidirectional marks, variation selectors, tag characters; the
 Hangul fillers and the braille blank), and it is split at whitespace. A piece of ordinary words is
 a unit, so whitespace-delimited text scores what it did in revision 1. Text written without
@@ -16,7 +16,7 @@ Full-width Latin letters and digits are read as ASCII first: they spell words, n
 
 Units are compared as a reader reads them (``unit_keys``): NFKC, case-folded, with every
 character whose TR39 skeleton is an ASCII letter or digit read as it
-(``rewardkit.text.fold_lookalikes`` without punctuation), so copies told apart only by invisible
+(``rewardkit.contracts.text.fold_lookalikes`` without punctuation), so copies told apart only by invisible
 characters, compatibility forms or look-alike letters (a Cyrillic ``а`` for ``a``, a
 mathematical ``𝐚``) are the same copy. Only look-alikes of ASCII letters and digits are folded,
 not all of TR39: its folds of ASCII itself (``1`` and ``l``, ``0`` and ``o``, ``rn`` and ``m``),
@@ -51,7 +51,7 @@ REVISION = "3"
 SEMANTIC_IDENTITY = {
     "unit": "lower-cased whitespace words; characters of CJK text and of runs without spaces "
     f"over {MAX_WORD_CHARS} characters; invisible characters removed, blank ones read as spaces",
-    "compare": "NFKC, case folding, TR39 look-alikes of ASCII letters and digits (rewardkit.text)",
+    "compare": "NFKC, case folding, TR39 look-alikes of ASCII letters and digits (rewardkit.contracts.text)",
 }
 
 # Scripts written without spaces between words, one unit per character: CJK punctuation, kana,

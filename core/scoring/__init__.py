@@ -1,0 +1,2 @@
+"""The scoring engine: bound providers, composition, the worker that scores a batch, ``Reward``,
+streams, shared results, reproduction, cancellation, back-pressure and the batch report."""
