@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 import subprocess
 import sys
 import warnings
@@ -178,3 +179,21 @@ def test_the_conformance_kit_and_the_vectors_are_rewardkit_testing_with_a_warnin
     from rewardkit.testing import RewardProviderTests
 
     assert RewardProviderTests is rewardkit_testing.RewardProviderTests
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (f"rewardkit.{name}", f"rewardkit.{group}.{name}")
+        for group, names in moved.REGROUPED.items()
+        for name in names
+    ]
+    + [("rewardkit.config_keys", "rewardkit.config.keys")],
+)
+def test_a_flat_module_of_0_1_is_its_folders_module_with_a_warning(
+    old: str, new: str, monkeypatch: pytest.MonkeyPatch
+):
+    target = importlib.import_module(new)
+    monkeypatch.delitem(sys.modules, old, raising=False)
+    with pytest.warns(DeprecationWarning, match=rf"^{re.escape(old)} moved to {re.escape(new)};"):
+        assert importlib.import_module(old) is target
