@@ -85,9 +85,18 @@ DOC_ENVS: dict[str, str] = {
 }
 # Envs with a test that runs their documents' blocks; a runnable block elsewhere is an error.
 RUNNER_ENVS = (
-    "core", "rl", "service", "checkpoints", "media", "nih_judge", "audit", "monitor", "view", "bindings",
+    "core",
+    "rl",
+    "service",
+    "checkpoints",
+    "media",
+    "nih_judge",
+    "audit",
+    "monitor",
+    "view",
+    "bindings",
     "stats",
-)  # fmt: skip
+)
 RUN_LANGS = ("bash", "sh", "console", "python")
 MARKER = re.compile(r"^<!-- doc-test: (skip|file) ?(.*?) -->$")
 FENCE = re.compile(r"^(`{3,})([\w+-]*)[^\n]*$")

@@ -43,8 +43,11 @@ def _requirement_name(requirement: str) -> str:
 
 def distributions() -> list[Distribution]:
     found = []
-    for pyproject in [ROOT / "pyproject.toml", *sorted(ROOT.glob("*/pyproject.toml")),
-                      *sorted(ROOT.glob("plugins/*/pyproject.toml"))]:  # fmt: skip
+    for pyproject in [
+        ROOT / "pyproject.toml",
+        *sorted(ROOT.glob("*/pyproject.toml")),
+        *sorted(ROOT.glob("plugins/*/pyproject.toml")),
+    ]:
         if pyproject.parent.name == "examples":
             continue
         project = tomllib.loads(pyproject.read_text())["project"]
@@ -99,9 +102,19 @@ def violations(dist: Distribution) -> list[str]:
 
 def test_every_distribution_of_the_layout_is_found():
     names = {dist.name for dist in DISTRIBUTIONS}
-    assert {"rewardkit-core", "rewardkit-rl", "rewardkit-service", "rewardkit-ray", "rewardkit-checkpoints",
-            "rewardkit-media", "rewardkit-nih-judge", "rewardkit-dancegrpo", "rewardkit-t2i",
-            "rewardkit-vllm", "rewardkit-bindings"} <= names  # fmt: skip
+    assert {
+        "rewardkit-core",
+        "rewardkit-rl",
+        "rewardkit-service",
+        "rewardkit-ray",
+        "rewardkit-checkpoints",
+        "rewardkit-media",
+        "rewardkit-nih-judge",
+        "rewardkit-dancegrpo",
+        "rewardkit-t2i",
+        "rewardkit-vllm",
+        "rewardkit-bindings",
+    } <= names
     for dist in DISTRIBUTIONS:
         assert dist.packages, f"{dist.name}: no package found under {dist.folder}"
 
