@@ -140,6 +140,29 @@ def test_close_scores_a_group_no_stream_thread_has_taken_in_its_own_thread():
         )
 
 
+def test_a_stream_starts_at_most_its_threads_and_none_outlives_it():
+    # Threads start as groups need them, at most rewards.concurrency; a group handed over while every
+    # one is busy waits for the first to end; close() stops the idle ones and the busy ones end.
+    settings = {"group_size": 2, "concurrency": 2}
+    with rewardkit.load(config([{"provider": "held"}], **settings)) as reward:
+        before = set(threading.enumerate())
+        with reward.stream() as stream:
+            futures = [stream.submit(group(name, [f"hold:{name}", "x"])) for name in ("g0", "g1")]
+            stream_fixtures.STARTED["g0"].wait()
+            stream_fixtures.STARTED["g1"].wait()
+            futures.append(stream.submit(group("g2", ["hold:g2", "x"])))
+            started = set(threading.enumerate()) - before
+            assert len(started) == 2 and not stream_fixtures.STARTED["g2"].is_set()
+            for name in ("g0", "g1", "g2"):
+                stream_fixtures.GATES[name].set()
+            assert [future.result().group_id for future in futures] == ["g0", "g1", "g2"]
+            closed = stream.close()  # both threads are idle by now, or about to be
+        assert [scored.group_id for scored in closed.groups] == ["g0", "g1", "g2"]
+        for thread in started:
+            thread.join(timeout=10)
+            assert not thread.is_alive(), thread.name
+
+
 def test_a_cheap_group_is_scored_in_the_submitting_thread_and_done_when_submit_returns():
     # As score() scores cheap providers in the calling thread: a hand-off would cost more than the group.
     with rewardkit.load(config([{"provider": "noted"}], group_size=2)) as reward:

@@ -29,11 +29,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import queue
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -100,7 +101,12 @@ class RewardStream:
         # A cheap group costs less than handing it to a thread (as in score()); a declared-cheap
         # provider that meets a slow case holds up the submitting loop as it holds up score().
         self._in_submitting_thread = in_submitting_thread
-        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="rewardkit-stream")
+        # The stream's own threads, started as groups need them: a hand-off is a queued group and a
+        # token to an idle thread (a ThreadPoolExecutor's submit costs the last group ~15 us more).
+        self._max_threads = threads
+        self._threads = 0
+        self._idle = 0  # threads waiting for a token
+        self._tokens: queue.SimpleQueue[bool] = queue.SimpleQueue()  # True: a group is queued; False: stop
         self._scope = cancellation.CancelScope()  # cancels every group of the stream at once
         self._lock = threading.Lock()
         self._order: list[str] = []  # the batch's groups in submission order
@@ -111,8 +117,8 @@ class RewardStream:
         # future is set before its merge, so that the trainer gets it without waiting for that.
         self._running = 0
         self._ended = threading.Condition(self._lock)
-        # Groups handed to the threads and not taken yet, oldest first: a thread takes one per
-        # hand-off, and close() takes what is left rather than wait for a thread to wake up for it.
+        # Groups handed to the threads and not taken yet, oldest first: a thread takes them until none
+        # is left, and close() takes what is left rather than wait for a thread to wake up for it.
         self._queued: deque[Callable[[], None]] = deque()
         # The running batch: groups scored but not merged yet (one submitted before them is still
         # scored), and the merged prefix of ``_order``, groups and report (in the finisher).
@@ -157,14 +163,38 @@ class RewardStream:
             if not self._in_submitting_thread:
                 context = contextvars.copy_context()
                 self._queued.append(lambda: context.run(self._run, future, (group_id, rollouts), weight))
-                # Under the lock: close() cannot shut the threads down between the check and this.
-                self._executor.submit(self._run_queued)
+                self._hand_off()  # under the lock: close() cannot stop the threads between the check and this
                 return future
         self._run(future, (group_id, rollouts), weight)
         error = None if future.cancelled() else future.exception()
         if error is not None and not isinstance(error, Exception):
             raise error  # a KeyboardInterrupt while scoring here is the caller's, not the group's
         return future
+
+    def _hand_off(self) -> None:
+        """Wake an idle stream thread for the group just queued, or start one (under the lock); with
+        every thread busy, the first to end its group takes it."""
+        if self._idle:
+            self._idle -= 1
+            self._tokens.put(True)
+        elif self._threads < self._max_threads:
+            self._threads += 1
+            name = f"rewardkit-stream-{self._threads}"
+            threading.Thread(target=self._serve, name=name, daemon=True).start()
+
+    def _serve(self) -> None:
+        """A stream thread: score queued groups, oldest first, then wait for a token; end when stopped."""
+        while True:
+            while self._run_queued():
+                pass
+            with self._lock:
+                if self._queued:  # queued after the last look, with this thread not idle yet
+                    continue
+                if self._closed:
+                    return
+                self._idle += 1
+            if not self._tokens.get():
+                return
 
     def _run_queued(self) -> bool:
         """Score the oldest group no thread has taken yet; False when there was none."""
@@ -286,6 +316,9 @@ class RewardStream:
     def _shutdown(self) -> None:
         with self._lock:
             self._closed = True
+            for _ in range(self._idle):  # a thread busy now ends after its group, seeing the stream closed
+                self._tokens.put(False)
+            self._idle = 0
             # A group still waiting for capacity is refused when it gets it: it is no part of the batch.
             for group_id in [group_id for group_id in self._order if group_id not in self._started]:
                 self._withdraw(group_id)
@@ -295,8 +328,8 @@ class RewardStream:
             pass
         with self._ended:
             self._ended.wait_for(lambda: not self._running)
-        # Every group has ended (its count taken down last): the idle threads need no joining.
-        self._executor.shutdown(wait=False)
+        # Every group has ended (its count taken down last): what a thread does after that is
+        # return, so none needs joining.
 
     def close(self) -> ScoredBatch:
         """Wait for every submitted group and return the batch: groups in submission order, metrics
