@@ -315,10 +315,7 @@ class RewardStream:
 
     def _shutdown(self) -> None:
         with self._lock:
-            self._closed = True
-            for _ in range(self._idle):  # a thread busy now ends after its group, seeing the stream closed
-                self._tokens.put(False)
-            self._idle = 0
+            self._closed = True  # from here no thread waits for a token: a busy one ends after its group
             # A group still waiting for capacity is refused when it gets it: it is no part of the batch.
             for group_id in [group_id for group_id in self._order if group_id not in self._started]:
                 self._withdraw(group_id)
@@ -328,6 +325,10 @@ class RewardStream:
             pass
         with self._ended:
             self._ended.wait_for(lambda: not self._running)
+            # The idle threads are stopped only now, so that none wakes while this thread scores.
+            for _ in range(self._idle):
+                self._tokens.put(False)
+            self._idle = 0
         # Every group has ended (its count taken down last): what a thread does after that is
         # return, so none needs joining.
 
