@@ -20,7 +20,7 @@ import stream_fixtures
 import rewardkit
 from rewardkit.contracts.errors import ConfigError, RequestCancelled, RewardkitError
 from rewardkit.scoring import shared_results
-from rewardkit.scoring.backpressure import BackpressureTimeout
+from rewardkit.scoring.backpressure import BackpressureTimeout, RequestTooLarge
 from rewardkit.scoring.scored import ScoredBatch, ScoredGroup
 from rewardkit.scoring.stream import stream_of
 
@@ -274,6 +274,16 @@ def test_submit_waits_for_capacity_and_times_out_at_its_deadline():
         stream_fixtures.GATES["g0"].set()
         assert held.result().group_id == "g0"
         assert stream.submit(group("g1", ["a", "b"])).result().group_id == "g1"  # capacity came back
+
+
+def test_a_group_larger_than_max_inflight_is_refused_at_once_and_left_out_of_the_batch():
+    settings = {"group_size": 4, "max_inflight": 2}
+    with rewardkit.load(config(THREADED, **settings)) as reward, reward.stream() as stream:
+        with pytest.raises(RequestTooLarge, match=r"exceeds rewards\.max_inflight=2"):
+            stream.submit(group("g0"))  # 4 rollouts never fit: no wait, whatever the deadline
+        with pytest.raises(RequestTooLarge):
+            stream.submit(group("g0"))  # refused, not kept: the same group may be offered again
+        assert stream.close().groups == ()
 
 
 def test_a_stream_is_one_batch_for_the_rerun_budget():

@@ -374,6 +374,20 @@ def test_limiter_times_out_with_a_clear_error():
     assert limiter.in_flight == 4 and limiter.waiting == 0
 
 
+def test_limiter_try_acquire_takes_free_capacity_only_with_nobody_waiting_and_never_waits():
+    limiter = InflightLimiter(4)
+    assert limiter.try_acquire(3) and limiter.in_flight == 3
+    assert not limiter.try_acquire(2) and limiter.in_flight == 3  # does not fit
+    waiter = threading.Thread(target=limiter.acquire, args=(2, time.monotonic() + 5))
+    waiter.start()
+    while limiter.waiting < 1:
+        time.sleep(0.001)
+    assert not limiter.try_acquire(1), "a request that fits does not overtake one waiting before it"
+    limiter.release(3)
+    waiter.join(5)
+    assert limiter.in_flight == 2 and limiter.try_acquire(2) and limiter.in_flight == 4
+
+
 def test_limiter_admits_in_arrival_order():
     limiter = InflightLimiter(4)
     limiter.acquire(4, None)

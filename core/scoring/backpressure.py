@@ -75,6 +75,14 @@ class InflightLimiter:
                 self._condition.notify_all()
         return time.monotonic() - start
 
+    def try_acquire(self, weight: int) -> bool:
+        """Take ``weight`` rollouts now if they fit and nobody is waiting before them; never waits."""
+        with self._condition:
+            if self._queue or self.in_flight + weight > self.capacity:
+                return False
+            self.in_flight += weight
+            return True
+
     def release(self, weight: int) -> None:
         with self._condition:
             self.in_flight -= weight

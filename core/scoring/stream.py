@@ -134,6 +134,7 @@ class RewardStream:
     def submit(self, group: GroupLike) -> Future[ScoredGroup]:
         """Score one complete group; the future holds its ``ScoredGroup`` (or its error)."""
         group_id, rollouts = _group_id_and_rollouts(group)
+        weight = len(rollouts)
         with self._lock:
             self._check_open()
             if group_id in self._submitted:
@@ -143,32 +144,44 @@ class RewardStream:
                 )
             self._order.append(group_id)  # batch order is submission order
             self._submitted.add(group_id)
-        weight = len(rollouts)
-        try:
-            self._acquire(weight)
-        except BaseException:
+            # Capacity free now and nobody waiting for it: taken under this lock, with no wait.
+            future = self._start(group_id, rollouts, weight) if self._admitted_now(weight) else None
+        if future is None:
+            try:
+                self._acquire(weight)
+            except BaseException:
+                with self._lock:
+                    self._withdraw(group_id)
+                    self._submitted.discard(group_id)
+                raise
             with self._lock:
-                self._withdraw(group_id)
-                self._submitted.discard(group_id)
-            raise
-        future: Future[ScoredGroup] = Future()
-        with self._lock:
-            if self._failure is not None or self._closed:  # failed or left while this one waited
-                self._release(weight)
-                self._withdraw(group_id)
-                self._check_open()
-            self._futures.append((future, weight))
-            self._running += 1
-            self._started.add(group_id)
-            if not self._in_submitting_thread:
-                context = contextvars.copy_context()
-                self._queued.append(lambda: context.run(self._run, future, (group_id, rollouts), weight))
-                self._hand_off()  # under the lock: close() cannot stop the threads between the check and this
-                return future
+                if self._failure is not None or self._closed:  # failed or left while this one waited
+                    self._release(weight)
+                    self._withdraw(group_id)
+                    self._check_open()
+                future = self._start(group_id, rollouts, weight)
+        if not self._in_submitting_thread:
+            return future
         self._run(future, (group_id, rollouts), weight)
         error = None if future.cancelled() else future.exception()
         if error is not None and not isinstance(error, Exception):
             raise error  # a KeyboardInterrupt while scoring here is the caller's, not the group's
+        return future
+
+    def _admitted_now(self, weight: int) -> bool:
+        return self._limiter is None or weight == 0 or self._limiter.try_acquire(weight)
+
+    def _start(self, group_id: str, rollouts: Rollouts, weight: int) -> Future[ScoredGroup]:
+        """A group past the wait for capacity (under the lock): counted as running and, unless it is
+        scored in the submitting thread, handed to the stream's threads."""
+        future: Future[ScoredGroup] = Future()
+        self._futures.append((future, weight))
+        self._running += 1
+        self._started.add(group_id)
+        if not self._in_submitting_thread:
+            context = contextvars.copy_context()
+            self._queued.append(lambda: context.run(self._run, future, (group_id, rollouts), weight))
+            self._hand_off()  # under the lock: close() cannot stop the threads between the check and this
         return future
 
     def _hand_off(self) -> None:
@@ -317,8 +330,9 @@ class RewardStream:
         with self._lock:
             self._closed = True  # from here no thread waits for a token: a busy one ends after its group
             # A group still waiting for capacity is refused when it gets it: it is no part of the batch.
-            for group_id in [group_id for group_id in self._order if group_id not in self._started]:
-                self._withdraw(group_id)
+            if len(self._started) < len(self._order):
+                for group_id in [group_id for group_id in self._order if group_id not in self._started]:
+                    self._withdraw(group_id)
         # The caller would only wait: it scores the groups no thread has started (after the last
         # hand-over, often the last group: no wake-up of a thread, then of the caller, to wait for).
         while self._run_queued():
