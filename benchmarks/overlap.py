@@ -25,21 +25,20 @@ its ``submit``) to the scored batch. Reported per reward, in milliseconds, measu
 
 Goal (issue 46): streaming leaves at most the cost of the last group plus 10%; ``goal_met`` holds
 ``paired_ratio`` to 1.10. Why paired: a math group costs well under a millisecond, and on two shared
-cores one sample of it varies by half its cost (cold caches after the idle gap, a collection, the
-other core's work), so a median of a handful of fresh runs moves by 10% from run to run whatever the
-stream does (math: 1.02 to 1.22 in runs of 3 to 12 repeats, 1.03 to 1.15 in runs of 30 to 40,
-while the paired ratio was 1.00 to 1.03); hundreds of samples alternated on one reward put the two
-medians within a few hundredths of a millisecond. The paired samples see the batch's answers again after the first pair (a provider
-may hold them in a cache), so their costs are not a first sight's; but the stream and ``score`` see
-the same answers as often, so the ratio compares like with like, and the fresh figures beside them
-show what a first sight costs. The cost of the last group is taken where the stream meets
-it, after the same idle gap, because that is the only cost a trainer could get instead: a last group
-always arrives after a gap (the time its longest response takes to decode past the previous
-group's), and a reward idle for that gap may be slower by itself, streamed or not. Every measured
-path is equally warm: the warm-up scores groups outside the batch and, for math, a group only
-math-verify decides, so that the verifier's worker processes are started before any timing (before,
-the after-batch time included their start, seconds, and so the generation span and the gap before
-the last group did).
+cores one sample of it varies by half its cost (cold caches after the idle gap, a collection, the other
+core's work), so a median of a handful of fresh runs moves by 10% from run to run whatever the stream
+does (math: 1.02 to 1.22 in runs of 3 to 12 repeats, 1.03 to 1.15 in runs of 30 to 40, while the paired
+ratio was 1.00 to 1.03); hundreds of samples alternated on one reward put the two medians within a few
+hundredths of a millisecond. The paired samples see the batch's answers again after the first pair (a
+provider may hold them in a cache), so their costs are not a first sight's; but the stream and ``score``
+see the same answers as often, so the ratio compares like with like, and the fresh figures beside them
+show what a first sight costs. The cost of the last group is taken where the stream meets it, after the
+same idle gap, because that is the only cost a trainer could get instead: a last group always arrives
+after a gap (the time its longest response takes to decode past the previous group's), and a reward idle
+for that gap may be slower by itself, streamed or not. Every measured path is equally warm: the warm-up
+scores groups outside the batch and, for math, a group only math-verify decides, so that the verifier's
+worker processes are started before any timing (before, the after-batch time included their start,
+seconds, and so the generation span and the gap before the last group did).
 
 When groups finish. A group is done when its longest response is; the batch decodes together at one
 rate, so group ``g`` is handed over at ``span * longest(g) / longest(batch)``. The response lengths are

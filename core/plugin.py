@@ -593,6 +593,10 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     where = _WHERE.get(name)
     if where is None:
+        from rewardkit.seam import moved
+
+        if f"{__name__}.{name}" in moved.MOVED_ATTRIBUTES:  # a 0.1 name, now in a shared library
+            return moved.moved_attribute(__name__, name)
         raise AttributeError(
             f"module 'rewardkit.plugin' has no attribute {name!r} (the plugin API is __all__)"
         )

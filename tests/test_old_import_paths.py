@@ -159,6 +159,33 @@ def test_a_moved_function_without_its_distribution_names_the_install() -> None:
         rewardkit.testing.assert_attack_holds  # noqa: B018
 
 
+@pytest.mark.parametrize(
+    ("name", "package"),
+    [
+        ("ProcessTree", "rewardkit_supervise"),
+        ("RegressionGate", "rewardkit_stats"),
+        ("paired_interval", "rewardkit_stats"),
+        ("incomplete_beta", "rewardkit_stats"),
+    ],
+)
+def test_a_plugin_api_name_of_0_1_without_its_library_names_the_install(
+    monkeypatch: pytest.MonkeyPatch, name: str, package: str
+) -> None:
+    """The plugin API's stats and process-tree names moved to the shared libraries (whose own tests
+    check the aliases with their warning); without the library the old name is its install line."""
+    import rewardkit.plugin
+    from rewardkit.plugin import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, package, None)  # not installed, whatever this env has
+    folder = package.removeprefix("rewardkit_")
+    with pytest.raises(
+        MissingExtraError, match=rf"^rewardkit\.plugin\.{name} needs {package}.*plugins/{folder}'$"
+    ):
+        getattr(rewardkit.plugin, name)
+    with pytest.raises(AttributeError, match="the plugin API is __all__"):
+        rewardkit.plugin.ProcessTrees  # noqa: B018 - a name that never was stays unknown
+
+
 def test_the_conformance_kit_and_the_vectors_are_rewardkit_testing_with_a_warning(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -56,6 +56,11 @@ MOVED_OUT: dict[str, tuple[str, str]] = {
 MOVED_ATTRIBUTES: dict[str, tuple[str, str]] = {
     "rewardkit.audit": ("rewardkit-audit", ":audit"),
     "rewardkit.testing.assert_attacks_hold": ("rewardkit-audit", "testing:assert_attacks_hold"),
+    # names of the plugin API of 0.1 whose subsystems became shared libraries
+    "rewardkit.plugin.ProcessTree": ("rewardkit-supervise", ":ProcessTree"),
+    "rewardkit.plugin.RegressionGate": ("rewardkit-stats", ":RegressionGate"),
+    "rewardkit.plugin.paired_interval": ("rewardkit-stats", ":paired_interval"),
+    "rewardkit.plugin.incomplete_beta": ("rewardkit-stats", "distributions:incomplete_beta"),
 }
 
 # the flat modules of the core, regrouped into folders by concern in 0.2: old name -> its folder

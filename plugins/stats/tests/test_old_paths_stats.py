@@ -42,3 +42,18 @@ def test_the_old_names_are_the_new_objects(monkeypatch: pytest.MonkeyPatch):
         from rewardkit.stats import paired_interval
 
     assert paired_interval is rewardkit_stats.paired_interval
+
+
+@pytest.mark.parametrize(
+    ("name", "new"),
+    [
+        ("RegressionGate", rewardkit_stats.RegressionGate),
+        ("paired_interval", rewardkit_stats.paired_interval),
+        ("incomplete_beta", rewardkit_stats.distributions.incomplete_beta),
+    ],
+)
+def test_the_plugin_api_names_of_0_1_are_the_new_objects_with_a_warning(name: str, new: object):
+    import rewardkit.plugin
+
+    with pytest.warns(DeprecationWarning, match=rf"rewardkit\.plugin\.{name} moved to rewardkit_stats[.]"):
+        assert getattr(rewardkit.plugin, name) is new

@@ -48,3 +48,18 @@ def test_the_watchdog_runs_from_the_new_package():
     # the owner-death watchdog is started by file path: it must be the module beside process_tree
     watchdog = rewardkit_supervise.process_tree._WATCHDOG
     assert watchdog == rewardkit_supervise.sessions.__file__
+
+
+@pytest.mark.parametrize(
+    ("name", "new"),
+    [
+        ("ProcessTree", rewardkit_supervise.ProcessTree),
+    ],
+)
+def test_the_plugin_api_names_of_0_1_are_the_new_objects_with_a_warning(name: str, new: object):
+    import rewardkit.plugin
+
+    with pytest.warns(
+        DeprecationWarning, match=rf"rewardkit\.plugin\.{name} moved to rewardkit_supervise[.]"
+    ):
+        assert getattr(rewardkit.plugin, name) is new
