@@ -246,14 +246,26 @@ def test_right_truncation_that_leaves_no_completion_is_an_error(models):
     assert "prompt alone fills max_tokens (16)" in result.items[0].result.reason
 
 
-def test_an_empty_completion_is_an_error_naming_it_and_the_rest_are_scored(models, reference):
-    bound = bind(model=str(models["a"]))
+def test_an_empty_completion_is_charged_at_its_score_and_the_rest_are_scored(models, reference):
+    # Its own doing: a verdict at empty_completion_score, never an error that onError would score
+    # (0 by default, above what a centred model gives many real answers).
+    bound = bind(model=str(models["a"]), empty_completion_score=-7.5)
     result = bound.score_group("g", rollouts(["yes", "   ", ""]))
     first, blank, empty = (item.result for item in result.items)
     assert first.status == "scored"
     assert first.terms["score"] == pytest.approx(reference.score(PROMPT, "yes"), abs=1e-4)
     for outcome in (blank, empty):
-        assert outcome.status == "error" and "completion is empty" in outcome.reason
+        assert outcome.status == "scored" and outcome.charge == "deterministic"
+        assert outcome.terms["score"] == -7.5 and "completion is empty" in str(outcome.reason)
+        assert ("empty_completion", 1.0) in {(d.name, d.value) for d in outcome.diagnostics}
+
+
+def test_the_empty_completion_score_is_below_what_the_model_gives_and_must_be_finite(models):
+    assert (
+        bind(model=str(models["a"])).score_group("g", rollouts([""])).items[0].result.terms["score"] == -10.0
+    )
+    with pytest.raises(Exception, match="empty_completion_score"):
+        bind(model=str(models["a"]), empty_completion_score=float("nan"))
 
 
 # -- normalisation ----------------------------------------------------------------------------------
@@ -381,7 +393,10 @@ def test_ensemble_member_problem_is_an_error_naming_the_member(models):
     result = bound.score_group("g", rollouts(["yes", ""], [{"role": "user", "content": "hi"}]))
     assert result.items[0].result.status == "error"
     assert "member 1: template plain needs a string prompt" in result.items[0].result.reason
-    assert "member 0: the completion is empty" in result.items[1].result.reason
+    # an empty completion is empty for every member: the ensemble's own verdict, charged
+    empty = result.items[1].result
+    assert empty.status == "scored" and empty.charge == "deterministic" and empty.terms == {"score": -10.0}
+    assert "the completion is empty" in str(empty.reason)
 
 
 # -- the conformance kit -----------------------------------------------------------------------------
@@ -391,9 +406,9 @@ KIT_COMPLETIONS = ("yes it is", "no", "the cat is a very good cat")
 
 
 def kit_cases(expected: dict[str, float]) -> list[Case]:
-    # an empty completion gives a reward model nothing to score: that candidate's error
+    # an empty completion gives a reward model nothing to score: a verdict at empty_completion_score
     samples = [Sample(text, value=expected[text]) for text in KIT_COMPLETIONS]
-    return [Case(prompt=PROMPT, samples=[*samples, Sample("   ", status="error")])]
+    return [Case(prompt=PROMPT, samples=[*samples, Sample("   ", value=-10.0)])]
 
 
 class TestRewardModelConformance(RewardProviderTests):

@@ -24,7 +24,9 @@ from rewardkit_rl.reward_models.provider import (
 # 2: a sequence-classification checkpoint is read where transformers reads it (the last token
 # that is not the config's pad id), no longer at the last real token; scores differ when
 # pad == eos and the text ends with eos, so runs under revision 1 are not resumed as this code.
-REVISION = "2"
+# 3: an empty completion is a verdict charged to it at empty_completion_score, no longer an error
+# (which onError scored, 0 by default: above what many answers get from a centred model).
+REVISION = "3"
 # Tokenization and the forward pass depend on these packages' versions.
 SCORING_PACKAGES = ("torch", "transformers", "tokenizers")
 # What the `[rm]` extra brings and scoring in process imports; `rewardkit providers` says
@@ -48,8 +50,9 @@ SCORING = {
         "vllm-pooling": "POST /pooling task classify, token ids, use_activation false, data[0]",
         "openrlhf": "POST /get_reward query = decoded cut ids, rewards[i]",
     },
-    "failure_policy": "per candidate: empty completion, prompt filling max_tokens under right "
-    "truncation, non-finite score are errors; a failed request fails the group",
+    "failure_policy": "per candidate: an empty completion is charged at empty_completion_score; a "
+    "prompt filling max_tokens under right truncation and a non-finite score are errors; a failed "
+    "request fails the group",
 }
 
 REWARD_MODEL = RewardProviderSpec(

@@ -32,6 +32,9 @@ MAX_TIMEOUT_S = 600.0
 MAX_DEADLINE_S = 3600.0
 MAX_RETRIES = 10
 MAX_MEMBERS = 16
+# Scores are (raw - score_mean) / score_std: with the fixed normalisation set from the model's
+# scores on real answers, -10 is ten spreads below their mean, below anything a real answer gets.
+EMPTY_COMPLETION_SCORE = -10.0
 
 Backend = Literal["local", "vllm-classify", "vllm-pooling", "openrlhf"]
 REMOTE_BACKENDS = ("vllm-classify", "vllm-pooling", "openrlhf")
@@ -226,6 +229,12 @@ class RewardModelParams(ParamsModel):
         "completion tokens / 1000",
     )
     length_penalty: float = Field(0.0, ge=0, description="penalty per 1000 completion tokens (linear)")
+    empty_completion_score: float = Field(
+        EMPTY_COMPLETION_SCORE,
+        description="the score of an empty or whitespace-only completion, charged to it (diagnostic "
+        "empty_completion): keep it below what the model gives real answers, so that no policy learns "
+        "to answer nothing (in an ensemble, the ensemble's own is used)",
+    )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto",
         description="local backend: weights' dtype (auto: bfloat16 on CUDA, float32 on CPU)",
@@ -299,7 +308,7 @@ class RewardModelParams(ParamsModel):
             )
         return value
 
-    @field_validator("score_mean", "score_std")
+    @field_validator("score_mean", "score_std", "empty_completion_score")
     @classmethod
     def _finite(cls, value: float) -> float:
         if not math.isfinite(value):
@@ -363,6 +372,18 @@ class EnsembleParams(ParamsModel):
         "mean", description="how member scores become the term: mean, min, or mean - k * std"
     )
     k: float = Field(1.0, ge=0, le=100, description="the k of mean_minus_std")
+    empty_completion_score: float = Field(
+        EMPTY_COMPLETION_SCORE,
+        description="the ensemble's score of an empty or whitespace-only completion, charged to it "
+        "(diagnostic empty_completion); keep it below what the members give real answers",
+    )
+
+    @field_validator("empty_completion_score")
+    @classmethod
+    def _finite_empty(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be finite")
+        return value
 
     @field_validator("k")
     @classmethod

@@ -9,9 +9,11 @@ every queued sequence into token-budget buckets.
 A score is ``(raw - score_mean) / score_std``, then length-normalised; both are fixed params,
 never running statistics, so a candidate's score never depends on what was scored before
 (the in-process, service, Ray and resumed paths agree). Per candidate, a problem that stops
-scoring (an empty completion, a prompt that fills the limit under right truncation, a
-non-finite output) is an ``error`` result naming the cause; an unreachable or failing server
-fails the group with the server's reason.
+scoring (a prompt that fills the limit under right truncation, a non-finite output) is an
+``error`` result naming the cause; an empty completion is the candidate's own doing, so it is a
+charged verdict at ``empty_completion_score`` (an error would score what ``onError`` gives, often
+above what the model gives real answers); an unreachable or failing server fails the group with
+the server's reason.
 """
 
 from __future__ import annotations
@@ -32,11 +34,18 @@ from rewardkit.plugin import (
 )
 from rewardkit_rl.reward_models.batching import Coalescer, token_budget_batches
 from rewardkit_rl.reward_models.params import EnsembleParams, RewardModelParams
-from rewardkit_rl.reward_models.text import CandidateProblem, Encoded, Formatter
+from rewardkit_rl.reward_models.text import CandidateProblem, EmptyCompletion, Encoded, Formatter
 
 TERMS = ("score",)
-DIAGNOSTICS = ("raw_score", "input_tokens", "completion_tokens", "truncated", "truncated_tokens")
-ENSEMBLE_DIAGNOSTICS = ("disagreement", "member_min", "member_max", "truncated")
+DIAGNOSTICS = (
+    "raw_score",
+    "input_tokens",
+    "completion_tokens",
+    "truncated",
+    "truncated_tokens",
+    "empty_completion",
+)
+ENSEMBLE_DIAGNOSTICS = ("disagreement", "member_min", "member_max", "truncated", "empty_completion")
 
 
 class ModelScorer:
@@ -93,16 +102,16 @@ class ModelScorer:
 
         return run
 
-    def encode(self, request: RewardGroupRequest) -> list[Encoded | str]:
-        """Per candidate, what the model reads, or the reason it cannot be scored."""
+    def encode(self, request: RewardGroupRequest) -> list[Encoded | CandidateProblem]:
+        """Per candidate, what the model reads, or why it cannot be scored."""
         formatter, _ = self._ready()
         prompt = request.context.prompt
-        encoded: list[Encoded | str] = []
+        encoded: list[Encoded | CandidateProblem] = []
         for candidate in request.candidates:
             try:
                 encoded.append(formatter.encode(prompt, candidate.completion))
             except CandidateProblem as problem:
-                encoded.append(str(problem))
+                encoded.append(problem)
         return encoded
 
     def raw_scores(self, encoded: Sequence[Encoded]) -> list[float]:
@@ -137,6 +146,12 @@ def _diagnostics(raw: float, item: Encoded) -> tuple[MetricContribution, ...]:
     )
 
 
+def empty_verdict(reason: str, score: float) -> RewardProviderResult:
+    """An empty completion's verdict: the term at ``score``, charged to the candidate (diagnostic
+    ``empty_completion``), whatever the model would say of the prompt alone."""
+    return RewardProviderResult.charged(reason, "empty_completion", {"score": score})
+
+
 class RewardModelProvider:
     """``reward-model``: one trained reward model's scalar score per candidate (term ``score``)."""
 
@@ -153,7 +168,9 @@ class RewardModelProvider:
         raws = iter(self.scorer.raw_scores(ready))
         items = []
         for candidate, item in zip(request.candidates, encoded):
-            if isinstance(item, str):
+            if isinstance(item, EmptyCompletion):
+                result = empty_verdict(f"reward-model: {item}", self.settings.empty_completion_score)
+            elif isinstance(item, CandidateProblem):
                 result = RewardProviderResult.fail(f"reward-model: {item}")
             else:
                 raw = next(raws)
@@ -191,9 +208,16 @@ class EnsembleProvider:
     def evaluate(self, request: RewardGroupRequest) -> RewardGroupResult:
         per_member = [scorer.encode(request) for scorer in self.scorers]
         count = len(request.candidates)
+        # The completion is the same text for every member: empty for one, it is empty for all.
+        empty = [isinstance(per_member[0][p], EmptyCompletion) for p in range(count)]
         problems = [
             next(
-                (f"member {m}: {enc[p]}" for m, enc in enumerate(per_member) if isinstance(enc[p], str)), None
+                (
+                    f"member {m}: {enc[p]}"
+                    for m, enc in enumerate(per_member)
+                    if isinstance(enc[p], CandidateProblem)
+                ),
+                None,
             )
             for p in range(count)
         ]
@@ -208,7 +232,10 @@ class EnsembleProvider:
         items = []
         for position, candidate in enumerate(request.candidates):
             problem = problems[position]
-            if problem is not None:
+            if empty[position]:
+                reason = f"reward-model-ensemble: {per_member[0][position]}"
+                result = empty_verdict(reason, self.settings.empty_completion_score)
+            elif problem is not None:
                 result = RewardProviderResult.fail(f"reward-model-ensemble: {problem}")
             else:
                 result = self._combined(scores[position], truncated[position])

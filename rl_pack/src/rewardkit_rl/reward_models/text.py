@@ -42,6 +42,11 @@ class CandidateProblem(Exception):
     """This candidate cannot be scored; the message says why (it becomes the error's reason)."""
 
 
+class EmptyCompletion(CandidateProblem):
+    """The completion is empty or only whitespace: what the candidate's own text caused, so a verdict
+    on it (``empty_completion_score``, charged), never an error a policy could learn to prefer."""
+
+
 @dataclass(frozen=True)
 class Encoded:
     """One candidate as the model reads it: token ids after the cut, and what the cut removed."""
@@ -111,7 +116,7 @@ class Formatter:
     def encode(self, prompt: Any, completion: str) -> Encoded:
         """The cut token ids; ``CandidateProblem`` when the candidate cannot be scored."""
         if not completion.strip():
-            raise CandidateProblem(
+            raise EmptyCompletion(
                 "the completion is empty (or only whitespace): a reward model has nothing of it to score"
             )
         text = self.text(prompt, completion)
