@@ -11,9 +11,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Issue 45 set 7,600 statements for the core as it stood then, the integrity and text work before it
 # included. The streaming API and shared results (issue 46: stream.py, shared_results.py) and the
-# reward-expansion hook (issue 48) came after it and add about 350. Raising this number is a
+# reward-expansion hook (issue 48) came after it and add about 350; the stream's own threads
+# (none kept alive by a stream dropped unclosed), capacity taken in one step and a cancelled group's
+# capacity given back once (issue 46, after review) about 70 more. Raising this number is a
 # decision to take in review: the usual answer to a growing core is a distribution of its own.
-STATEMENT_BUDGET = 7_950
+STATEMENT_BUDGET = 8_000
 
 
 def _tool() -> ModuleType:

@@ -9,7 +9,9 @@ is still being scored is observed without timing anything.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import CancelledError, Future
 from typing import Any
@@ -22,7 +24,8 @@ from rewardkit.contracts.errors import ConfigError, RequestCancelled, RewardkitE
 from rewardkit.scoring import shared_results
 from rewardkit.scoring.backpressure import BackpressureTimeout, RequestTooLarge
 from rewardkit.scoring.scored import ScoredBatch, ScoredGroup
-from rewardkit.scoring.stream import stream_of
+from rewardkit.scoring.split_batch import SplitBatchFinisher
+from rewardkit.scoring.stream import RewardStream, stream_of
 
 SIZE = 4
 COMPLETIONS = {
@@ -288,6 +291,70 @@ def test_a_group_larger_than_max_inflight_is_refused_at_once_and_left_out_of_the
         with pytest.raises(RequestTooLarge):
             stream.submit(group("g0"))  # refused, not kept: the same group may be offered again
         assert stream.close().groups == ()
+
+
+def test_a_group_its_caller_cancels_before_it_is_scored_gives_its_capacity_back_and_leaves_the_batch():
+    # An asyncio.wait_for that timed out cancels the future it waited for; a stream's own cancel()
+    # after that (or twice over) gives nothing back twice.
+    settings = {"group_size": 2, "concurrency": 1}  # one thread: g1 queues behind the held g0
+    with rewardkit.load(config([{"provider": "held"}], **settings)) as reward:
+        with reward.stream() as stream:
+            held = stream.submit(group("g0", ["hold:g0", "x"]))
+            stream_fixtures.STARTED["g0"].wait()
+            assert stream.submit(group("g1", ["a", "b"])).cancel()
+            stream_fixtures.GATES["g0"].set()
+            assert held.result().group_id == "g0"
+            closed = stream.close()
+        assert [scored.group_id for scored in closed.groups] == ["g0"]
+        assert reward.limiter.in_flight == 0
+        stream_fixtures.reset()
+        with pytest.raises(ValueError), reward.stream() as again:
+            again.submit(group("g0", ["hold:g0", "x"]))
+            stream_fixtures.STARTED["g0"].wait()
+            again.submit(group("g1", ["a", "b"]))
+            again.cancel("first")  # then leaving the block with an error cancels it again
+            raise ValueError("the trainer broke")
+        assert reward.limiter.in_flight == 0
+
+
+def test_a_stream_dropped_without_close_is_collected_and_its_threads_end():
+    settings = {"group_size": 2, "concurrency": 2}
+    with rewardkit.load(config(THREADED, **settings)) as reward:
+        before = set(threading.enumerate())
+        stream = reward.stream()
+        for name in ("g0", "g1", "g2"):
+            stream.submit(group(name, ["a b", "c"])).result()
+        threads = [t for t in set(threading.enumerate()) - before if t.name.startswith("rewardkit-stream")]
+        assert threads, "the groups were scored on the stream's threads"
+        dropped = weakref.ref(stream)
+        del stream
+        gc.collect()
+        assert dropped() is None, "an idle thread holds no reference to its stream"
+        for thread in threads:
+            thread.join(timeout=10)
+            assert not thread.is_alive(), thread.name
+
+
+def test_a_malformed_part_fails_its_group_and_the_thread_goes_on_to_the_next():
+    # A backend's score([group]) that comes back without the group fails that group (and so the
+    # stream), on the thread, which lives on: the group queued behind it ends before close().
+    gate = threading.Event()
+
+    def score_one_group(item: Any) -> ScoredBatch:
+        if item[0] == "bad":
+            gate.wait(10)
+            return ScoredBatch((), {}, (), {})
+        raise AssertionError("the stream failed before this group could be scored")
+
+    stream = RewardStream(score_one_group, SplitBatchFinisher(), threads=1)
+    bad = stream.submit(("bad", [{"trajectory_id": "b0", "completion": "x"}]))
+    queued = stream.submit(("next", [{"trajectory_id": "n0", "completion": "y"}]))
+    gate.set()
+    assert isinstance(bad.exception(timeout=10), ValueError)
+    # ended by the failure, on the same thread (not left queued until close())
+    assert isinstance(queued.exception(timeout=10), RequestCancelled)
+    with pytest.raises(ValueError):
+        stream.close()
 
 
 def test_a_stream_is_one_batch_for_the_rerun_budget():

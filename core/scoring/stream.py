@@ -19,9 +19,11 @@ running merge.
 Failure. A group that fails (a ``RewardContractError``, a provider error under ``onError: raise``, a
 timeout) fails its own future and the stream: the groups still pending are cancelled, ``submit``
 raises the failure from then on, and ``close()`` raises it, so no batch report is published for a
-batch that failed. Groups already handed back stay handed back: a stream returns values and writes
-nothing into trajectories, so there is nothing to roll back; a trainer that must not use part of a
-failed batch drops the step when ``close()`` raises, as it would when ``score`` raises.
+batch that failed. A group whose future its caller cancels before the group is scored (an
+``asyncio.wait_for`` that timed out) is left out of the batch, its capacity given back. Groups
+already handed back stay handed back: a stream returns values and writes nothing into trajectories,
+so there is nothing to roll back; a trainer that must not use part of a failed batch drops the step
+when ``close()`` raises, as it would when ``score`` raises.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import contextvars
 import queue
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -192,11 +195,17 @@ class RewardStream:
             self._tokens.put(True)
         elif self._threads < self._max_threads:
             self._threads += 1
+            # The thread holds the stream weakly while it waits: a stream dropped without close()
+            # is collected, and its collection stops every waiting thread (as an executor's does).
+            tokens, stops = self._tokens, self._max_threads
+            reference = weakref.ref(self, lambda _: _stop(tokens, stops))
             name = f"rewardkit-stream-{self._threads}"
-            threading.Thread(target=self._serve, name=name, daemon=True).start()
+            # A daemon: a process that exits with a stream never closed does not wait for it.
+            threading.Thread(target=_serve, args=(reference, tokens), name=name, daemon=True).start()
 
-    def _serve(self) -> None:
-        """A stream thread: score queued groups, oldest first, then wait for a token; end when stopped."""
+    def _went_idle(self) -> bool:
+        """Score the queued groups, oldest first, then count this thread idle (True) or, once the
+        stream is closed, end it (False)."""
         while True:
             while self._run_queued():
                 pass
@@ -204,10 +213,9 @@ class RewardStream:
                 if self._queued:  # queued after the last look, with this thread not idle yet
                     continue
                 if self._closed:
-                    return
+                    return False
                 self._idle += 1
-            if not self._tokens.get():
-                return
+                return True
 
     def _run_queued(self) -> bool:
         """Score the oldest group no thread has taken yet; False when there was none."""
@@ -262,7 +270,14 @@ class RewardStream:
         """Score the group and set its future; its part of the batch, or None when it has none."""
         try:
             if not future.set_running_or_notify_cancel():
-                return None  # cancelled while queued; cancel() gave its capacity back
+                # Cancelled while queued, by cancel() or by its caller (an asyncio.wait_for that timed
+                # out): its capacity is back, and it is no part of the batch.
+                self._release(weight)
+                with self._lock:
+                    self._started.discard(group[0])
+                    self._submitted.discard(group[0])
+                    self._withdraw(group[0])
+                return None
             # In process, every group spends the stream's one rerun budget and shares equal answers
             # with its other groups; a backend scoring in another process has both per request there.
             budget = contextlib.nullcontext() if self._budget is None else shared_budget(self._budget)
@@ -275,14 +290,15 @@ class RewardStream:
                 # Work stopped by the cancel may have come back as an error scored by onError:
                 # a cancelled group has no answer (as a cancelled score() call has none).
                 self._scope.raise_if_cancelled()
+                # A lone group's advantages are its advantages in the batch under group or no scaling.
+                (scored,) = part.groups
         except BaseException as error:
             self._release(weight)  # capacity is back before anyone sees the group end
             self._fail(error)
             future.set_exception(error)
             return None
         self._release(weight)
-        # A lone group's advantages are its advantages in the batch under group or no scaling.
-        future.set_result(part.groups[0])
+        future.set_result(scored)
         return part
 
     def _merge_ready(self) -> None:
@@ -321,9 +337,8 @@ class RewardStream:
                 self._failure = StreamFailed(reason)
             futures = list(self._futures)
         self._scope.cancel(StreamFailed(reason))
-        for future, weight in futures:
-            if future.cancel():  # still queued: it will never run, so its capacity is back now
-                self._release(weight)
+        for future, _ in futures:
+            future.cancel()  # still queued: its capacity is given back as it is taken off the queue
         self._shutdown()
 
     def _shutdown(self) -> None:
@@ -335,14 +350,17 @@ class RewardStream:
                     self._withdraw(group_id)
         # The caller would only wait: it scores the groups no thread has started (after the last
         # hand-over, often the last group: no wake-up of a thread, then of the caller, to wait for).
-        while self._run_queued():
-            pass
-        with self._ended:
-            self._ended.wait_for(lambda: not self._running)
-            # The idle threads are stopped only now, so that none wakes while this thread scores.
-            for _ in range(self._idle):
-                self._tokens.put(False)
-            self._idle = 0
+        try:
+            while self._run_queued():
+                pass
+            with self._ended:
+                self._ended.wait_for(lambda: not self._running)
+        finally:  # even when the wait is interrupted (Ctrl-C): no idle thread is left waiting
+            with self._lock:
+                # The idle threads are stopped only now, so that none wakes while this thread scores.
+                for _ in range(self._idle):
+                    self._tokens.put(False)
+                self._idle = 0
         # Every group has ended (its count taken down last): what a thread does after that is
         # return, so none needs joining.
 
@@ -372,6 +390,23 @@ class RewardStream:
             self.cancel(f"the block using the stream raised {kind.__name__ if kind else 'an error'}")
             return
         self.close()
+
+
+def _stop(tokens: queue.SimpleQueue[bool], threads: int) -> None:
+    for _ in range(threads):
+        tokens.put(False)
+
+
+def _serve(reference: weakref.ref[RewardStream], tokens: queue.SimpleQueue[bool]) -> None:
+    """A stream thread: score queued groups, then wait for a token holding no reference to the stream;
+    end when stopped, or when the stream was collected."""
+    while True:
+        stream = reference()
+        if stream is None or not stream._went_idle():
+            return
+        del stream
+        if not tokens.get():
+            return
 
 
 class AsyncRewardStream:
