@@ -196,9 +196,9 @@ class RewardStream:
         elif self._threads < self._max_threads:
             self._threads += 1
             # The thread holds the stream weakly while it waits: a stream dropped without close()
-            # is collected, and its collection stops every waiting thread (as an executor's does).
-            tokens, stops = self._tokens, self._max_threads
-            reference = weakref.ref(self, lambda _: _stop(tokens, stops))
+            # is collected, and each thread's reference then stops that thread (as an executor's do).
+            tokens = self._tokens
+            reference = weakref.ref(self, lambda _: _stop(tokens))
             name = f"rewardkit-stream-{self._threads}"
             # A daemon: a process that exits with a stream never closed does not wait for it.
             threading.Thread(target=_serve, args=(reference, tokens), name=name, daemon=True).start()
@@ -392,9 +392,8 @@ class RewardStream:
         self.close()
 
 
-def _stop(tokens: queue.SimpleQueue[bool], threads: int) -> None:
-    for _ in range(threads):
-        tokens.put(False)
+def _stop(tokens: queue.SimpleQueue[bool]) -> None:
+    tokens.put(False)
 
 
 def _serve(reference: weakref.ref[RewardStream], tokens: queue.SimpleQueue[bool]) -> None:

@@ -231,6 +231,7 @@ class RewardModelParams(ParamsModel):
     length_penalty: float = Field(0.0, ge=0, description="penalty per 1000 completion tokens (linear)")
     empty_completion_score: float = Field(
         EMPTY_COMPLETION_SCORE,
+        allow_inf_nan=False,
         description="the score of an empty or whitespace-only completion, charged to it (diagnostic "
         "empty_completion): keep it below what the model gives real answers, so that no policy learns "
         "to answer nothing (in an ensemble, the ensemble's own is used)",
@@ -308,7 +309,7 @@ class RewardModelParams(ParamsModel):
             )
         return value
 
-    @field_validator("score_mean", "score_std", "empty_completion_score")
+    @field_validator("score_mean", "score_std")
     @classmethod
     def _finite(cls, value: float) -> float:
         if not math.isfinite(value):
@@ -374,16 +375,10 @@ class EnsembleParams(ParamsModel):
     k: float = Field(1.0, ge=0, le=100, description="the k of mean_minus_std")
     empty_completion_score: float = Field(
         EMPTY_COMPLETION_SCORE,
+        allow_inf_nan=False,
         description="the ensemble's score of an empty or whitespace-only completion, charged to it "
         "(diagnostic empty_completion); keep it below what the members give real answers",
     )
-
-    @field_validator("empty_completion_score")
-    @classmethod
-    def _finite_empty(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be finite")
-        return value
 
     @field_validator("k")
     @classmethod
